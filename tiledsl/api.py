@@ -1,0 +1,144 @@
+"""The Python surface: `tiledsl.compile(src)` → a `Kernel` or a `Module` of kernels."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator, Optional, Union
+
+from .errors import TdslArgumentError, TdslError
+from .frontend import compile_source
+from .ir.graph import Graph
+from .ir.printer import format_graph
+from .schedule.hints import Hints
+
+
+def _type_text(dtype, dims) -> str:
+    return f"{dtype}[{', '.join(dims)}]" if dims is not None else str(dtype)
+
+
+class Kernel:
+    """One compiled kernel: its signature, IR, reference and (on a GPU) its launcher."""
+
+    def __init__(self, graph: Graph, hints: Optional[Hints], file: str):
+        self.graph = graph
+        self.hints = hints or Hints()
+        self.file = file
+        self._launcher = None
+
+    @property
+    def name(self) -> str:
+        return self.graph.name
+
+    @property
+    def ir(self) -> Graph:
+        return self.graph
+
+    @property
+    def signature(self) -> str:
+        params = ", ".join(f"{p.name}: {_type_text(p.dtype, p.dims)}"
+                           + (f" = {p.default!r}".replace("True", "true").replace("False", "false")
+                              if p.default is not None else "") for p in self.graph.params)
+        results = [_type_text(r.dtype, r.dims or None) for r in self.graph.results]
+        result = results[0] if len(results) == 1 else f"({', '.join(results)})"
+        return f"{self.name}({params}) -> {result}"
+
+    def __repr__(self) -> str:
+        return f"<tiledsl.Kernel {self.signature}>"
+
+    def ir_text(self) -> str:
+        return format_graph(self.graph)
+
+    def reference(self, *args, compute: str = "exact", **kwargs):
+        """Run on the CPU with NumPy, with the language's exact semantics.
+
+        compute="f64" holds every float in float64 instead: the baseline that
+        GPU results are compared against.
+        """
+        from .reference import evaluate
+        return evaluate(self.graph, args, kwargs, compute)
+
+    def __call__(self, *args, out=None, **kwargs):
+        _reject_host_arrays(self, args, kwargs)
+        if self._launcher is None:
+            from .runtime import launcher_for   # imports CuPy; only a GPU call pays for it
+            self._launcher = launcher_for(self)
+        return self._launcher(args, kwargs, out)
+
+
+def _reject_host_arrays(kernel: Kernel, args, kwargs) -> None:
+    import numpy as np
+    for p, value in zip(kernel.graph.params, list(args) + [kwargs.get(p.name) for p in
+                                                           kernel.graph.params[len(args):]]):
+        if isinstance(value, np.ndarray) and not p.is_scalar:
+            raise TdslArgumentError(
+                f"'{p.name}' is a NumPy array (host memory); {kernel.name}() runs on the GPU and takes "
+                f"CuPy arrays (cupy.asarray(x)) or anything with __cuda_array_interface__/DLPack. "
+                f"To run on the CPU, call {kernel.name}.reference(...)", p.loc)
+
+
+class Module:
+    """The kernels of a file with several: `mod.softmax(x)`, `mod["softmax"]`."""
+
+    def __init__(self, kernels: dict[str, Kernel], file: str):
+        self._kernels = kernels
+        self.file = file
+
+    def __getattr__(self, name: str) -> Kernel:
+        kernels = self.__dict__.get("_kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(f"module {self.__dict__.get('file', '?')!r} has no kernel {name!r}; "
+                             f"it has {', '.join(kernels) or 'none'}")
+
+    def __getitem__(self, name: str) -> Kernel:
+        return self._kernels[name]
+
+    def __iter__(self) -> Iterator[Kernel]:
+        return iter(self._kernels.values())
+
+    def __len__(self) -> int:
+        return len(self._kernels)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._kernels
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._kernels)
+
+    def __repr__(self) -> str:
+        return f"<tiledsl.Module {self.file}: {', '.join(self._kernels)}>"
+
+
+def _looks_like_path(text: str) -> bool:
+    return "\n" not in text and "{" not in text and (text.endswith(".tdsl") or os.path.isfile(text))
+
+
+def read_source(src: Union[str, os.PathLike], file: Optional[str] = None) -> tuple[str, str]:
+    """(text, file name) from source text or a path."""
+    if isinstance(src, os.PathLike) or (isinstance(src, str) and _looks_like_path(src)):
+        path = Path(src)
+        try:
+            return path.read_text(), file or str(src)
+        except OSError as err:
+            raise TdslError(f"cannot read {str(src)!r}: {err.strerror or err}") from None
+        except UnicodeDecodeError:
+            raise TdslError(f"{str(src)!r} is not UTF-8 text") from None
+    if not isinstance(src, str):
+        raise TdslError(f"compile() takes source text or a path, not {type(src).__name__}")
+    return src, file or "<string>"
+
+
+def compile(src: Union[str, os.PathLike], *, file: Optional[str] = None) -> Union[Kernel, Module]:
+    """Parse and check a .tdsl program (text or path).
+
+    Returns a `Kernel` when the program has one kernel, else a `Module`.
+    """
+    text, name = read_source(src, file)
+    graphs, hints = compile_source(text, name)
+    kernels = {g.name: Kernel(g, hints.get(g.name), name) for g in graphs}
+    if len(kernels) == 1:
+        return next(iter(kernels.values()))
+    if not kernels:
+        raise TdslError(f"{name}: no kernel in the program")
+    return Module(kernels, name)

@@ -1,0 +1,165 @@
+"""The NumPy reference interpreter: the language's semantics, executed plainly.
+
+Each IR value becomes a NumPy array whose axes follow the value's dims;
+elementwise operands are aligned by dim name before NumPy broadcasts them.
+
+`compute="exact"` holds every value in its IR dtype (f32 arithmetic for f16
+inputs, rounding at every cast) and is what the GPU must match bit-for-bit
+in spirit. `compute="f64"` holds every float value in float64 (explicit casts
+still round), the high-precision baseline tests compare GPU results against.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .dtypes import DType, from_numpy
+from .errors import TdslArgumentError
+from .ir.graph import Graph, Value
+from .signature import bind
+
+
+def _host_dtype(x):
+    return from_numpy(x.dtype) if isinstance(x, np.ndarray) else None
+
+
+def _host_shape(x):
+    if isinstance(x, np.ndarray):
+        return x.shape
+    return None
+
+
+def _describe(x) -> str:
+    if hasattr(x, "__cuda_array_interface__") or hasattr(x, "get"):
+        return (f"a GPU array ({type(x).__module__}.{type(x).__name__}); reference() runs on the "
+                f"CPU: pass NumPy arrays (for CuPy, x.get())")
+    return f"{type(x).__name__}"
+
+
+def bind_host(graph: Graph, args: tuple, kwargs: dict):
+    return bind(graph, args, kwargs, dtype_of=_host_dtype, shape_of=_host_shape, describe=_describe)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    try:
+        from scipy.special import erf
+        return erf(x)
+    except ImportError:
+        return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+_UNARY = {
+    "neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+    "log2": np.log2, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin,
+    "cos": np.cos, "tanh": np.tanh, "sigmoid": _sigmoid,
+    "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
+    "gelu": lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(x.dtype.type(2)))),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(x.dtype.type(math.sqrt(2 / math.pi))
+                                                  * (x + x.dtype.type(0.044715) * x * x * x))),
+    "silu": lambda x: x * _sigmoid(x), "erf": _erf, "floor": np.floor, "ceil": np.ceil,
+    "not": np.logical_not,
+}
+_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
+    "maximum": np.maximum, "minimum": np.minimum, "and": np.logical_and, "or": np.logical_or,
+    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "eq": np.equal, "ne": np.not_equal,
+}
+
+
+class _Interpreter:
+    def __init__(self, graph: Graph, extents: dict, compute: str):
+        self.graph, self.extents, self.wide = graph, extents, compute == "f64"
+        self.env: dict[int, np.ndarray] = {}
+
+    def hold(self, dtype: DType) -> np.dtype:
+        """The NumPy dtype a value of `dtype` is held in."""
+        if self.wide and dtype.is_float:
+            return np.dtype(np.float64)
+        return dtype.numpy
+
+    def aligned(self, operand: Value, dims: tuple[str, ...]) -> np.ndarray:
+        """The operand's array with axes in `dims` order, size-1 where it lacks a dim."""
+        arr = self.env[operand.id]
+        present = [d for d in dims if d in operand.dims]
+        arr = np.transpose(arr, [operand.dims.index(d) for d in present])
+        return arr.reshape([self.extents[d] if d in operand.dims else 1 for d in dims])
+
+    def run(self, values: list) -> list[np.ndarray]:
+        for v in self.graph.values:
+            out = self.eval(v, values)
+            self.env[v.id] = np.asarray(out).astype(self.hold(v.dtype), copy=False)
+        return [self.env[o.id] for o in self.graph.outputs]
+
+    def eval(self, v: Value, values: list) -> Any:
+        if v.op == "param":
+            arg = values[v.attr("index")]
+            return np.asarray(arg, dtype=self.hold(v.dtype)) if not v.dims else \
+                np.asarray(arg).astype(self.hold(v.dtype), copy=False)
+        if v.op == "const":
+            return np.array(v.attr("value"), dtype=self.hold(v.dtype))
+        if v.op == "idx":
+            return np.arange(self.extents[v.attr("dim")], dtype=np.int64)
+        if v.op == "cast":
+            src = self.env[v.operands[0].id]
+            rounded = src.astype(v.dtype.numpy)          # round through the target type
+            return rounded.astype(self.hold(v.dtype))
+        if v.op == "permute":
+            src = v.operands[0]
+            return np.transpose(self.env[src.id], [src.dims.index(d) for d in v.dims])
+        if v.op == "reduce":
+            return self.reduce(v)
+        if v.op == "matmul":
+            return self.matmul(v)
+        args = [self.aligned(o, v.dims) for o in v.operands]
+        if v.op == "where":
+            return np.where(*args)
+        if v.op in _UNARY:
+            return _UNARY[v.op](*args)
+        return _BINARY[v.op](*args)
+
+    def reduce(self, v: Value) -> np.ndarray:
+        src = v.operands[0]
+        x = self.env[src.id]
+        axes = tuple(src.dims.index(d) for d in v.attr("axes"))
+        kind = v.attr("kind")
+        dtype = self.hold(v.dtype)
+        if kind == "sum":
+            return np.sum(x, axis=axes, dtype=dtype)
+        if kind == "mean":
+            return np.mean(x, axis=axes, dtype=dtype) if x.size or not axes else \
+                np.full(np.sum(x, axis=axes).shape, np.nan, dtype)
+        identity = (-np.inf if kind == "max" else np.inf) if dtype.kind == "f" else \
+            (np.iinfo(dtype).min if kind == "max" else np.iinfo(dtype).max)
+        reducer = np.max if kind == "max" else np.min
+        return reducer(x, axis=axes, initial=identity)
+
+    def matmul(self, v: Value) -> np.ndarray:
+        a, b = v.operands
+        batch = tuple(d for d in v.dims if d in a.dims[:-2] or d in b.dims[:-2])
+        dtype = self.hold(v.dtype)
+        av = self.aligned(a, batch + a.dims[-2:]).astype(dtype) if len(a.dims) >= 2 else \
+            self.env[a.id].astype(dtype)
+        if len(b.dims) >= 2:
+            bv = self.aligned(b, batch + b.dims[-2:]).astype(dtype)
+        else:
+            bv = self.env[b.id].astype(dtype)
+        out = np.matmul(av, bv)
+        # matmul's result dims are batch + m + n; NumPy gives them in that order
+        return out
+
+
+def evaluate(graph: Graph, args: tuple, kwargs: dict, compute: str = "exact"):
+    """Run `graph` on NumPy arguments; one array per result (0-d for scalars)."""
+    if compute not in ("exact", "f64"):
+        raise TdslArgumentError(f"compute must be 'exact' or 'f64', not {compute!r}")
+    bound = bind_host(graph, args, kwargs)
+    with np.errstate(all="ignore"):   # inf and nan are values here, as on the GPU
+        outputs = _Interpreter(graph, bound.extents, compute).run(bound.values)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
