@@ -1,0 +1,146 @@
+"""The `tiledsl` command line: check, emit, run (and later autotune, bench)."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Optional
+
+import numpy as np
+
+from . import __version__
+from .api import Kernel, Module, compile as compile_program
+from .errors import TdslError
+
+
+def _kernels(path: str, name: Optional[str]) -> list[Kernel]:
+    program = compile_program(path, file=path) if path.endswith(".tdsl") or "\n" not in path \
+        else compile_program(path)
+    kernels = list(program) if isinstance(program, Module) else [program]
+    if name is None:
+        return kernels
+    chosen = [k for k in kernels if k.name == name]
+    if not chosen:
+        raise TdslError(f"{path} has no kernel '{name}'; it has {', '.join(k.name for k in kernels)}")
+    return chosen
+
+
+def cmd_check(args) -> int:
+    failed = 0
+    for path in args.files:
+        try:
+            kernels = _kernels(path, None)
+        except TdslError as err:
+            print(err, file=sys.stderr)
+            failed += 1
+            continue
+        if not args.quiet:
+            for k in kernels:
+                print(f"{path}: ok: {k.signature}")
+    return 1 if failed else 0
+
+
+def cmd_emit(args) -> int:
+    from .emit import emit_stage
+    for k in _kernels(args.file, args.kernel):
+        print(emit_stage(k, args.stage, args.shape, args.arch))
+    return 0
+
+
+def _gpu_available() -> tuple[bool, str]:
+    try:
+        import cupy
+        n = cupy.cuda.runtime.getDeviceCount()
+        return (n > 0, "no CUDA device found" if n == 0 else "")
+    except ImportError:
+        return False, "CuPy is not installed"
+    except Exception as err:  # noqa: BLE001 - any driver failure means "no GPU here"
+        return False, f"no usable CUDA device ({err.__class__.__name__})"
+
+
+def cmd_run(args) -> int:
+    from .inputs import parse_shape, random_arguments, relative_error, TOLERANCE
+    status = 0
+    for k in _kernels(args.file, args.kernel):
+        extents = parse_shape(args.shape, k.graph)
+        host = random_arguments(k.graph, extents, args.seed)
+        t0 = time.perf_counter()
+        expected = k.reference(*host, compute="f64")
+        t_ref = time.perf_counter() - t0
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        shape_text = ", ".join(f"{d}={extents[d]}" for d in k.graph.dims)
+        print(f"{k.name} [{shape_text}]")
+        print(f"  reference (NumPy, f64): {t_ref * 1e3:.1f} ms")
+        ok, why = _gpu_available()
+        if not ok or args.cpu:
+            reason = "--cpu given" if args.cpu else why
+            print(f"  GPU: not run ({reason}); ran the NumPy reference only")
+            for i, (res, out) in enumerate(zip(k.graph.results, expected)):
+                out = np.asarray(out)
+                print(f"  result {i}: {res.dtype}{list(out.shape)} mean {np.nanmean(out):.6g} "
+                      f"min {np.nanmin(out):.6g} max {np.nanmax(out):.6g}")
+            continue
+        from .runtime.measure import run_and_time
+        report = run_and_time(k, host, expected)
+        print(report.text())
+        for i, res in enumerate(k.graph.results):
+            if report.errors[i] > TOLERANCE[res.dtype.name]:
+                status = 1
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tiledsl", description="tiledsl: a tile-oriented kernel language for NVIDIA GPUs.")
+    parser.add_argument("--version", action="version", version=f"tiledsl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check", help="parse and type-check .tdsl files",
+                       description="Parse and type-check each file. Exit 0 when all are well "
+                                   "formed; otherwise print each error with file:line:col and a caret, "
+                                   "and exit 1.")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("emit", help="print a compiler stage (ir, schedule, cuda, cubin)",
+                       description="Print what a compiler stage makes of each kernel of FILE. "
+                                   "--stage ir needs no shape; the GPU stages need --shape to pick "
+                                   "a schedule.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--stage", default="ir", choices=("ir", "schedule", "cuda", "ptx", "cubin", "sass"))
+    p.add_argument("--kernel", help="only this kernel of the file")
+    p.add_argument("--shape", help="dim sizes, e.g. M=4096,N=1024")
+    p.add_argument("--arch", default="sm_90a", help="GPU architecture for cubin/sass (default sm_90a)")
+    p.set_defaults(func=cmd_emit)
+
+    p = sub.add_parser("run", help="run on random inputs, check against the reference, time it",
+                       description="Draw random inputs of the given shape, run the kernel on the GPU, "
+                                   "compare with the NumPy reference (in float64) and time it. "
+                                   "Without a GPU, run the reference only and say so.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--shape", help="dim sizes, e.g. M=4096,N=1024")
+    p.add_argument("--kernel", help="only this kernel of the file")
+    p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
+    p.add_argument("--cpu", action="store_true", help="run the reference only, even with a GPU")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except TdslError as err:
+        print(err, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

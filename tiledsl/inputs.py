@@ -1,0 +1,85 @@
+"""Random arguments for a kernel, and how far a result is from its reference.
+
+Used by `tiledsl run`, the benchmarks, the tuner's safety check and the tests,
+so every one of them draws inputs and judges results the same way.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .dtypes import DType
+from .errors import TdslArgumentError
+from .ir.graph import Graph
+
+# Ops whose inputs should stay positive, or random data would be mostly NaN.
+_POSITIVE_DOMAIN = {"log", "log2", "sqrt", "rsqrt", "pow"}
+
+# Relative-norm tolerances by result dtype (the project's standard).
+TOLERANCE = {"f64": 1e-12, "f32": 1e-5, "f16": 2e-3, "bf16": 1e-2, "tf32": 1e-3}
+
+
+def parse_shape(text: Optional[str], graph: Graph) -> dict[str, int]:
+    """'M=4096,N=1024' → extents, checked against the kernel's dims."""
+    extents: dict[str, int] = dict(graph.fixed_extents)
+    for part in filter(None, (text or "").replace(" ", "").split(",")):
+        name, _, value = part.partition("=")
+        if not value.isdigit():
+            raise TdslArgumentError(f"--shape takes NAME=SIZE pairs separated by commas, e.g. "
+                                    f"M=4096,N=1024; got {part!r}")
+        if name not in graph.dims:
+            raise TdslArgumentError(f"--shape: '{name}' is not a dim of {graph.name}; its dims are "
+                                    f"{', '.join(graph.dims) or 'none'}")
+        extents[name] = int(value)
+    missing = [d for d in graph.dims if d not in extents]
+    if missing:
+        raise TdslArgumentError(f"--shape must give {', '.join(missing)} for {graph.name} "
+                                f"(dims: {', '.join(graph.dims)})")
+    return extents
+
+
+def _draw(rng: np.random.Generator, dtype: DType, shape, positive: bool) -> np.ndarray:
+    if dtype.is_bool:
+        return rng.random(shape) < 0.5
+    if dtype.is_integer:
+        lo = 0 if dtype.kind == "uint" or positive else -8
+        return rng.integers(lo, 9, size=shape).astype(dtype.numpy)
+    values = rng.uniform(0.25, 2.0, shape) if positive else rng.standard_normal(shape)
+    return values.astype(dtype.numpy)
+
+
+def random_arguments(graph: Graph, extents: dict[str, int], seed: Optional[int] = None) -> list:
+    """Fresh random NumPy arguments, one per parameter (scalars as Python numbers)."""
+    rng = np.random.default_rng(seed)
+    positive = any(v.op in _POSITIVE_DOMAIN for v in graph.values)
+    args = []
+    for p in graph.params:
+        if p.is_scalar:
+            if p.default is not None:
+                args.append(p.default)
+            else:
+                args.append(_draw(rng, p.dtype, (), True).item())
+        else:
+            args.append(_draw(rng, p.dtype, tuple(extents[d] for d in p.dims), positive))
+    return args
+
+
+def relative_error(result, reference) -> float:
+    """‖result − reference‖ / ‖reference‖ in float64; inf when NaN appears
+    anywhere the reference has none (NaN never passes)."""
+    r = np.asarray(result, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    if r.shape != ref.shape:
+        return float("inf")
+    ref_nan = np.isnan(ref)
+    if np.any(np.isnan(r) != ref_nan):
+        return float("inf")
+    finite = ~ref_nan & np.isfinite(ref)
+    if np.any(np.isinf(ref) & (r != ref)):
+        return float("inf")
+    diff = np.linalg.norm((r - ref)[finite])
+    norm = np.linalg.norm(ref[finite])
+    if norm == 0:
+        return float(diff)
+    return float(diff / norm)
