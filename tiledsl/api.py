@@ -57,6 +57,26 @@ class Kernel:
         from .reference import evaluate
         return evaluate(self.graph, args, kwargs, compute)
 
+    def cuda_source(self, *args, **kwargs) -> str:
+        """The CUDA C++ that a call with these arguments runs (needs no GPU:
+        only the arguments' shapes are read; NumPy arrays do)."""
+        from .codegen import sources_for
+        from .signature import bind
+        bound = bind(self.graph, args, kwargs, dtype_of=lambda a: self._dtype_of(a),
+                     shape_of=lambda a: tuple(a.shape) if hasattr(a, "shape") else None,
+                     describe=lambda a: type(a).__name__)
+        return "\n".join(s.source for s in sources_for(self, bound.extents))
+
+    def _dtype_of(self, array):
+        from .dtypes import from_numpy
+        try:
+            return from_numpy(array.dtype)
+        except TypeError:   # torch dtypes are not NumPy dtypes
+            name = str(array.dtype).replace("torch.", "")
+            from .dtypes import DTYPES
+            return {"float16": DTYPES["f16"], "bfloat16": DTYPES["bf16"], "float32": DTYPES["f32"],
+                    "float64": DTYPES["f64"]}.get(name)
+
     def __call__(self, *args, out=None, **kwargs):
         _reject_host_arrays(self, args, kwargs)
         if self._launcher is None:

@@ -1,4 +1,8 @@
-"""`tiledsl emit`: what each compiler stage makes of a kernel, as text."""
+"""`tiledsl emit`: what each compiler stage makes of a kernel, as text.
+
+All stages run without a GPU: the CUDA stages compile with NVRTC from the
+cuda-bindings package and disassemble with the cuobjdump package.
+"""
 from __future__ import annotations
 
 from typing import Optional
@@ -6,7 +10,37 @@ from typing import Optional
 from .errors import TdslError
 
 
+def _extents(kernel, shape: Optional[str]) -> dict[str, int]:
+    from .inputs import parse_shape
+    if shape is None and kernel.graph.dims:
+        raise TdslError(f"--stage needs --shape to choose schedules for {kernel.name} "
+                        f"(dims: {', '.join(kernel.graph.dims)})")
+    return parse_shape(shape, kernel.graph)
+
+
 def emit_stage(kernel, stage: str, shape: Optional[str], arch: str) -> str:
     if stage == "ir":
         return kernel.ir_text()
-    raise TdslError(f"--stage {stage} is not available yet: GPU code generation is not built")
+    from .codegen import sources_for
+    from .schedule.partition import describe, partition
+    sources = sources_for(kernel, _extents(kernel, shape))
+    if stage == "schedule":
+        lines = [describe(partition(kernel.graph))]
+        lines += [f"kernel {s.name}: {s.schedule}" for s in sources]
+        return "\n".join(lines)
+    if stage == "cuda":
+        return "\n".join(s.source for s in sources)
+    from .runtime.toolchain import compile_cuda, sass
+    parts = []
+    for s in sources:
+        if stage == "ptx":
+            parts.append(compile_cuda(s.source, arch=arch, want="ptx").ptx)
+            continue
+        compiled = compile_cuda(s.source, arch=arch)
+        usage = compiled.resources.get(s.name)
+        header = f"// {s.name} for {arch}: {usage}"
+        if stage == "sass":
+            parts.append(header + "\n" + sass(compiled.cubin))
+        else:
+            parts.append(f"{header}\n// cubin: {len(compiled.cubin)} bytes")
+    return "\n".join(parts)

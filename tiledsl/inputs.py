@@ -17,7 +17,8 @@ from .ir.graph import Graph
 _POSITIVE_DOMAIN = {"log", "log2", "sqrt", "rsqrt", "pow"}
 
 # Relative-norm tolerances by result dtype (the project's standard).
-TOLERANCE = {"f64": 1e-12, "f32": 1e-5, "f16": 2e-3, "bf16": 1e-2, "tf32": 1e-3}
+TOLERANCE = {"f64": 1e-12, "f32": 1e-5, "f16": 2e-3, "bf16": 1e-2, "tf32": 1e-3,
+             "bool": 0.0, "i8": 0.0, "i16": 0.0, "i32": 0.0, "i64": 0.0, "u8": 0.0, "u32": 0.0}
 
 
 def parse_shape(text: Optional[str], graph: Graph) -> dict[str, int]:

@@ -1,0 +1,6 @@
+"""Runtime: compile (cached), bind and launch on the GPU through CuPy."""
+
+
+def launcher_for(kernel):
+    from .launcher import Launcher
+    return Launcher(kernel)

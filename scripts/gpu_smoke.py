@@ -1,0 +1,73 @@
+"""Quick GPU correctness pass over the memory-bound examples (device runs)."""
+import sys, time, traceback
+import numpy as np
+import cupy as cp
+import tiledsl
+from tiledsl.inputs import random_arguments, relative_error, TOLERANCE
+
+CASES = [
+    ("examples/add_scale_bias_relu.tdsl", [dict(N=1), dict(N=1000), dict(N=4099), dict(N=1 << 20)]),
+    ("examples/sincos.tdsl", [dict(N=1), dict(N=77), dict(N=100003)]),
+    ("examples/softmax.tdsl", [dict(M=1, N=1), dict(M=3, N=7), dict(M=17, N=1000), dict(M=129, N=1023),
+                               dict(M=64, N=4096), dict(M=8, N=16384), dict(M=4, N=100000), dict(M=33, N=781)]),
+    ("examples/layernorm.tdsl", [dict(M=1, N=1), dict(M=5, N=1000), dict(M=64, N=4096), dict(M=3, N=70000)]),
+    ("examples/rmsnorm.tdsl", [dict(M=1, N=1), dict(M=9, N=1023), dict(M=64, N=4096)]),
+    ("examples/column_sum.tdsl", [dict(M=1, N=1), dict(M=1000, N=3), dict(M=100, N=100000), dict(M=77, N=1024)]),
+    ("examples/gelu_bias.tdsl", [dict(B=1, T=1, C=1), dict(B=2, T=3, C=768), dict(B=3, T=5, C=1001)]),
+]
+EXTRA = {
+  "mean_var": ("kernel mv(x: f32[M, N]) -> (f32[M], f32[M]) {\n mu = mean(x, axis=N)\n return mu, mean((x - mu) * (x - mu), axis=N)\n}", [dict(M=7, N=300), dict(M=1000, N=64)]),
+  "full": ("kernel total(x: f32[M, N]) -> f32 { return sum(x) }", [dict(M=1, N=1), dict(M=300, N=1000)]),
+  "two_kernels": ("kernel tk(x: f32[M, N]) -> f32[M] { return sum((x - mean(x, axis=M)) ** 2, axis=N) }", [dict(M=5, N=9), dict(M=300, N=1000)]),
+  "transposed": ("kernel tr(x: f32[M, N], b: f32[M]) -> f32[N, M] { return x * 2 + b }", [dict(M=3, N=5), dict(M=300, N=1000)]),
+  "mask": ("kernel mask(x: f32[M, N]) -> f32[M, N] { return where(idx(N) <= idx(M), x, 0.0) }", [dict(M=9, N=9), dict(M=100, N=130)]),
+  "middle": ("kernel mid(x: f16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", [dict(B=2, T=3, C=5), dict(B=4, T=100, C=768)]),
+  "ints": ("kernel ints(x: i32[M, N]) -> i64[M] { return sum(x * 3 - 1, axis=N) }", [dict(M=3, N=5), dict(M=100, N=1000)]),
+  "lse": ("kernel lse(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}", [dict(M=3, N=5), dict(M=1000, N=2048)]),
+  "softmax_outer": ("kernel so(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n return e / sum(e, axis=M)\n}", [dict(M=3, N=5), dict(M=1000, N=300)]),
+}
+
+def run(kernel, extents, label):
+    host = random_arguments(kernel.graph, extents)
+    dev = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in host]
+    want = kernel.reference(*host, compute="f64")
+    want = want if isinstance(want, tuple) else (want,)
+    for mode in ("alloc", "out"):
+        if mode == "out":
+            outs = tuple(cp.full(tuple(extents[d] for d in r.dims), np.nan if r.dtype.is_float else -7,
+                                 dtype=r.dtype.numpy) for r in kernel.graph.results)
+            got = kernel(*dev, out=outs if len(outs) > 1 else outs[0])
+            got = outs
+        else:
+            got = kernel(*dev)
+            got = got if isinstance(got, tuple) else (got,)
+        cp.cuda.runtime.deviceSynchronize()
+        for i, (g, w, r) in enumerate(zip(got, want, kernel.graph.results)):
+            err = relative_error(cp.asnumpy(g), w)
+            ok = err <= TOLERANCE[r.dtype.name]
+            print(f"{'ok ' if ok else 'BAD'} {label:28s} {str(extents):40s} {mode:5s} out{i} {r.dtype} err={err:.2e}", flush=True)
+            if not ok:
+                global failures
+                failures += 1
+
+failures = 0
+for path, shapes in CASES:
+    k = tiledsl.compile(path)
+    for ext in shapes:
+        try:
+            run(k, ext, path.split("/")[-1])
+        except Exception:
+            failures += 1
+            print("EXC", path, ext); traceback.print_exc()
+for name, (src, shapes) in EXTRA.items():
+    try:
+        k = tiledsl.compile(src)
+    except Exception:
+        failures += 1; traceback.print_exc(); continue
+    for ext in shapes:
+        try:
+            run(k, ext, name)
+        except Exception:
+            failures += 1
+            print("EXC", name, ext); traceback.print_exc()
+print("FAILURES", failures)

@@ -1,0 +1,114 @@
+// tiledsl device helpers. Plain CUDA C++, no headers: NVRTC finds none
+// without the toolkit, so f16/bf16 conversions are inline PTX and the storage
+// types are raw 16-bit words. f16/bf16 values live in registers as float.
+#pragma once
+
+typedef unsigned short tdsl_f16;
+typedef unsigned short tdsl_bf16;
+typedef long long tdsl_i64;
+
+namespace tdsl {
+
+// ---- 16-bit float conversions --------------------------------------------
+__device__ __forceinline__ float f16_to_f32(unsigned short h) {
+    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+}
+__device__ __forceinline__ unsigned short f32_to_f16(float f) {
+    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+}
+__device__ __forceinline__ unsigned short f64_to_f16(double d) {
+    unsigned short h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h;
+}
+__device__ __forceinline__ float bf16_to_f32(unsigned short h) {
+    return __uint_as_float(((unsigned int)h) << 16);
+}
+__device__ __forceinline__ unsigned short f32_to_bf16(float f) {
+    unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+}
+// Rounding through a narrow type (the semantics of a cast to f16/bf16).
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_f16(double x) { return f16_to_f32(f64_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+__device__ __forceinline__ float round_bf16(double x) { return round_bf16((float)x); }
+
+// ---- NaN-propagating max/min, as NumPy and PyTorch define them ------------
+template <class T> __device__ __forceinline__ T maximum(T a, T b) { return (a > b || a != a) ? a : b; }
+template <class T> __device__ __forceinline__ T minimum(T a, T b) { return (a < b || a != a) ? a : b; }
+
+// ---- math, overloaded for float and double ---------------------------------
+#define TDSL_MATH(name, f32fn, f64fn) \
+    __device__ __forceinline__ float name(float x) { return f32fn(x); } \
+    __device__ __forceinline__ double name(double x) { return f64fn(x); }
+TDSL_MATH(exp, expf, ::exp)
+TDSL_MATH(exp2, exp2f, ::exp2)
+TDSL_MATH(log, logf, ::log)
+TDSL_MATH(log2, log2f, ::log2)
+TDSL_MATH(sqrt, sqrtf, ::sqrt)
+TDSL_MATH(sin, sinf, ::sin)
+TDSL_MATH(cos, cosf, ::cos)
+TDSL_MATH(tanh, tanhf, ::tanh)
+TDSL_MATH(erf, erff, ::erf)
+TDSL_MATH(floor, floorf, ::floor)
+TDSL_MATH(ceil, ceilf, ::ceil)
+TDSL_MATH(abs, fabsf, ::fabs)
+#undef TDSL_MATH
+__device__ __forceinline__ float rsqrt(float x) { return 1.0f / sqrtf(x); }
+__device__ __forceinline__ double rsqrt(double x) { return 1.0 / ::sqrt(x); }
+__device__ __forceinline__ float pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double pow(double a, double b) { return ::pow(a, b); }
+template <class T> __device__ __forceinline__ T abs(T x) { return x < 0 ? -x : x; }
+template <class T> __device__ __forceinline__ T relu(T x) { return maximum(x, (T)0); }
+template <class T> __device__ __forceinline__ T sigmoid(T x) { return (T)1 / ((T)1 + exp(-x)); }
+template <class T> __device__ __forceinline__ T silu(T x) { return x / ((T)1 + exp(-x)); }
+template <class T> __device__ __forceinline__ T gelu(T x) {
+    return (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440));
+}
+template <class T> __device__ __forceinline__ T gelu_tanh(T x) {
+    return (T)0.5 * x * ((T)1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));
+}
+
+// ---- reductions ------------------------------------------------------------
+struct Sum { template <class T> __device__ __forceinline__ static T combine(T a, T b) { return a + b; } };
+struct Max { template <class T> __device__ __forceinline__ static T combine(T a, T b) { return maximum(a, b); } };
+struct Min { template <class T> __device__ __forceinline__ static T combine(T a, T b) { return minimum(a, b); } };
+
+// Combine across the `width` lanes of a warp (width a power of two <= 32).
+template <class Op, int width, class T>
+__device__ __forceinline__ T warp_reduce(T v) {
+#pragma unroll
+    for (int offset = width / 2; offset > 0; offset /= 2)
+        v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+// Combine across a whole block of `threads` threads; every thread gets the
+// result. `scratch` holds one slot per warp; the trailing barrier lets the
+// caller reuse it at once.
+template <class Op, int threads, class T>
+__device__ __forceinline__ T block_reduce(T v, T* scratch) {
+    constexpr int warps = threads / 32;
+    v = warp_reduce<Op, 32>(v);
+    if (warps == 1) return v;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = scratch[lane % warps];
+    v = warp_reduce<Op, warps>(v);
+    __syncthreads();
+    return v;
+}
+
+// ---- vector memory access ----------------------------------------------------
+// N elements of T as one aligned access (16 bytes at most: LDG.128/STG.128).
+template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
+
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> load(const T* __restrict__ p) {
+    return *reinterpret_cast<const Vec<T, N>*>(p);
+}
+template <class T, int N>
+__device__ __forceinline__ void store(T* __restrict__ p, const Vec<T, N>& v) {
+    *reinterpret_cast<Vec<T, N>*>(p) = v;
+}
+
+}  // namespace tdsl

@@ -1,0 +1,23 @@
+"""Code generation: groups and schedules → CUDA C++ (rendered through templates/)."""
+from __future__ import annotations
+
+from ..schedule.choose import plan
+from ..schedule.layout import plan_layout
+from ..schedule.partition import partition
+from .cuda import KernelSource, render
+
+
+def sources_for(kernel, extents: dict[str, int], sm_count: int = 132) -> list[KernelSource]:
+    """The CUDA kernels one call at these sizes runs (operands assumed 16-byte aligned)."""
+    graph = kernel.graph
+    out = []
+    for group in partition(graph):
+        if group.kind == "matmul":
+            from ..errors import TdslError
+            raise TdslError(f"kernel '{graph.name}' uses @, which has no GPU code generation yet",
+                            graph.loc)
+        layout = plan_layout(group, graph)
+        launch = plan(graph, group, layout, extents, set(), kernel.hints, sm_count)
+        if launch is not None:
+            out.append(render(graph, group, layout, launch.schedule))
+    return out

@@ -1,0 +1,425 @@
+"""Group + layout + schedule → CUDA C++ source.
+
+Python makes every decision and writes the statements; the Jinja templates
+in templates/ only lay out the skeleton. Every identifier in the output is
+generated here (v<id>, in<k>, out<k>, n<loop>, s<param>), and every number is
+re-printed from its parsed value, so no text of the user's file reaches CUDA.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jinja2
+import numpy as np
+
+from ..dtypes import DType
+from ..errors import TdslError
+from ..ir.graph import Graph, Value
+from ..resources import resource_dir
+from ..schedule.layout import Layout, Operand
+from ..schedule.partition import Group
+from ..schedule.schedules import Schedule
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                              trim_blocks=True, lstrip_blocks=True)
+
+
+def reg_type(d: DType) -> str:
+    """The C++ type a value of dtype `d` is held in (f16/bf16: float)."""
+    if d.is_float:
+        return "double" if d.name == "f64" else "float"
+    return d.ctype
+
+
+def storage_type(d: DType) -> str:
+    return "unsigned short" if d.name in ("f16", "bf16") else d.ctype
+
+
+def to_reg(expr: str, d: DType) -> str:
+    if d.name == "f16":
+        return f"tdsl::f16_to_f32({expr})"
+    if d.name == "bf16":
+        return f"tdsl::bf16_to_f32({expr})"
+    return expr
+
+
+def to_storage(expr: str, d: DType) -> str:
+    if d.name == "f16":
+        return f"tdsl::f32_to_f16({expr})"
+    if d.name == "bf16":
+        return f"tdsl::f32_to_bf16({expr})"
+    return f"({d.ctype})({expr})"
+
+
+def literal(value, d: DType) -> str:
+    """A constant re-printed exactly in C++ (hex floats; inf/nan by bit pattern)."""
+    if d.is_bool:
+        return "true" if value else "false"
+    if d.is_integer:
+        v = int(value)
+        if d.bits == 64 and v == -2 ** 63:
+            return "(-9223372036854775807LL - 1)"
+        return f"(({d.ctype}){v}LL)"
+    v = float(value)
+    double = d.name == "f64"
+    if d.name == "f16":
+        v = float(np.float16(v))
+    elif d.name == "bf16":
+        v = _bf16_round(v) if math.isfinite(v) else v
+    elif not double:
+        v = float(np.float32(v))
+    if math.isnan(v):
+        return "__longlong_as_double(0x7ff8000000000000LL)" if double else "__int_as_float(0x7fffffff)"
+    if math.isinf(v):
+        if double:
+            return f"__longlong_as_double({'0xfff0000000000000' if v < 0 else '0x7ff0000000000000'}LL)"
+        return f"__int_as_float({'0xff800000' if v < 0 else '0x7f800000'})"
+    return v.hex() if double else v.hex() + "f"
+
+
+def _bf16_round(v: float) -> float:
+    """v rounded to the nearest bf16 (ties to even), as the GPU's cvt.rn does."""
+    bits = int(np.array(v, dtype=np.float32).view(np.uint32))
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return float(np.array(bits, dtype=np.uint32).view(np.float32))
+
+
+_UNARY_FN = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
+             "gelu", "gelu_tanh", "silu", "erf", "floor", "ceil", "abs"}
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
+          "ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
+_REDUCE_OP = {"sum": "tdsl::Sum", "mean": "tdsl::Sum", "max": "tdsl::Max", "min": "tdsl::Min"}
+
+
+def _identity(kind: str, d: DType) -> str:
+    if kind in ("sum", "mean"):
+        return literal(0, d)
+    if d.is_float:
+        return literal(-math.inf if kind == "max" else math.inf, d)
+    info = np.iinfo(d.numpy)
+    return literal(info.min if kind == "max" else info.max, d)
+
+
+def expression(v: Value, coord) -> str:
+    """The right-hand side computing `v` from its operands' variables."""
+    a = [f"v{o.id}" for o in v.operands]
+    op = v.op
+    if op == "const":
+        return literal(v.attr("value"), v.dtype)
+    if op == "idx":
+        return f"((long long)({coord(v.attr('dim'))}))"
+    if op == "param":
+        return f"(({reg_type(v.dtype)})s{v.attr('index')})"
+    if op == "permute":
+        return a[0]
+    if op == "neg":
+        return f"(-{a[0]})"
+    if op == "not":
+        return f"(!{a[0]})"
+    if op in _UNARY_FN:
+        return f"tdsl::{op}({a[0]})"
+    if op in _INFIX:
+        return f"({a[0]} {_INFIX[op]} {a[1]})"
+    if op in ("pow", "maximum", "minimum"):
+        return f"tdsl::{op}({a[0]}, {a[1]})"
+    if op == "where":
+        return f"({a[0]} ? {a[1]} : {a[2]})"
+    if op == "cast":
+        src, dst = v.operands[0].dtype, v.dtype
+        if dst.name in ("f16", "bf16"):
+            inner = a[0] if src.is_float else f"(double)({a[0]})"
+            return f"tdsl::round_{'f16' if dst.name == 'f16' else 'bf16'}({inner})"
+        if dst.is_bool:
+            return f"({a[0]} != 0)"
+        return f"(({reg_type(dst)})({a[0]}))"
+    raise TdslError(f"internal error: no CUDA for op '{op}'")
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    source: str
+    schedule: Schedule
+    layout: Layout
+    # launch arguments in order: ('in', k), ('out', k), ('extent', loop), ('scalar', param index)
+    args: tuple[tuple[str, int], ...]
+
+
+class _Renderer:
+    def __init__(self, graph: Graph, group: Group, layout: Layout, schedule: Schedule):
+        self.graph, self.group, self.layout, self.s = graph, group, layout, schedule
+        self.values = {v.id: v for v in group.values}
+        self.inputs = {op.value.id: op for op in layout.inputs}
+        self.vec = schedule.vec
+        self.inner = len(layout.loops) - 1 if layout.loops else None
+
+    # -- indexing ------------------------------------------------------------
+    def coords(self, loops: list[int], linear: str) -> list[str]:
+        """Decompose an element index over `loops` (outer → inner) into c<loop>."""
+        lines, rem = [], linear
+        for pos, l in enumerate(reversed(loops)):
+            if pos == len(loops) - 1:
+                lines.append(f"const idx_t c{l} = {rem};")
+            else:
+                lines.append(f"const idx_t c{l} = {rem} % n{l};")
+                lines.append(f"const idx_t q{l} = {rem} / n{l};")
+                rem = f"q{l}"
+        return lines
+
+    def offset(self, op: Operand) -> str:
+        expr = ""
+        for l in op.loops:
+            expr = f"c{l}" if not expr else f"({expr}) * n{l} + c{l}"
+        return expr or "0"
+
+    def mode(self, op: Operand) -> str:
+        """How an operand meets the vector lanes of the innermost loop."""
+        if self.vec == 1 or self.inner not in op.loops:
+            return "bcast" if self.inner not in op.loops else "vec"
+        return "vec" if op.loops[-1] == self.inner else "strided"
+
+    def inner_stride(self, op: Operand) -> str:
+        after = op.loops[op.loops.index(self.inner) + 1:]
+        return " * ".join(f"n{l}" for l in after) or "1"
+
+    def coord_of(self, dim: str) -> str:
+        l = self.layout.loop_of(dim)
+        return f"(c{l} + e)" if l == self.inner and self.vec > 1 else f"c{l}"
+
+    # -- statements ----------------------------------------------------------
+    def load_lines(self, op: Operand, slot: str) -> list[str]:
+        S, V, k = storage_type(op.dtype), self.vec, op.index
+        mode = self.mode(op)
+        if mode == "vec":
+            if V == 1:
+                return [f"b{k}[{slot}].v[0] = in{k}[{self.offset(op)}];"]
+            return [f"b{k}[{slot}] = tdsl::load<{S}, {V}>(in{k} + {self.offset(op)});"]
+        if mode == "bcast":
+            return [f"b{k}[{slot}] = in{k}[{self.offset(op)}];"]
+        return [f"#pragma unroll", f"for (int e = 0; e < {V}; ++e) "
+                f"b{k}[{slot}].v[e] = in{k}[{self.offset(op)} + e * ({self.inner_stride(op)})];"]
+
+    def buffer_decl(self, op: Operand, slots: int) -> str:
+        S, k = storage_type(op.dtype), op.index
+        if self.mode(op) == "bcast":
+            return f"{S} b{k}[{slots}];"
+        return f"tdsl::Vec<{S}, {self.vec}> b{k}[{slots}];"
+
+    def lane_value(self, op: Operand, slot: str) -> str:
+        raw = f"b{op.index}[{slot}]" if self.mode(op) == "bcast" else f"b{op.index}[{slot}].v[e]"
+        return to_reg(raw, op.dtype)
+
+    def define(self, v: Value) -> str:
+        return f"const {reg_type(v.dtype)} v{v.id} = {expression(v, self.coord_of)};"
+
+    def closure(self, roots, available) -> list[Value]:
+        """Values of this group that `roots` need, not counting `available` ones, in order."""
+        need: set[int] = set()
+        stack = list(roots)
+        while stack:
+            v = stack.pop()
+            if v.id in need or available(v) or v.id not in self.values:
+                continue
+            need.add(v.id)
+            stack.extend(v.operands)
+        return [v for v in self.group.values if v.id in need]
+
+    def element_body(self, roots, available, slot: str, tail: list[str]) -> list[str]:
+        """Per-lane code: read inputs, compute what `roots` need, then `tail`."""
+        body = []
+        vals = self.closure(roots, available)
+        used_inputs = {o.id for v in vals for o in v.operands} | {r.id for r in roots}
+        for op in self.layout.inputs:
+            if op.value.id in used_inputs and not available(op.value):
+                body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {self.lane_value(op, slot)};")
+        body += [self.define(v) for v in vals]
+        return body + tail
+
+    def lane_loop(self, body: list[str]) -> list[str]:
+        if self.vec == 1:
+            return ["{", "const int e = 0; (void)e;"] + body + ["}"]
+        return ["#pragma unroll", f"for (int e = 0; e < {self.vec}; ++e) {{"] + body + ["}"]
+
+    def store_lines(self, op: Operand, slot_var: str) -> tuple[list[str], list[str], list[str]]:
+        """(declaration before lanes, per-lane assignment, store after lanes)."""
+        S, V, k = storage_type(op.dtype), self.vec, op.index
+        value = to_storage(f"v{op.value.id}", op.dtype)
+        if self.mode(op) == "vec":
+            return ([f"tdsl::Vec<{S}, {V}> o{k};"], [f"o{k}.v[e] = {value};"],
+                    [f"tdsl::store<{S}, {V}>(out{k} + {self.offset(op)}, o{k});"] if V > 1 else
+                    [f"out{k}[{self.offset(op)}] = o{k}.v[0];"])
+        return ([], [f"out{k}[{self.offset(op)} + e * ({self.inner_stride(op)})] = {value};"], [])
+
+    # -- signature -------------------------------------------------------------
+    def params(self) -> tuple[list[str], list[tuple[str, int]]]:
+        decls, args = [], []
+        for op in self.layout.inputs:
+            decls.append(f"const {storage_type(op.dtype)}* __restrict__ in{op.index}")
+            args.append(("in", op.index))
+        for op in self.layout.outputs:
+            decls.append(f"{storage_type(op.dtype)}* __restrict__ out{op.index}")
+            args.append(("out", op.index))
+        for l in range(len(self.layout.loops)):
+            decls.append(f"long long n{l}_arg")
+            args.append(("extent", l))
+        for v in self.group.inputs:
+            if v.op == "param" and not v.dims:
+                i = v.attr("index")
+                ctype = "double" if v.dtype.is_float else ("bool" if v.dtype.is_bool else "long long")
+                decls.append(f"{ctype} s{i}")
+                args.append(("scalar", i))
+        return decls, args
+
+    def uniform_values(self) -> list[Value]:
+        return [v for v in self.group.values if not v.dims and v.op != "reduce"
+                and not self.depends_on_reduce(v)]
+
+    def scalar_params(self) -> list[Value]:
+        return [v for v in self.group.inputs if v.op == "param" and not v.dims]
+
+    def uniform_lines(self) -> tuple[list[str], set[int]]:
+        """Scalar parameters and values that need no element: computed once."""
+        vals = self.scalar_params() + self.uniform_values()
+        return [self.define(v) for v in vals], {v.id for v in vals}
+
+    def depends_on_reduce(self, v: Value) -> bool:
+        stack, seen = [v], set()
+        while stack:
+            u = stack.pop()
+            if u.id in seen or u.id not in self.values:
+                continue
+            seen.add(u.id)
+            if u.op == "reduce":
+                return True
+            stack.extend(u.operands)
+        return False
+
+    def render(self, name: str) -> KernelSource:
+        decls, args = self.params()
+        common = dict(name=name, params=decls, block=self.s.block, vec=self.vec,
+                      index_t="long long" if self.s.index64 else "int",
+                      extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
+        if self.s.kind == "pointwise":
+            text = _env().get_template("pointwise.cu.j2").render(**common, **self.pointwise())
+        else:
+            text = _env().get_template("reduce.cu.j2").render(**common, **self.reduce())
+        return KernelSource(name, text, self.s, self.layout, tuple(args))
+
+    # -- pointwise ---------------------------------------------------------------
+    def pointwise(self) -> dict:
+        uniform, uniform_ids = self.uniform_lines()
+        available = lambda v: v.id in uniform_ids  # noqa: E731
+        loops = list(range(len(self.layout.loops)))
+        coords = self.coords(loops, "t * " + str(self.vec))
+        loads = []
+        for op in self.layout.inputs:
+            loads += self.load_lines(op, "j")
+        decl, lanes, stores = [], [], []
+        for op in self.layout.outputs:
+            d, l, s = self.store_lines(op, "j")
+            decl += d
+            lanes += l
+            stores += s
+        body = self.element_body(self.group.outputs, available, "j", lanes)
+        return dict(items=self.s.items, uniform=uniform,
+                    buffers=[self.buffer_decl(op, self.s.items) for op in self.layout.inputs],
+                    total=" * ".join(f"n{l}" for l in loops) or "1",
+                    coords=coords, loads=loads, out_decls=decl, lanes=self.lane_loop(body),
+                    stores=stores)
+
+    # -- reductions --------------------------------------------------------------
+    def reduce(self) -> dict:
+        lay = self.layout
+        reduces = [v for v in self.group.values if v.op == "reduce"]
+        level: dict[int, int] = {}
+        for r in reduces:
+            deps = [d for d in self.closure(r.operands, lambda v: False) if d.op == "reduce"]
+            level[r.id] = 1 + max((level[d.id] for d in deps), default=0)
+        phases = max(level.values(), default=0)
+        r_dims = set(self.group.axes)
+        row_level = {v.id for v in self.group.values if not (set(v.dims) & r_dims)}
+        row_inputs = [op for op in lay.inputs if not (set(op.dims) & r_dims)]
+        elem_inputs = [op for op in lay.inputs if set(op.dims) & r_dims]
+        uniform, uniform_ids = self.uniform_lines()
+        row_input_ids = {op.value.id for op in row_inputs} | uniform_ids
+
+        stage: dict[int, int] = {}
+        for v in self.group.values:
+            if v.id in row_level:
+                s = level.get(v.id, 0)
+                for o in v.operands:
+                    s = max(s, stage.get(o.id, 0))
+                stage[v.id] = s
+        available_at = lambda p: (lambda v: (v.id in row_level and stage[v.id] < p)  # noqa: E731
+                                  or v.id in row_input_ids)
+        row_stmts: dict[int, list[str]] = {p: [] for p in range(phases + 1)}
+        for v in self.group.values:
+            if v.id in row_level and v.op != "reduce" and v.id not in uniform_ids:
+                row_stmts[stage[v.id]].append(self.define(v))
+
+        slot = "0" if self.s.items == 0 else "j"
+        phase_code = []
+        for p in range(1, phases + 1):
+            rs = [r for r in reduces if level[r.id] == p]
+            tail = [f"acc{r.id} = {_REDUCE_OP[r.attr('kind')]}::combine(acc{r.id}, v{r.operands[0].id});"
+                    for r in rs]
+            body = self.element_body([r.operands[0] for r in rs], available_at(p), slot, tail)
+            finish = []
+            for r in rs:
+                T = reg_type(r.dtype)
+                finish.append(self.cross_thread(r))
+                if r.attr("kind") == "mean":
+                    count = " * ".join(f"n{l}" for l in lay.reduced_loops) or "1"
+                    finish.append(f"const {T} v{r.id} = acc{r.id} / ({T})({count});")
+                else:
+                    finish.append(f"const {T} v{r.id} = acc{r.id};")
+            phase_code.append(dict(
+                init=[f"{reg_type(r.dtype)} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};" for r in rs],
+                lanes=self.lane_loop(body), finish=finish + row_stmts[p]))
+
+        full_outs = [op for op in lay.outputs if set(op.dims) & r_dims]
+        row_outs = [op for op in lay.outputs if not (set(op.dims) & r_dims)]
+        decl, lanes, stores = [], [], []
+        for op in full_outs:
+            d, l, s = self.store_lines(op, slot)
+            decl, lanes, stores = decl + d, lanes + l, stores + s
+        out_body = self.element_body([op.value for op in full_outs], available_at(phases + 1), slot, lanes)
+        row_loads = [f"const {reg_type(op.dtype)} v{op.value.id} = "
+                     f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs]
+        row_stores = [f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
+                      for op in row_outs]
+        cached = self.s.items > 0
+        r_loops = list(lay.reduced_loops)
+        return dict(
+            row_threads=self.s.row_threads, items=self.s.items, cached=cached,
+            scratch=[f"__shared__ {reg_type(r.dtype)} scratch{r.id}[{max(1, self.s.block // 32)}];"
+                     for r in reduces] if self.s.row_threads > 32 else [],
+            rows=" * ".join(f"n{l}" for l in lay.kept_loops) or "1",
+            rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 else ""),
+            row_coords=self.coords(list(lay.kept_loops), "row"),
+            r_coords=self.coords(r_loops, f"c * {self.vec}" if self.vec > 1 else "c"),
+            buffers=[self.buffer_decl(op, max(1, self.s.items)) for op in elem_inputs],
+            loads=[line for op in elem_inputs for line in self.load_lines(op, slot)],
+            uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
+            has_full_outputs=bool(full_outs),
+            out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores,
+            row_stores=row_stores)
+
+    def cross_thread(self, r: Value) -> str:
+        op = _REDUCE_OP[r.attr("kind")]
+        if self.s.row_threads == 1:
+            return ""
+        if self.s.row_threads == 32:
+            return f"acc{r.id} = tdsl::warp_reduce<{op}, 32>(acc{r.id});"
+        return f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id});"
+
+
+def render(graph: Graph, group: Group, layout: Layout, schedule: Schedule) -> KernelSource:
+    name = schedule.kernel_name(graph.name, group.index)
+    return _Renderer(graph, group, layout, schedule).render(name)

@@ -1,0 +1,261 @@
+"""Calling a kernel on the GPU: bind, allocate, pick schedules, compile (cached), launch.
+
+Everything that depends only on the call's *class* (dtypes, extents,
+alignment) is planned once and kept in `_plans`; a repeated call does the
+binding checks, an allocation if no `out=` is given, and the launches.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import TdslArgumentError, TdslError, TdslRuntimeError
+from ..ir.graph import Graph
+from ..schedule.layout import Layout, plan_layout
+from ..schedule.partition import Group, partition
+from ..signature import bind
+from .arrays import DeviceArray, contiguous_copy, describe, device_view
+from ..schedule.choose import Launch, plan
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        raise TdslRuntimeError("running a kernel on the GPU needs CuPy: pip install tiledsl[cuda13] "
+                               "(or [cuda12]); without a GPU use kernel.reference(...)") from None
+    return cupy
+
+
+def device_arch(device: int) -> str:
+    cc = _cupy().cuda.Device(device).compute_capability
+    return "sm_90a" if cc == "90" else f"sm_{cc}"
+
+
+@dataclass
+class _Step:
+    group: Group
+    layout: Layout
+    launch: Launch
+    function: Any
+    args: tuple            # ('in', value id) / ('out', value id) / ('extent', n) / ('scalar', index)
+
+
+class Launcher:
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.graph: Graph = kernel.graph
+        self.groups = partition(self.graph)
+        for g in self.groups:
+            if g.kind == "matmul":
+                raise TdslError(f"kernel '{self.graph.name}' uses @, which does not run on the GPU yet "
+                                f"(matmul code generation is in progress); use "
+                                f"{self.graph.name}.reference(...) meanwhile", self.graph.loc)
+        self.layouts = [plan_layout(g, self.graph) for g in self.groups]
+        self.result_ids = [o.id for o in self.graph.outputs]
+        self.temp_values = [v for g in self.groups for v in g.outputs if v.id not in self.result_ids]
+        self._plans: dict = {}
+        self._functions: dict = {}
+        self._lock = threading.Lock()
+
+    # -- arguments -------------------------------------------------------------
+    def _views(self, args: tuple, kwargs: dict):
+        views: dict[int, DeviceArray] = {}
+
+        def convert(p, value):
+            if p.is_scalar:
+                return value
+            view = device_view(value)
+            if view is None:
+                raise TdslArgumentError(f"'{p.name}' must be a GPU array; got {describe(value)}", p.loc)
+            views[p.index] = view
+            return view
+
+        params = self.graph.params
+        args = tuple(convert(p, a) for p, a in zip(params, args)) + tuple(args[len(params):])
+        kwargs = {k: convert(next(p for p in params if p.name == k), v) if any(p.name == k for p in params)
+                  else v for k, v in kwargs.items()}
+        bound = bind(self.graph, args, kwargs, dtype_of=lambda v: v.dtype if isinstance(v, DeviceArray) else None,
+                     shape_of=lambda v: v.shape if isinstance(v, DeviceArray) else None, describe=describe)
+        return bound, views
+
+    def _outputs(self, out, extents, device) -> list[DeviceArray]:
+        cupy = _cupy()
+        results = self.graph.results
+        if out is None:
+            arrays = []
+            with cupy.cuda.Device(device):
+                for r in results:
+                    shape = tuple(extents[d] for d in r.dims)
+                    arrays.append(_allocate(cupy, shape, r.dtype))
+            return [device_view(a) for a in arrays]
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if len(outs) != len(results):
+            raise TdslArgumentError(f"out= needs {len(results)} array(s) for {self.graph.name}, got {len(outs)}",
+                                    self.graph.loc)
+        views = []
+        for i, (r, o) in enumerate(zip(results, outs)):
+            view = device_view(o)
+            shape = tuple(extents[d] for d in r.dims)
+            if view is None:
+                raise TdslArgumentError(f"out[{i}] must be a GPU array; got {describe(o)}", r.loc)
+            if view.dtype != r.dtype:
+                raise TdslArgumentError(f"out[{i}] must be {r.dtype}, got {view.dtype or 'another dtype'}", r.loc)
+            if tuple(view.shape) != shape:
+                raise TdslArgumentError(f"out[{i}] must have shape {shape}, got {tuple(view.shape)}", r.loc)
+            if not view.contiguous:
+                raise TdslArgumentError(f"out[{i}] must be contiguous (row-major); got strides "
+                                        f"{view.strides} (in elements)", r.loc)
+            if view.device != device:
+                raise TdslArgumentError(f"out[{i}] is on device {view.device}, the inputs on {device}", r.loc)
+            views.append(view)
+        return views
+
+    def _check_overlap(self, inputs: dict, outputs: list) -> None:
+        def span(v: DeviceArray, itemsize: int):
+            return v.ptr, v.ptr + max(1, v.size) * itemsize
+
+        spans = [(span(o, r.dtype.itemsize), f"out[{i}]") for i, (o, r) in
+                 enumerate(zip(outputs, self.graph.results))]
+        for i, (a, name_a) in enumerate(spans):
+            for b, name_b in spans[i + 1:]:
+                if a[0] < b[1] and b[0] < a[1]:
+                    raise TdslArgumentError(f"{name_a} and {name_b} overlap in memory", self.graph.loc)
+        only_pointwise = all(g.kind == "pointwise" for g in self.groups)
+        for p in self.graph.params:
+            if p.index not in inputs:
+                continue
+            v = inputs[p.index]
+            a = span(v, p.dtype.itemsize)
+            for (b, name), o in zip(spans, outputs):
+                if a[0] < b[1] and b[0] < a[1]:
+                    same = v.ptr == o.ptr and tuple(v.shape) == tuple(o.shape) and v.strides == o.strides
+                    if not (same and only_pointwise):
+                        raise TdslArgumentError(f"{name} overlaps input '{p.name}'; only a pointwise kernel "
+                                                f"may write over an identical input", p.loc)
+
+    # -- compile -----------------------------------------------------------------
+    def _function(self, index: int, launch: Launch, device: int):
+        key = (index, launch.schedule, device)
+        fn = self._functions.get(key)
+        if fn is not None:
+            return fn
+        with self._lock:
+            fn = self._functions.get(key)
+            if fn is None:
+                from ..codegen.cuda import render
+                from .cache import compile_cached
+                ks = render(self.graph, self.groups[index], self.layouts[index], launch.schedule)
+                binary = compile_cached(ks.source, device_arch(device))
+                fn = (_load(binary.cubin, ks.name, device), ks.args)
+                self._functions[key] = fn
+        return fn
+
+    # -- call --------------------------------------------------------------------
+    def __call__(self, args: tuple, kwargs: dict, out):
+        bound, views = self._views(args, kwargs)
+        devices = {v.device for v in views.values()}
+        if len(devices) > 1:
+            raise TdslArgumentError(f"{self.graph.name}() got arrays on several devices "
+                                    f"({sorted(devices)}); move them to one", self.graph.loc)
+        cupy = _cupy()
+        device = devices.pop() if devices else cupy.cuda.runtime.getDevice()
+        for i, v in list(views.items()):
+            if not v.contiguous:
+                views[i] = contiguous_copy(v)
+        outputs = self._outputs(out, bound.extents, device)
+        if out is not None:
+            self._check_overlap(views, outputs)
+        buffers: dict[int, DeviceArray] = {}
+        for p in self.graph.params:
+            if p.index in views:
+                buffers[next(v.id for v in self.graph.values if v.op == "param" and
+                             v.attr("index") == p.index)] = views[p.index]
+        for vid, o in zip(self.result_ids, outputs):
+            buffers.setdefault(vid, o)
+        steps = self._steps(bound.extents, buffers, device)
+        with cupy.cuda.Device(device):
+            for t in self.temp_values:
+                if t.id not in buffers:
+                    shape = tuple(bound.extents[d] for d in t.dims)
+                    buffers[t.id] = device_view(_allocate(cupy, shape, t.dtype))
+            for step in steps:
+                self._launch(step, buffers, bound.values)
+        results = [o.owner for o in outputs]
+        # An output that is also an input of the same identity is returned as given.
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _steps(self, extents: dict, buffers: dict, device: int) -> list[_Step]:
+        misaligned_ids = frozenset(vid for vid, b in buffers.items() if b.ptr % 16)
+        key = (tuple(sorted(extents.items())), misaligned_ids, device)
+        steps = self._plans.get(key)
+        if steps is None:
+            steps = []
+            sm_count = _sm_count(device)
+            for i, (g, lay) in enumerate(zip(self.groups, self.layouts)):
+                misaligned = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned_ids}
+                launch = plan(self.graph, g, lay, extents, misaligned, self.kernel.hints, sm_count)
+                if launch is None:
+                    continue
+                fn, args = self._function(i, launch, device)
+                spec = tuple(_arg_source(a, lay) for a in args)
+                steps.append(_Step(g, lay, launch, fn, spec))
+            if len(self._plans) > 256:
+                self._plans.clear()
+            self._plans[key] = steps
+        return steps
+
+    def _launch(self, step: _Step, buffers: dict, values: list) -> None:
+        launch = step.launch
+        args = []
+        for kind, ref in step.args:
+            if kind == "ptr":
+                args.append(buffers[ref].ptr)
+            elif kind == "extent":
+                args.append(launch.loop_extents[ref])
+            else:
+                value = values[ref]
+                args.append(float(value) if isinstance(value, float) else value)
+        step.function((launch.grid,), (launch.schedule.block,), tuple(args))
+
+
+def _arg_source(arg: tuple[str, int], layout: Layout) -> tuple[str, int]:
+    kind, k = arg
+    if kind == "in":
+        return "ptr", layout.inputs[k].value.id
+    if kind == "out":
+        return "ptr", layout.outputs[k].value.id
+    return kind, k
+
+
+def _allocate(cupy, shape, dtype):
+    try:
+        return cupy.empty(shape, dtype=dtype.numpy)
+    except Exception as err:   # noqa: BLE001 - CuPy without bf16 support
+        if dtype.name != "bf16":
+            raise
+        try:
+            import torch
+        except ImportError:
+            raise TdslRuntimeError(f"this CuPy cannot allocate bf16 arrays ({err}); pass out= with a "
+                                   f"bf16 array (e.g. a torch tensor)") from None
+        return torch.empty(shape, dtype=torch.bfloat16, device=f"cuda:{cupy.cuda.runtime.getDevice()}")
+
+
+_SM_COUNTS: dict[int, int] = {}
+
+
+def _sm_count(device: int) -> int:
+    if device not in _SM_COUNTS:
+        _SM_COUNTS[device] = _cupy().cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
+    return _SM_COUNTS[device]
+
+
+def _load(cubin: bytes, name: str, device: int):
+    """Load a cubin with CuPy's module loader (what cupy.RawModule uses inside)."""
+    cupy = _cupy()
+    with cupy.cuda.Device(device):
+        module = cupy.cuda.function.Module()
+        module.load(cubin)
+        return module.get_function(name)

@@ -1,0 +1,106 @@
+"""How a group walks memory: its loops, and where each operand lives in them.
+
+The *space* of a group is its dims in one order: for a reduce group the kept
+dims K (outer) then the reduced dims R (inner); for a pointwise group all its
+dims. Adjacent dims merge into one loop when every operand has both,
+adjacent and in that order, or neither: `x[B,T,C] + bias[C]` walks 2 loops
+(B·T, C) instead of 3, so index arithmetic shrinks to one divmod. A dim
+read by `idx()` stays a loop of its own.
+
+Operands are dense in their own dim order (the launcher makes them so), so a
+stride is a product of loop extents and no strides are passed at launch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dtypes import DType
+from ..ir.graph import Graph, Value
+from .partition import Group
+
+
+@dataclass(frozen=True)
+class Operand:
+    value: Value
+    role: str                     # 'in' or 'out'
+    dtype: DType                  # storage dtype
+    dims: tuple[str, ...]         # memory order, outer → inner
+    loops: tuple[int, ...]        # the loops it spans, in its memory order
+    index: int                    # position among the group's operands of this role
+
+    @property
+    def cname(self) -> str:
+        return f"{'in' if self.role == 'in' else 'out'}{self.index}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    loops: tuple[tuple[str, ...], ...]   # each loop: the dims merged into it, outer → inner
+    n_kept: int                          # loops [0, n_kept) are K, the rest R
+    inputs: tuple[Operand, ...]
+    outputs: tuple[Operand, ...]
+
+    @property
+    def kept_loops(self) -> range:
+        return range(self.n_kept)
+
+    @property
+    def reduced_loops(self) -> range:
+        return range(self.n_kept, len(self.loops))
+
+    def loop_of(self, dim: str) -> int:
+        return next(i for i, loop in enumerate(self.loops) if dim in loop)
+
+
+def _main_order(group: Group, graph: Graph) -> tuple[str, ...]:
+    """The dim order to walk: that of the largest operand spanning the whole space."""
+    space = group.space
+    candidates = [v for v in group.inputs if set(v.dims) == space]
+    candidates += [v for v in group.outputs if set(v.dims) == space]
+    if candidates:
+        best = max(candidates, key=lambda v: v.dtype.itemsize)
+        return best.dims
+    order: dict[str, None] = {}
+    for v in list(group.inputs) + list(group.outputs):
+        for d in v.dims:
+            order.setdefault(d)
+    for d in group.kept + group.axes:
+        order.setdefault(d)
+    return tuple(order)
+
+
+def _merge(dims: list[str], orders: list[tuple[str, ...]], pinned: set[str]) -> list[tuple[str, ...]]:
+    loops: list[list[str]] = []
+    for d in dims:
+        if loops and d not in pinned and loops[-1][-1] not in pinned and all(
+                (d in o) == (loops[-1][-1] in o) and
+                (d not in o or o.index(d) == o.index(loops[-1][-1]) + 1) for o in orders):
+            loops[-1].append(d)
+        else:
+            loops.append([d])
+    return [tuple(loop) for loop in loops]
+
+
+def plan_layout(group: Group, graph: Graph) -> Layout:
+    order = _main_order(group, graph)
+    kept = [d for d in order if d in group.kept] + [d for d in group.kept if d not in order]
+    axes = [d for d in order if d in group.axes] + [d for d in group.axes if d not in order]
+    orders = [v.dims for v in group.inputs] + [v.dims for v in group.outputs]
+    pinned = {v.attr("dim") for v in group.values if v.op == "idx"}
+    k_loops = _merge(kept, orders, pinned)
+    r_loops = _merge(axes, orders, pinned)
+    loops = tuple(k_loops + r_loops)
+
+    def loop_index(d: str) -> int:
+        return next(i for i, loop in enumerate(loops) if d in loop)
+
+    def operand(v: Value, role: str, index: int) -> Operand:
+        dims = v.dims
+        spanned = tuple(dict.fromkeys(loop_index(d) for d in dims))
+        return Operand(v, role, v.dtype, dims, spanned, index)
+
+    # Scalar parameters travel by value; every other input is a pointer.
+    in_memory = [v for v in group.inputs if not (v.op == "param" and not v.dims)]
+    inputs = tuple(operand(v, "in", i) for i, v in enumerate(in_memory))
+    outputs = tuple(operand(v, "out", i) for i, v in enumerate(group.outputs))
+    return Layout(loops, len(k_loops), inputs, outputs)

@@ -1,0 +1,177 @@
+"""Partition a kernel's IR into fusion groups: one GPU kernel each.
+
+Anchors are the values that need a whole-tensor view: reductions and
+matmuls. Elementwise values are never stored; each group recomputes the ones
+it needs, so intermediates reach memory only where a group boundary forces it.
+
+- A *reduce group* holds every reduction with one (kept dims K, reduced dims R)
+  signature and epoch, with the elementwise work before them and the outputs
+  that use only their results fused in (softmax, layernorm: one kernel).
+- A *pointwise group* writes the outputs that need no reduction of their own
+  group, all outputs with one dim set together.
+- A *matmul group* holds one contraction (code generation: later work).
+
+The epoch of an anchor counts the group boundaries on its longest input path,
+so a group only reads temporaries of groups of lower epoch: the order is
+acyclic by construction. Before/after, for `x - mean(x, axis=M)` then
+`sum(..., axis=N)`:  one graph → [reduce(K=N, R=M), reduce(K=M, R=N)].
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..ir.graph import ELEMENTWISE_OPS, Graph, Value
+
+
+@dataclass(frozen=True)
+class Group:
+    kind: str                        # 'pointwise', 'reduce' or 'matmul'
+    index: int                       # position in launch order
+    values: tuple[Value, ...]        # computed here, in topological order
+    inputs: tuple[Value, ...]        # read from memory: params or other groups' temps
+    outputs: tuple[Value, ...]       # written to memory: graph outputs or temps
+    kept: tuple[str, ...]            # K: dims that index rows (reduce) / all dims (pointwise)
+    axes: tuple[str, ...]            # R: reduced dims (reduce groups only)
+
+    @property
+    def space(self) -> frozenset:
+        return frozenset(self.kept) | frozenset(self.axes)
+
+
+def _is_anchor(v: Value) -> bool:
+    return v.op in ("reduce", "matmul")
+
+
+def _class_of(v: Value):
+    if v.op == "reduce":
+        return ("reduce", frozenset(v.dims), frozenset(v.attr("axes")))
+    return ("matmul", v.id)
+
+
+class _Partitioner:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.by_id = {v.id: v for v in graph.values}
+        self.epoch: dict[int, int] = {}
+        for v in graph.values:
+            if _is_anchor(v):
+                deps = self.anchors_feeding(v.operands)
+                self.epoch[v.id] = max((self.epoch[d.id] + (_class_of(d) != _class_of(v))
+                                        for d in deps), default=0)
+
+    def anchors_feeding(self, roots) -> list[Value]:
+        """Anchors reachable from `roots` through elementwise values only."""
+        found: dict[int, Value] = {}
+        stack, seen = list(roots), set()
+        while stack:
+            v = stack.pop()
+            if v.id in seen:
+                continue
+            seen.add(v.id)
+            if _is_anchor(v):
+                found[v.id] = v
+            elif v.op != "param":
+                stack.extend(v.operands)
+        return list(found.values())
+
+    def group_key(self, anchor: Value):
+        return (_class_of(anchor), self.epoch[anchor.id])
+
+    def run(self) -> list[Group]:
+        members: dict = {}          # group key -> anchors
+        for v in self.graph.values:
+            if _is_anchor(v):
+                members.setdefault(self.group_key(v), []).append(v)
+        outputs_of: dict = {key: [] for key in members}
+        pointwise: dict = {}        # dim set -> outputs
+        for out in dict.fromkeys(self.graph.outputs):   # an output value may be returned twice
+            anchors = self.anchors_feeding([out])
+            keys = {self.group_key(a) for a in anchors}
+            if len(keys) == 1:
+                key = next(iter(keys))
+                if key[0][0] == "reduce" and set(out.dims) <= key[0][1] | key[0][2]:
+                    outputs_of[key].append(out)
+                    continue
+                if key[0][0] == "matmul" and set(out.dims) <= set(members[key][0].dims):
+                    outputs_of[key].append(out)
+                    continue
+            pointwise.setdefault(frozenset(out.dims), []).append(out)
+
+        # Anchors read by another group are stored as temporaries.
+        needed_by: dict[int, set] = {}
+        def note_reads(key, roots):
+            for a in self.anchors_feeding(roots):
+                if self.group_key(a) != key:
+                    needed_by.setdefault(a.id, set()).add(key)
+        for key, anchors in members.items():
+            note_reads(key, [o for a in anchors for o in a.operands] + outputs_of[key])
+        for outs in pointwise.values():
+            note_reads(None, outs)
+
+        order = sorted(members, key=lambda k: (k[1], k[0][0], min(a.id for a in members[k])))
+        groups = []
+        for key in order:
+            anchors = members[key]
+            temps = [a for a in anchors if a.id in needed_by]
+            roots = list(dict.fromkeys(anchors + outputs_of[key]))
+            cls = key[0]
+            if cls[0] == "reduce":
+                kept = tuple(d for d in anchors[0].operands[0].dims if d in cls[1])
+                axes = tuple(d for d in anchors[0].operands[0].dims if d in cls[2])
+                groups.append(self.build("reduce", len(groups), roots, outputs_of[key] + temps,
+                                         key, kept, axes))
+            else:
+                groups.append(self.build("matmul", len(groups), roots, outputs_of[key] + temps,
+                                         key, anchors[0].dims, ()))
+        for dims, outs in pointwise.items():
+            kept = max((o.dims for o in outs), key=len)
+            groups.append(self.build("pointwise", len(groups), outs, outs, None, kept, ()))
+        return groups
+
+    def build(self, kind, index, roots, writes, key, kept, axes) -> Group:
+        """Collect what the group computes (walking back from its roots) and reads."""
+        local: dict[int, Value] = {}
+        reads: dict[int, Value] = {}
+        stack = list(roots)
+        while stack:
+            v = stack.pop()
+            if v.id in local or v.id in reads:
+                continue
+            if v.op == "param" or (_is_anchor(v) and (key is None or self.group_key(v) != key)):
+                reads[v.id] = v
+                continue
+            local[v.id] = v
+            stack.extend(v.operands)
+        values = tuple(v for v in self.graph.values if v.id in local)
+        inputs = tuple(v for v in self.graph.values if v.id in reads)
+        outputs = tuple(dict.fromkeys(writes))
+        return Group(kind, index, values, inputs, outputs, tuple(kept), tuple(axes))
+
+
+def partition(graph: Graph) -> list[Group]:
+    """The fusion groups of `graph`, in an order that respects their temporaries."""
+    return _Partitioner(graph).run()
+
+
+def describe(groups: list[Group]) -> str:
+    """One line per group, for `tiledsl emit --stage schedule`."""
+    lines = []
+    for g in groups:
+        ins = ", ".join(f"%{v.id}" for v in g.inputs)
+        outs = ", ".join(f"%{v.id}" for v in g.outputs)
+        dims = f"kept=[{', '.join(g.kept)}]" + (f" reduced=[{', '.join(g.axes)}]" if g.axes else "")
+        lines.append(f"group {g.index}: {g.kind} {dims} reads ({ins}) writes ({outs}) "
+                     f"computes {len(g.values)} values")
+    return "\n".join(lines)
+
+
+def is_elementwise(v: Value) -> bool:
+    return v.op in ELEMENTWISE_OPS or v.op in ("const", "idx", "permute")
+
+
+def producer_of(groups: list[Group], value: Value) -> Optional[Group]:
+    for g in groups:
+        if value in g.outputs:
+            return g
+    return None

@@ -1,0 +1,71 @@
+"""Schedules: the frozen choices that turn a group into one CUDA kernel.
+
+A `Schedule` is data, separate from the algorithm: the same group renders
+differently under different schedules, and its fields give the kernel's
+mangled name (and, with the rendered text, its cache key). Sizes are not part
+of it: one compiled kernel serves every size of its class.
+
+    pointwise  block=256 items=4 vec=4   each thread loads 4 float4 vectors
+                                        before computing: 64 bytes in flight
+    reduce_row row_threads=256 items=4   a row of 4096 f32 lives in registers:
+                                        read from HBM once, reduced twice
+    reduce_row items=0                  looped: rows too long for registers
+                                        are re-read per phase (from L2)
+    reduce_col                          a thread per kept element, for
+                                        reductions over outer dims
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import TdslScheduleError
+
+_KINDS = ("pointwise", "reduce_row", "reduce_col")
+MAX_ITEMS_PER_THREAD = 16      # elements a thread keeps in registers per input
+
+
+@dataclass(frozen=True)
+class Schedule:
+    kind: str
+    block: int = 256            # threads per block
+    vec: int = 1                # elements per vector access
+    items: int = 1              # vectors per thread (reduce_row: 0 = looped)
+    row_threads: int = 0        # reduce_row: threads cooperating on one row
+    index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
+
+    def __post_init__(self):
+        why = self.invalid()
+        if why:
+            raise TdslScheduleError(f"invalid schedule {self}: {why}")
+
+    def invalid(self) -> str:
+        if self.kind not in _KINDS:
+            return f"unknown kind {self.kind}"
+        if self.block < 32 or self.block > 1024 or self.block % 32:
+            return "block must be a multiple of 32 between 32 and 1024"
+        if self.vec not in (1, 2, 4, 8, 16):
+            return "vec must be 1, 2, 4, 8 or 16"
+        if self.kind == "reduce_row":
+            if self.row_threads not in (32, self.block):
+                return "row_threads must be 32 (a warp per row) or the block size"
+            if self.items * self.vec > MAX_ITEMS_PER_THREAD * 2:
+                return "too many elements per thread to keep in registers"
+        elif self.kind == "reduce_col":
+            if self.row_threads != 1 or self.items != 0 or self.vec != 1:
+                return "a column reduction has one thread per row, loops, and no vectors"
+        elif self.items < 1:
+            return "items must be at least 1"
+        return ""
+
+    @property
+    def tag(self) -> str:
+        parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col"}[self.kind],
+                 f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
+        if self.kind == "reduce_row":
+            parts.append(f"t{self.row_threads}")
+        parts.append("x64" if self.index64 else "x32")
+        return "_".join(parts)
+
+    def kernel_name(self, kernel: str, group: int) -> str:
+        # The user's name is a validated identifier; cap it so names stay short.
+        return f"tdsl_{kernel[:40]}_g{group}_{self.tag}"
