@@ -56,6 +56,12 @@ class Launcher:
         self.result_ids = [o.id for o in self.graph.outputs]
         self.temp_values = [v for g in self.groups for v in g.outputs if v.id not in self.result_ids]
         self._plans: dict = {}
+        self._fast: dict = {}
+        try:
+            import cupy
+            self._cupy = cupy
+        except ImportError:
+            self._cupy = None
         self._functions: dict = {}
         self._lock = threading.Lock()
 
@@ -154,6 +160,41 @@ class Launcher:
 
     # -- call --------------------------------------------------------------------
     def __call__(self, args: tuple, kwargs: dict, out):
+        if not kwargs:
+            key = self._fast_key(args, out)
+            fast = self._fast.get(key) if key is not None else None
+            if fast is not None:
+                return fast(args, out)
+        else:
+            key = None
+        return self._call(args, kwargs, out, key)
+
+    def _fast_key(self, args: tuple, out):
+        """The call's class when every array is a CuPy array: shapes, strides,
+        dtypes, 16-byte alignment and device. None sends the call down the slow path."""
+        cupy = self._cupy
+        if cupy is None or len(args) != len(self.graph.params):
+            return None
+        parts = []
+        for a in args:
+            if type(a) is cupy.ndarray:
+                mem = a.data
+                parts.append((a.shape, a.strides, a.dtype.char, mem.ptr & 15, mem.device_id))
+            elif type(a) in (float, int, bool):
+                parts.append(type(a))
+            else:
+                return None
+        if out is None:
+            parts.append(None)
+        else:
+            for o in (out if isinstance(out, tuple) else (out,)):
+                if type(o) is not cupy.ndarray:
+                    return None
+                mem = o.data
+                parts.append((o.shape, o.strides, o.dtype.char, mem.ptr & 15, mem.device_id))
+        return tuple(parts)
+
+    def _call(self, args: tuple, kwargs: dict, out, key):
         bound, views = self._views(args, kwargs)
         devices = {v.device for v in views.values()}
         if len(devices) > 1:
@@ -161,9 +202,11 @@ class Launcher:
                                     f"({sorted(devices)}); move them to one", self.graph.loc)
         cupy = _cupy()
         device = devices.pop() if devices else cupy.cuda.runtime.getDevice()
+        copied = False
         for i, v in list(views.items()):
             if not v.contiguous:
                 views[i] = contiguous_copy(v)
+                copied = True
         outputs = self._outputs(out, bound.extents, device)
         if out is not None:
             self._check_overlap(views, outputs)
@@ -182,8 +225,9 @@ class Launcher:
                     buffers[t.id] = device_view(_allocate(cupy, shape, t.dtype))
             for step in steps:
                 self._launch(step, buffers, bound.values)
+        if key is not None and not copied:
+            self._fast[key] = _FastCall(self, steps, bound, views, out)
         results = [o.owner for o in outputs]
-        # An output that is also an input of the same identity is returned as given.
         return results[0] if len(results) == 1 else tuple(results)
 
     def _steps(self, extents: dict, buffers: dict, device: int) -> list[_Step]:
@@ -259,3 +303,90 @@ def _load(cubin: bytes, name: str, device: int):
         module = cupy.cuda.function.Module()
         module.load(cubin)
         return module.get_function(name)
+
+
+class _FastCall:
+    """A call class seen before: its checks passed, its schedules are chosen and
+    compiled; only pointers, scalars and fresh outputs change."""
+
+    def __init__(self, launcher: Launcher, steps: list, bound, views: dict, out):
+        graph = launcher.graph
+        self.cupy = launcher._cupy
+        self.params = graph.params
+        self.scalar_checks = [(p.index, p) for p in graph.params if p.is_scalar]
+        param_value_id = {v.attr("index"): v.id for v in graph.values if v.op == "param"}
+        arg_of_value = {param_value_id[i]: i for i in views}
+        self.result_ids = launcher.result_ids
+        result_slot = {vid: k for k, vid in enumerate(launcher.result_ids)}
+        self.out_shapes = [(tuple(bound.extents[d] for d in r.dims), r.dtype.numpy)
+                           for r in graph.results]
+        self.temps = [(t.id, tuple(bound.extents[d] for d in t.dims), t.dtype.numpy)
+                      for t in launcher.temp_values]
+        self.input_spans = [(i, p.dtype.itemsize) for i, p in enumerate(graph.params) if i in views]
+        self.item_sizes = [r.dtype.itemsize for r in graph.results]
+        self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
+        self.launches = []
+        for step in steps:
+            template, slots = [], []
+            for kind, ref in step.args:
+                if kind == "ptr":
+                    if ref in arg_of_value:
+                        slots.append((len(template), "arg", arg_of_value[ref]))
+                    elif ref in result_slot:
+                        slots.append((len(template), "out", result_slot[ref]))
+                    else:
+                        slots.append((len(template), "temp", ref))
+                    template.append(0)
+                elif kind == "extent":
+                    template.append(step.launch.loop_extents[ref])
+                else:
+                    slots.append((len(template), "scalar", ref))
+                    template.append(0)
+            self.launches.append((step.function, (step.launch.grid,), (step.launch.schedule.block,),
+                                  template, slots))
+
+    def __call__(self, args: tuple, out):
+        from ..signature import scalar_value
+        cupy = self.cupy
+        scalars = {}
+        for i, p in self.scalar_checks:
+            scalars[i] = scalar_value(p, args[i])
+        if out is None:
+            outs = [cupy.empty(shape, dtype) for shape, dtype in self.out_shapes]
+        else:
+            outs = list(out) if isinstance(out, tuple) else [out]
+            self._check_overlap(args, outs)
+        temps = {vid: cupy.empty(shape, dtype) for vid, shape, dtype in self.temps}
+        for fn, grid, block, template, slots in self.launches:
+            values = list(template)
+            for pos, kind, ref in slots:
+                if kind == "arg":
+                    values[pos] = args[ref].data.ptr
+                elif kind == "out":
+                    values[pos] = outs[ref].data.ptr
+                elif kind == "temp":
+                    values[pos] = temps[ref].data.ptr
+                else:
+                    values[pos] = scalars[ref]
+            fn(grid, block, tuple(values))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _check_overlap(self, args, outs) -> None:
+        spans = []
+        for o, size in zip(outs, self.item_sizes):
+            start = o.data.ptr
+            spans.append((start, start + max(1, o.size) * size, o))
+        for k, (a0, a1, _) in enumerate(spans):
+            for b0, b1, _ in spans[k + 1:]:
+                if a0 < b1 and b0 < a1:
+                    raise TdslArgumentError("two outputs overlap in memory")
+        for i, size in self.input_spans:
+            x = args[i]
+            x0 = x.data.ptr
+            x1 = x0 + max(1, x.size) * size
+            for o0, o1, o in spans:
+                if x0 < o1 and o0 < x1 and not (self.pointwise_only and x0 == o0 and x.shape == o.shape
+                                                 and x.strides == o.strides):
+                    p = self.params[i]
+                    raise TdslArgumentError(f"an output overlaps input '{p.name}'; only a pointwise "
+                                            f"kernel may write over an identical input", p.loc)

@@ -1,0 +1,523 @@
+"""Shared benchmark machinery: CUDA-event timing, L2-proof input rotation, copy
+bandwidth, the result table, launch overhead and compile time.
+
+Importable without a GPU: CuPy, torch and Triton are imported inside functions.
+Everything here runs on CuPy's current stream (the legacy default stream
+unless the caller changes it); torch and Triton launch on torch's current
+stream, which is the same legacy default stream in a default setup, so CUDA
+events recorded by CuPy bracket their work too (checked by `streams_note`).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+MIN_L2_BYTES = 60 << 20          # assume at least 60 MB of L2 when sizing input rotation
+FLUSH_BYTES = 256 << 20          # the L2 flush buffer
+
+
+def ensure_repo_on_path() -> None:
+    """Let `python benchmarks/bench_memory.py` import tiledsl from this checkout."""
+    root = str(ROOT)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+
+
+# ---- what is installed ---------------------------------------------------------------
+
+
+def import_cupy():
+    import cupy
+    return cupy
+
+
+def optional_torch():
+    """torch when it imports and has CUDA, else None."""
+    try:
+        import torch
+    except Exception:  # noqa: BLE001
+        return None
+    try:
+        return torch if torch.cuda.is_available() else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _version(module: str) -> str:
+    try:
+        mod = __import__(module)
+        return str(getattr(mod, "__version__", "?"))
+    except Exception as err:  # noqa: BLE001
+        return f"not available ({type(err).__name__})"
+
+
+def versions() -> dict:
+    cupy = import_cupy()
+    out = {"python": platform.python_version(), "numpy": _version("numpy"),
+           "cupy": cupy.__version__, "torch": _version("torch"), "triton": _version("triton")}
+    try:
+        ensure_repo_on_path()
+        import tiledsl
+        out["tiledsl"] = tiledsl.__version__
+    except Exception as err:  # noqa: BLE001
+        out["tiledsl"] = f"not importable ({err})"
+    try:
+        rt = cupy.cuda.runtime
+        out["cuda_runtime"] = _cuda_version_text(rt.runtimeGetVersion())
+        out["cuda_driver"] = _cuda_version_text(rt.driverGetVersion())
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+def _cuda_version_text(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def device_info() -> dict:
+    cupy = import_cupy()
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    name = props.get("name", b"?")
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    info = {"id": int(dev.id), "name": name, "sm_count": int(props.get("multiProcessorCount", 0)),
+            "l2_bytes": int(props.get("l2CacheSize", 0)),
+            "memory_bytes": int(props.get("totalGlobalMem", 0)),
+            "compute_capability": f"{props.get('major', '?')}.{props.get('minor', '?')}"}
+    clock_khz, bus_bits = props.get("memoryClockRate"), props.get("memoryBusWidth")
+    if clock_khz and bus_bits:       # removed from cudaDeviceProp in CUDA 13; optional
+        info["peak_dram_gbps"] = 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
+    return info
+
+
+def now_text() -> str:
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def streams_note() -> str:
+    """Whether torch's current stream is CuPy's (so CuPy's events time torch/Triton work)."""
+    cupy = import_cupy()
+    torch = optional_torch()
+    if torch is None:
+        return "torch not available"
+    t = int(torch.cuda.current_stream().cuda_stream)
+    c = int(cupy.cuda.get_current_stream().ptr)
+    if t == c or (t == 0 and c in (0, 1)) or (c == 0 and t in (0, 1)):
+        return "torch and CuPy share the default stream"
+    return (f"WARNING: torch stream {t:#x} is not CuPy's {c:#x}: CuPy's events do not bracket "
+            f"torch/Triton work, so their times are not reliable")
+
+
+def synchronize() -> None:
+    cupy = import_cupy()
+    cupy.cuda.Device().synchronize()
+
+
+def free_pools() -> None:
+    cupy = import_cupy()
+    synchronize()
+    cupy.get_default_memory_pool().free_all_blocks()
+    torch = optional_torch()
+    if torch is not None:
+        torch.cuda.empty_cache()
+
+
+# ---- timing --------------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    median_us: float
+    min_us: float
+    max_us: float
+    repeats: int
+    samples_us: list = field(default_factory=list, repr=False)
+
+
+class L2Flusher:
+    """Writes a 256 MB buffer (more than any current L2) so the next kernel starts cold."""
+
+    def __init__(self, nbytes: int = FLUSH_BYTES):
+        cupy = import_cupy()
+        self.buf = cupy.empty(nbytes, dtype=cupy.uint8)
+        self.i = 0
+
+    def __call__(self) -> None:
+        self.i += 1
+        self.buf.fill(self.i & 0xFF)
+
+
+def input_sets_needed(bytes_per_set: int, l2_bytes: int = 0, *, min_sets: int = 2,
+                      budget_bytes: int = 8 << 30) -> int:
+    """How many distinct input sets to rotate through so that consecutive runs never
+    find their inputs in L2: together they exceed 3x the L2 (at least 3x 60 MB)."""
+    target = 3 * max(l2_bytes, MIN_L2_BYTES)
+    n = max(min_sets, math.ceil(target / max(1, bytes_per_set)))
+    cap = max(1, budget_bytes // max(1, bytes_per_set))
+    return int(max(1, min(n, cap, 64)))
+
+
+def time_cuda(fn: Callable[[int], Any], *, n_sets: int = 1, warmup: int = 3, repeats: int = 20,
+              flush: Optional[Callable[[], None]] = None) -> Timing:
+    """Median of `repeats` timings of fn(i) with CUDA events on the current stream.
+
+    fn(i) enqueues one run on input set i % n_sets (rotation keeps inputs out of L2);
+    `flush`, when given, runs before each timed run (not timed: it is queued before the
+    start event). Events are recorded on CuPy's current stream; work that fn queues on
+    another stream is not covered (see streams_note).
+    """
+    cupy = import_cupy()
+    for i in range(warmup):
+        fn(i % n_sets)
+    synchronize()
+    starts = [cupy.cuda.Event() for _ in range(repeats)]
+    ends = [cupy.cuda.Event() for _ in range(repeats)]
+    for r in range(repeats):
+        if flush is not None:
+            flush()
+        starts[r].record()
+        fn((warmup + r) % n_sets)
+        ends[r].record()
+    ends[-1].synchronize()
+    samples = [cupy.cuda.get_elapsed_time(s, e) * 1e3 for s, e in zip(starts, ends)]
+    return Timing(statistics.median(samples), min(samples), max(samples), repeats, samples)
+
+
+def copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 10, warmup: int = 2) -> dict:
+    """Device-to-device copy bandwidth, (bytes read + bytes written) / time, of a
+    cudaMemcpyAsync and of CuPy's elementwise copy kernel; `gbps` is the better one."""
+    cupy = import_cupy()
+    n = nbytes // 4
+    a = cupy.arange(n, dtype=cupy.float32)
+    b = cupy.empty_like(a)
+    size = a.nbytes
+
+    def memcpy(_):
+        b.data.copy_from_device_async(a.data, size)
+
+    def kernel(_):
+        cupy.copyto(b, a)
+
+    t_memcpy = time_cuda(memcpy, warmup=warmup, repeats=repeats)
+    t_kernel = time_cuda(kernel, warmup=warmup, repeats=repeats)
+    gbps_memcpy = 2 * size / (t_memcpy.median_us * 1e-6) / 1e9
+    gbps_kernel = 2 * size / (t_kernel.median_us * 1e-6) / 1e9
+    del a, b
+    free_pools()
+    return {"bytes": int(size), "memcpy_us": t_memcpy.median_us, "memcpy_gbps": gbps_memcpy,
+            "copy_kernel_us": t_kernel.median_us, "copy_kernel_gbps": gbps_kernel,
+            "gbps": max(gbps_memcpy, gbps_kernel)}
+
+
+def nbytes_of(*arrays) -> int:
+    """Bytes of the array arguments (scalars count 0): inputs read once, outputs written once."""
+    total = 0
+    for a in arrays:
+        if a is None or isinstance(a, (int, float, bool)):
+            continue
+        if hasattr(a, "nbytes"):
+            total += int(a.nbytes)
+        elif hasattr(a, "element_size"):          # torch
+            total += int(a.numel() * a.element_size())
+    return total
+
+
+# ---- the table -----------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    workload: str
+    shape: str
+    dtype: str
+    impl: str
+    time_us: Optional[float] = None
+    bytes: int = 0
+    rel_err: Optional[float] = None
+    note: str = ""
+    gbps: Optional[float] = None
+    vs_copy: Optional[float] = None
+    vs_best_peer: Optional[float] = None
+    min_us: Optional[float] = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def is_tiledsl(impl: str) -> bool:
+    return impl.startswith("tiledsl")
+
+
+def finalize(rows: Sequence[Row], copy_gbps: Optional[float]) -> None:
+    """Fill GB/s, the fraction of copy bandwidth, and the speed relative to the best peer
+    (best peer time / this time: above 1 is faster than every non-tiledsl implementation)."""
+    groups: dict[tuple, list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.workload, r.shape, r.dtype), []).append(r)
+        if r.time_us and r.bytes:
+            r.gbps = r.bytes / (r.time_us * 1e-6) / 1e9
+            if copy_gbps:
+                r.vs_copy = r.gbps / copy_gbps
+    for group in groups.values():
+        peers = [r.time_us for r in group if not is_tiledsl(r.impl) and r.time_us]
+        if not peers:
+            continue
+        best = min(peers)
+        for r in group:
+            if r.time_us:
+                r.vs_best_peer = best / r.time_us
+
+
+def _fmt(v, spec: str, none: str = "—") -> str:
+    return none if v is None else format(v, spec)
+
+
+def markdown_table(rows: Sequence[Row]) -> str:
+    head = ["workload", "shape", "dtype", "impl", "time (µs)", "GB/s", "× copy BW",
+            "× best peer", "rel. error", "note"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 4 + ["---:"] * 5 + ["---"]) + "|"]
+    for r in rows:
+        cells = [r.workload, r.shape, r.dtype, r.impl, _fmt(r.time_us, ".1f"), _fmt(r.gbps, ".0f"),
+                 _fmt(r.vs_copy, ".2f"), _fmt(r.vs_best_peer, ".2f"), _fmt(r.rel_err, ".1e"),
+                 r.note.replace("|", "/").replace("\n", " ")[:120]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def simple_table(head: Sequence[str], rows: Sequence[Sequence]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines)
+
+
+def short_error(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"error: {type(err).__name__}: {text[0] if text else ''}"[:200]
+
+
+def device_rel_error(result, ref64) -> float:
+    """‖result − ref‖ / ‖ref‖ in float64 on the device; inf when NaN appears."""
+    cupy = import_cupy()
+    r = cupy.asarray(result).astype(cupy.float64)
+    if r.shape != ref64.shape:
+        return float("inf")
+    if bool(cupy.isnan(r).any()) and not bool(cupy.isnan(ref64).any()):
+        return float("inf")
+    num = float(cupy.linalg.norm((r - ref64).ravel()))
+    den = float(cupy.linalg.norm(ref64.ravel()))
+    return num / den if den else num
+
+
+# ---- launch overhead ---------------------------------------------------------------------
+
+TINY_TDSL = """
+kernel tiny_add(x: f32[N], y: f32[N]) -> f32[N] {
+    return x + y
+}
+"""
+
+RAW_ADD_SRC = r"""
+extern "C" __global__ void tiny_add(const float* __restrict__ x, const float* __restrict__ y,
+                                    float* __restrict__ out, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] + y[i];
+}
+"""
+
+LAUNCH_SIZES = tuple(range(1000, 1064))
+
+
+def _loop_us(call: Callable[[int], Any], n_calls: int) -> float:
+    """Wall-clock µs per call for n_calls calls cycling through the 64 sizes, stream synced
+    at the end (so the queue has drained: the number is launch throughput)."""
+    cupy = import_cupy()
+    stream = cupy.cuda.get_current_stream()
+    nsz = len(LAUNCH_SIZES)
+    stream.synchronize()
+    t0 = time.perf_counter()
+    for i in range(n_calls):
+        call(i % nsz)
+    stream.synchronize()
+    torch = optional_torch()
+    if torch is not None:
+        torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n_calls * 1e6
+
+
+def launch_overhead(n_calls: int = 10_000, triton_peers=None) -> list[dict]:
+    """Per-call cost of a tiny pointwise kernel called from Python, with a different size
+    on each call (1000..1063, arrays preallocated): tiledsl with out= and with allocation,
+    CuPy RawKernel, cupy.add, torch.add, and Triton. tiledsl is warmed up on ONE size
+    only, so a recompilation per size would show in its first pass over the 64 sizes."""
+    import numpy as np
+    cupy = import_cupy()
+    ensure_repo_on_path()
+    rows: list[dict] = []
+    xs = [cupy.random.standard_normal(n, dtype=cupy.float32) for n in LAUNCH_SIZES]
+    ys = [cupy.random.standard_normal(n, dtype=cupy.float32) for n in LAUNCH_SIZES]
+    outs = [cupy.empty(n, dtype=cupy.float32) for n in LAUNCH_SIZES]
+
+    def add_row(impl, mode, fn, note=""):
+        try:
+            us = fn()
+            rows.append({"impl": impl, "mode": mode, "us_per_call": us, "calls": n_calls, "note": note})
+        except Exception as err:  # noqa: BLE001
+            rows.append({"impl": impl, "mode": mode, "us_per_call": None, "calls": n_calls,
+                         "note": short_error(err)})
+
+    # tiledsl
+    try:
+        import tiledsl
+        k = tiledsl.compile(TINY_TDSL)
+        k(xs[0], ys[0], out=outs[0])             # compile + warm up on one size only
+        synchronize()
+        ok = bool(cupy.allclose(outs[0], xs[0] + ys[0]))
+
+        def first_pass():
+            cupy.cuda.get_current_stream().synchronize()
+            t0 = time.perf_counter()
+            for j in range(1, len(LAUNCH_SIZES)):
+                k(xs[j], ys[j], out=outs[j])
+            cupy.cuda.get_current_stream().synchronize()
+            return (time.perf_counter() - t0) / (len(LAUNCH_SIZES) - 1) * 1e6
+
+        add_row("tiledsl", "out=, first call at each of 63 new sizes", first_pass,
+                "a recompile per size would make this ≫ the steady state")
+        ok = ok and all(bool(cupy.allclose(outs[j], xs[j] + ys[j])) for j in range(len(LAUNCH_SIZES)))
+        add_row("tiledsl", "out=", lambda: _loop_us(lambda j: k(xs[j], ys[j], out=outs[j]), n_calls),
+                "" if ok else "WRONG RESULTS")
+        add_row("tiledsl", "allocating", lambda: _loop_us(lambda j: k(xs[j], ys[j]), n_calls))
+    except Exception as err:  # noqa: BLE001
+        rows.append({"impl": "tiledsl", "mode": "out=", "us_per_call": None, "calls": n_calls,
+                     "note": short_error(err)})
+
+    # CuPy RawKernel
+    def raw_loop():
+        raw = cupy.RawKernel(RAW_ADD_SRC, "tiny_add")
+        sizes = [np.int64(n) for n in LAUNCH_SIZES]
+        grids = [((n + 255) // 256,) for n in LAUNCH_SIZES]
+        raw(grids[0], (256,), (xs[0], ys[0], outs[0], sizes[0]))
+        synchronize()
+        return _loop_us(lambda j: raw(grids[j], (256,), (xs[j], ys[j], outs[j], sizes[j])), n_calls)
+
+    add_row("cupy.RawKernel", "out (preallocated)", raw_loop)
+    add_row("cupy.add", "out=", lambda: _loop_us(lambda j: cupy.add(xs[j], ys[j], out=outs[j]), n_calls))
+    add_row("cupy.add", "allocating", lambda: _loop_us(lambda j: cupy.add(xs[j], ys[j]), n_calls))
+
+    torch = optional_torch()
+    if torch is not None:
+        txs = [torch.randn(n, device="cuda") for n in LAUNCH_SIZES]
+        tys = [torch.randn(n, device="cuda") for n in LAUNCH_SIZES]
+        touts = [torch.empty(n, device="cuda") for n in LAUNCH_SIZES]
+        add_row("torch.add", "out=", lambda: _loop_us(lambda j: torch.add(txs[j], tys[j], out=touts[j]),
+                                                     n_calls))
+        add_row("torch.add", "allocating", lambda: _loop_us(lambda j: torch.add(txs[j], tys[j]), n_calls))
+        if triton_peers is not None and triton_peers.available()[0]:
+            def triton_loop():
+                for j in range(len(LAUNCH_SIZES)):       # Triton specializes on n % 16: warm all
+                    triton_peers.add(txs[j], tys[j], out=touts[j])
+                torch.cuda.synchronize()
+                return _loop_us(lambda j: triton_peers.add(txs[j], tys[j], out=touts[j]), n_calls)
+            add_row("triton", "out (preallocated)", triton_loop)
+        elif triton_peers is not None:
+            rows.append({"impl": "triton", "mode": "—", "us_per_call": None, "calls": 0,
+                         "note": triton_peers.available()[1]})
+    else:
+        rows.append({"impl": "torch/triton", "mode": "—", "us_per_call": None, "calls": 0,
+                     "note": "torch with CUDA not available"})
+    del xs, ys, outs
+    free_pools()
+    return rows
+
+
+# ---- compile time ----------------------------------------------------------------------
+
+_CHILD = r"""
+import json, os, sys, time
+t_start = time.perf_counter()
+import numpy as np
+import cupy
+sys.path.insert(0, {root!r})
+import tiledsl
+t_imported = time.perf_counter()
+spec = json.loads({spec!r})
+cupy.cuda.Device(0).use()
+args = []
+for a in spec["args"]:
+    if a["kind"] == "scalar":
+        args.append(a["value"])
+    else:
+        args.append(cupy.random.standard_normal(tuple(a["shape"]), dtype=cupy.float32).astype(a["dtype"]))
+cupy.cuda.Device().synchronize()          # CUDA context and CuPy kernels ready before timing
+t0 = time.perf_counter()
+k = tiledsl.compile(spec["src"])
+t1 = time.perf_counter()
+y = k(*args)
+cupy.cuda.get_current_stream().synchronize()
+t2 = time.perf_counter()
+y = k(*args)
+cupy.cuda.get_current_stream().synchronize()
+t3 = time.perf_counter()
+print("RESULT " + json.dumps({{"import_s": t_imported - t_start, "parse_check_ms": (t1 - t0) * 1e3,
+                               "first_call_ms": (t2 - t1) * 1e3, "second_call_ms": (t3 - t2) * 1e3}}))
+"""
+
+
+def _run_child(spec: dict, env: dict, timeout: float = 240) -> dict:
+    code = _CHILD.format(root=str(ROOT), spec=json.dumps(spec))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    tail = (proc.stderr or proc.stdout).strip().splitlines()
+    raise RuntimeError(f"child exited {proc.returncode}: {tail[-1] if tail else 'no output'}")
+
+
+def compile_times(cases: Sequence[tuple[str, dict]]) -> list[dict]:
+    """Cold compile and warm-disk-cache first launch, each in a fresh Python process.
+
+    cases: (label, spec) with spec = {"src": tdsl text, "args": [{"kind": "array",
+    "shape": [...], "dtype": "float32"} | {"kind": "scalar", "value": 1.0}]}.
+    The cold run gets empty TILEDSL_CACHE_DIR, CUPY_CACHE_DIR and XDG_CACHE_HOME
+    directories, so neither tiledsl's nor CuPy's disk cache can help it; the warm run
+    reuses the same directories in another fresh process (the in-memory cache is gone).
+    first_call_ms is the time from after tiledsl.compile() to the first kernel completing.
+    """
+    rows = []
+    for label, spec in cases:
+        with tempfile.TemporaryDirectory(prefix="tiledsl-bench-") as tmp:
+            env = dict(os.environ)
+            env.update({"TILEDSL_CACHE_DIR": os.path.join(tmp, "tiledsl"),
+                        "CUPY_CACHE_DIR": os.path.join(tmp, "cupy"),
+                        "XDG_CACHE_HOME": os.path.join(tmp, "xdg")})
+            for phase in ("cold", "warm disk cache"):
+                try:
+                    r = _run_child(spec, env)
+                    rows.append({"kernel": label, "phase": phase, **r, "note": ""})
+                except Exception as err:  # noqa: BLE001
+                    rows.append({"kernel": label, "phase": phase, "import_s": None,
+                                 "parse_check_ms": None, "first_call_ms": None,
+                                 "second_call_ms": None, "note": short_error(err)})
+    return rows
+
+
+def save_json(path: str, payload: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=2, default=str)

@@ -1,0 +1,165 @@
+"""Textbook Triton kernels to compare tiledsl against (torch tensors in and out).
+
+    relu((x + y) * s + bias)                  fused_relu(x, y, s, bias)
+    sigmoid(relu((x + 1) * 2) - 0.5)          chain5(x)
+    row softmax, one row per program          softmax(x)          BLOCK = next_power_of_2(N)
+    layernorm forward, f16 in/out, f32 w/b    layernorm(x, w, b, eps)
+    rmsnorm, f16 in/out, f16 w                rmsnorm(x, w, eps)
+    x + y (launch-overhead loop)              add(x, y, out=)
+
+`import triton` is guarded: without Triton (or torch with CUDA) `available()`
+returns (False, why) and the benchmark skips these peers with that note.
+"""
+from __future__ import annotations
+
+try:
+    import torch
+    import triton
+    import triton.language as tl
+    _WHY = "" if torch.cuda.is_available() else "torch has no CUDA device"
+except Exception as _err:  # noqa: BLE001 - ImportError, or a broken install
+    torch = triton = tl = None
+    _WHY = f"Triton peers skipped: {type(_err).__name__}: {_err}"
+
+
+def available() -> tuple[bool, str]:
+    return (triton is not None and not _WHY), (_WHY or "")
+
+
+def _num_warps(block: int) -> int:
+    return 4 if block < 2048 else 8 if block < 4096 else 16
+
+
+if triton is not None:
+
+    @triton.jit
+    def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        y = tl.load(y_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, x + y, mask=mask)
+
+    @triton.jit
+    def _fused_relu_kernel(x_ptr, y_ptr, b_ptr, out_ptr, s, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        y = tl.load(y_ptr + offs, mask=mask)
+        b = tl.load(b_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, tl.maximum((x + y) * s + b, 0.0), mask=mask)
+
+    @triton.jit
+    def _chain5_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        v = tl.maximum((x + 1.0) * 2.0, 0.0) - 0.5
+        tl.store(out_ptr + offs, tl.sigmoid(v), mask=mask)
+
+    @triton.jit
+    def _softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols,
+                        BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(in_ptr + row * in_row_stride + cols, mask=mask, other=-float("inf"))
+        x = x.to(tl.float32)
+        z = x - tl.max(x, axis=0)
+        num = tl.exp(z)
+        den = tl.sum(num, axis=0)
+        y = num / den
+        tl.store(out_ptr + row * out_row_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+    @triton.jit
+    def _layernorm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, eps,
+                          BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+        mean = tl.sum(x, axis=0) / n_cols
+        xc = tl.where(mask, x - mean, 0.0)
+        var = tl.sum(xc * xc, axis=0) / n_cols
+        rstd = 1.0 / tl.sqrt(var + eps)
+        w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+        y = xc * rstd * w + b
+        tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+    @triton.jit
+    def _rmsnorm_kernel(x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, eps,
+                        BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+        ms = tl.sum(x * x, axis=0) / n_cols
+        rstd = 1.0 / tl.sqrt(ms + eps)
+        w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+        tl.store(y_ptr + row * y_row_stride + cols, (x * rstd * w).to(y_ptr.dtype.element_ty),
+                 mask=mask)
+
+
+_POINTWISE_BLOCK = 1024
+
+
+def _need():
+    ok, why = available()
+    if not ok:
+        raise RuntimeError(why)
+
+
+def add(x, y, out=None):
+    _need()
+    out = torch.empty_like(x) if out is None else out
+    n = x.numel()
+    _add_kernel[(triton.cdiv(n, _POINTWISE_BLOCK),)](x, y, out, n, BLOCK=_POINTWISE_BLOCK)
+    return out
+
+
+def fused_relu(x, y, s, bias, out=None):
+    _need()
+    out = torch.empty_like(x) if out is None else out
+    n = x.numel()
+    _fused_relu_kernel[(triton.cdiv(n, _POINTWISE_BLOCK),)](x, y, bias, out, float(s), n,
+                                                             BLOCK=_POINTWISE_BLOCK)
+    return out
+
+
+def chain5(x, out=None):
+    _need()
+    out = torch.empty_like(x) if out is None else out
+    n = x.numel()
+    _chain5_kernel[(triton.cdiv(n, _POINTWISE_BLOCK),)](x, out, n, BLOCK=_POINTWISE_BLOCK)
+    return out
+
+
+def softmax(x, out=None):
+    _need()
+    m, n = x.shape
+    out = torch.empty_like(x) if out is None else out
+    block = triton.next_power_of_2(n)
+    _softmax_kernel[(m,)](out, x, x.stride(0), out.stride(0), n, BLOCK=block,
+                          num_warps=_num_warps(block))
+    return out
+
+
+def layernorm(x, w, b, eps=1e-5, out=None):
+    _need()
+    m, n = x.shape
+    out = torch.empty_like(x) if out is None else out
+    block = triton.next_power_of_2(n)
+    _layernorm_kernel[(m,)](x, w, b, out, x.stride(0), out.stride(0), n, eps, BLOCK=block,
+                            num_warps=_num_warps(block))
+    return out
+
+
+def rmsnorm(x, w, eps=1e-6, out=None):
+    _need()
+    m, n = x.shape
+    out = torch.empty_like(x) if out is None else out
+    block = triton.next_power_of_2(n)
+    _rmsnorm_kernel[(m,)](x, w, out, x.stride(0), out.stride(0), n, eps, BLOCK=block,
+                          num_warps=_num_warps(block))
+    return out

@@ -1,0 +1,68 @@
+"""Run a kernel on the GPU, check it against the reference, time it (`tiledsl run`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from ..inputs import relative_error
+
+
+def time_gpu(fn, warmup: int = 3, repeat: int = 20) -> float:
+    """Median seconds per call of `fn`, timed with CUDA events."""
+    import cupy
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) * 1e-3)
+    return float(np.median(times))
+
+
+@lru_cache(maxsize=None)
+def copy_bandwidth(device: int = 0, nbytes: int = 1 << 30) -> float:
+    """Measured device-to-device copy bandwidth in bytes/s (read + write)."""
+    import cupy
+    with cupy.cuda.Device(device):
+        src = cupy.ones(nbytes // 4, dtype=cupy.float32)
+        dst = cupy.empty_like(src)
+        seconds = time_gpu(lambda: dst.__setitem__(Ellipsis, src), warmup=2, repeat=10)
+        del src, dst
+    return 2 * nbytes / seconds
+
+
+@dataclass
+class RunReport:
+    kernel: str
+    seconds: float
+    bytes_moved: int
+    bandwidth: float
+    errors: list = field(default_factory=list)
+    dtypes: list = field(default_factory=list)
+
+    def text(self) -> str:
+        achieved = self.bytes_moved / self.seconds
+        lines = [f"  GPU: {self.seconds * 1e6:.1f} us  {achieved / 1e9:.0f} GB/s  "
+                 f"({achieved / self.bandwidth:.0%} of measured copy bandwidth "
+                 f"{self.bandwidth / 1e9:.0f} GB/s)"]
+        for i, (err, dt) in enumerate(zip(self.errors, self.dtypes)):
+            lines.append(f"  result {i} ({dt}): relative error {err:.2e} vs the float64 reference")
+        return "\n".join(lines)
+
+
+def run_and_time(kernel, host_args: list, expected: tuple) -> RunReport:
+    import cupy
+    device_args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host_args]
+    got = kernel(*device_args)
+    got = got if isinstance(got, tuple) else (got,)
+    errors = [relative_error(cupy.asnumpy(g), e) for g, e in zip(got, expected)]
+    seconds = time_gpu(lambda: kernel(*device_args, out=got if len(got) > 1 else got[0]))
+    moved = sum(a.nbytes for a in device_args if hasattr(a, "nbytes")) + sum(g.nbytes for g in got)
+    return RunReport(kernel.name, seconds, moved, copy_bandwidth(), errors,
+                     [r.dtype.name for r in kernel.graph.results])
