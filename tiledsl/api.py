@@ -78,14 +78,15 @@ class Kernel:
                     "float64": DTYPES["f64"]}.get(name)
 
     def __call__(self, *args, out=None, **kwargs):
-        _reject_host_arrays(self, args, kwargs)
-        if self._launcher is None:
+        launcher = self._launcher
+        if launcher is None:
+            reject_host_arrays(self, args, kwargs)
             from .runtime import launcher_for   # imports CuPy; only a GPU call pays for it
-            self._launcher = launcher_for(self)
-        return self._launcher(args, kwargs, out)
+            launcher = self._launcher = launcher_for(self)
+        return launcher(args, kwargs, out)
 
 
-def _reject_host_arrays(kernel: Kernel, args, kwargs) -> None:
+def reject_host_arrays(kernel: Kernel, args, kwargs) -> None:
     import numpy as np
     for p, value in zip(kernel.graph.params, list(args) + [kwargs.get(p.name) for p in
                                                            kernel.graph.params[len(args):]]):

@@ -140,6 +140,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:   # output piped into `head`: stop quietly
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

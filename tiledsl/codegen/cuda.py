@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-import jinja2
 import numpy as np
 
 from ..dtypes import DType
@@ -24,7 +23,8 @@ from ..schedule.schedules import Schedule
 
 
 @lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
+def _env():
+    import jinja2   # imported on first render only: a warm cache never renders
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                               trim_blocks=True, lstrip_blocks=True)
@@ -256,25 +256,8 @@ class _Renderer:
                     [f"out{k}[{self.offset(op)}] = o{k}.v[0];"])
         return ([], [f"out{k}[{self.offset(op)} + e * ({self.inner_stride(op)})] = {value};"], [])
 
-    # -- signature -------------------------------------------------------------
     def params(self) -> tuple[list[str], list[tuple[str, int]]]:
-        decls, args = [], []
-        for op in self.layout.inputs:
-            decls.append(f"const {storage_type(op.dtype)}* __restrict__ in{op.index}")
-            args.append(("in", op.index))
-        for op in self.layout.outputs:
-            decls.append(f"{storage_type(op.dtype)}* __restrict__ out{op.index}")
-            args.append(("out", op.index))
-        for l in range(len(self.layout.loops)):
-            decls.append(f"long long n{l}_arg")
-            args.append(("extent", l))
-        for v in self.group.inputs:
-            if v.op == "param" and not v.dims:
-                i = v.attr("index")
-                ctype = "double" if v.dtype.is_float else ("bool" if v.dtype.is_bool else "long long")
-                decls.append(f"{ctype} s{i}")
-                args.append(("scalar", i))
-        return decls, args
+        return kernel_params(self.group, self.layout)
 
     def uniform_values(self) -> list[Value]:
         return [v for v in self.group.values if not v.dims and v.op != "reduce"
@@ -396,6 +379,11 @@ class _Renderer:
                       for op in row_outs]
         cached = self.s.items > 0
         r_loops = list(lay.reduced_loops)
+        # Inputs over reduced dims only (a weight over N) are the same for every
+        # row: a cached kernel loads them once, before the row loop.
+        kept = set(lay.kept_loops)
+        hoisted = [op for op in elem_inputs if cached and not set(op.loops) & kept]
+        per_row = [op for op in elem_inputs if op not in hoisted]
         return dict(
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,
             scratch=[f"__shared__ {reg_type(r.dtype)} scratch{r.id}[{max(1, self.s.block // 32)}];"
@@ -405,7 +393,8 @@ class _Renderer:
             row_coords=self.coords(list(lay.kept_loops), "row"),
             r_coords=self.coords(r_loops, f"c * {self.vec}" if self.vec > 1 else "c"),
             buffers=[self.buffer_decl(op, max(1, self.s.items)) for op in elem_inputs],
-            loads=[line for op in elem_inputs for line in self.load_lines(op, slot)],
+            loads=[line for op in per_row for line in self.load_lines(op, slot)],
+            hoisted_loads=[line for op in hoisted for line in self.load_lines(op, slot)],
             uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
             has_full_outputs=bool(full_outs),
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores,
@@ -418,6 +407,28 @@ class _Renderer:
         if self.s.row_threads == 32:
             return f"acc{r.id} = tdsl::warp_reduce<{op}, 32>(acc{r.id});"
         return f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id});"
+
+
+def kernel_params(group: Group, layout: Layout) -> tuple[list[str], list[tuple[str, int]]]:
+    """The kernel's parameter declarations and, in the same order, what the
+    launcher passes: ('in', k), ('out', k), ('extent', loop), ('scalar', index)."""
+    decls, args = [], []
+    for op in layout.inputs:
+        decls.append(f"const {storage_type(op.dtype)}* __restrict__ in{op.index}")
+        args.append(("in", op.index))
+    for op in layout.outputs:
+        decls.append(f"{storage_type(op.dtype)}* __restrict__ out{op.index}")
+        args.append(("out", op.index))
+    for l in range(len(layout.loops)):
+        decls.append(f"long long n{l}_arg")
+        args.append(("extent", l))
+    for v in group.inputs:
+        if v.op == "param" and not v.dims:
+            i = v.attr("index")
+            ctype = "double" if v.dtype.is_float else ("bool" if v.dtype.is_bool else "long long")
+            decls.append(f"{ctype} s{i}")
+            args.append(("scalar", i))
+    return decls, args
 
 
 def render(graph: Graph, group: Group, layout: Layout, schedule: Schedule) -> KernelSource:

@@ -266,6 +266,22 @@ def compile_cached(source: str, arch: str, options: tuple[str, ...] = (),
     major, minor = toolchain.nvrtc_version()
     key = cache_key("cubin", tiledsl_source_hash(), f"nvrtc {major}.{minor}", arch,
                     json.dumps(options), json.dumps(include_dirs), source)
+    return _get_or_build(key, lambda: toolchain.compile_cuda(
+        source, arch=arch, options=options, include_dirs=include_dirs, want="cubin"))
+
+
+def cached_kernel(key_parts: tuple[str, ...], make_source, arch: str) -> CachedBinary:
+    """A kernel found by what determines its source, not by the source itself.
+
+    `key_parts` (the kernel's IR and schedule) plus tiledsl's own source hash
+    fix the rendered text, so a warm cache hit renders nothing and never loads
+    NVRTC: `make_source()` runs only on a miss.
+    """
+    key = cache_key("kernel", tiledsl_source_hash(), arch, *key_parts)
+    return _get_or_build(key, lambda: toolchain.compile_cuda(make_source(), arch=arch, want="cubin"))
+
+
+def _get_or_build(key: str, build) -> CachedBinary:
     with _lock:
         hit = _memory.get(key)
         if hit is not None:
@@ -280,8 +296,7 @@ def compile_cached(source: str, arch: str, options: tuple[str, ...] = (),
         disk = _disk()
         entry = _decode(disk.get(key), key) if disk is not None else None
         if entry is None:
-            compiled = toolchain.compile_cuda(source, arch=arch, options=options,
-                                              include_dirs=include_dirs, want="cubin")
+            compiled = build()
             entry = CachedBinary(cubin=bytes(compiled.cubin), resources=dict(compiled.resources),
                                  key=key, from_disk=False)
             if disk is not None:

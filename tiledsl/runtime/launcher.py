@@ -6,8 +6,11 @@ binding checks, an allocation if no `out=` is given, and the launches.
 """
 from __future__ import annotations
 
+import operator
 import threading
 from dataclasses import dataclass
+
+import numpy as np
 from typing import Any
 
 from ..errors import TdslArgumentError, TdslError, TdslRuntimeError
@@ -57,11 +60,13 @@ class Launcher:
         self.temp_values = [v for g in self.groups for v in g.outputs if v.id not in self.result_ids]
         self._plans: dict = {}
         self._fast: dict = {}
+        self._ir_text = None
+        self._n_params = len(self.graph.params)
         try:
             import cupy
-            self._cupy = cupy
+            self._cupy, self._ndarray = cupy, cupy.ndarray
         except ImportError:
-            self._cupy = None
+            self._cupy = self._ndarray = None
         self._functions: dict = {}
         self._lock = threading.Lock()
 
@@ -150,11 +155,17 @@ class Launcher:
         with self._lock:
             fn = self._functions.get(key)
             if fn is None:
-                from ..codegen.cuda import render
-                from .cache import compile_cached
-                ks = render(self.graph, self.groups[index], self.layouts[index], launch.schedule)
-                binary = compile_cached(ks.source, device_arch(device))
-                fn = (_load(binary.cubin, ks.name, device), ks.args)
+                from ..codegen.cuda import kernel_params, render
+                from ..ir.printer import format_graph
+                from .cache import cached_kernel
+                group, layout, schedule = self.groups[index], self.layouts[index], launch.schedule
+                if self._ir_text is None:
+                    self._ir_text = format_graph(self.graph)
+                binary = cached_kernel(
+                    (self._ir_text, str(index), repr(schedule)),
+                    lambda: render(self.graph, group, layout, schedule).source, device_arch(device))
+                name = schedule.kernel_name(self.graph.name, index)
+                fn = (_load(binary.cubin, name, device), kernel_params(group, layout)[1])
                 self._functions[key] = fn
         return fn
 
@@ -172,12 +183,12 @@ class Launcher:
     def _fast_key(self, args: tuple, out):
         """The call's class when every array is a CuPy array: shapes, strides,
         dtypes, 16-byte alignment and device. None sends the call down the slow path."""
-        cupy = self._cupy
-        if cupy is None or len(args) != len(self.graph.params):
+        ndarray = self._ndarray
+        if ndarray is None or len(args) != self._n_params:
             return None
         parts = []
         for a in args:
-            if type(a) is cupy.ndarray:
+            if type(a) is ndarray:
                 mem = a.data
                 parts.append((a.shape, a.strides, a.dtype.char, mem.ptr & 15, mem.device_id))
             elif type(a) in (float, int, bool):
@@ -187,14 +198,16 @@ class Launcher:
         if out is None:
             parts.append(None)
         else:
-            for o in (out if isinstance(out, tuple) else (out,)):
-                if type(o) is not cupy.ndarray:
+            for o in (out if type(out) is tuple else (out,)):
+                if type(o) is not ndarray:
                     return None
                 mem = o.data
                 parts.append((o.shape, o.strides, o.dtype.char, mem.ptr & 15, mem.device_id))
         return tuple(parts)
 
     def _call(self, args: tuple, kwargs: dict, out, key):
+        from ..api import reject_host_arrays
+        reject_host_arrays(self.kernel, args, kwargs)
         bound, views = self._views(args, kwargs)
         devices = {v.device for v in views.values()}
         if len(devices) > 1:
@@ -292,7 +305,9 @@ _SM_COUNTS: dict[int, int] = {}
 
 def _sm_count(device: int) -> int:
     if device not in _SM_COUNTS:
-        _SM_COUNTS[device] = _cupy().cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
+        runtime = _cupy().cuda.runtime
+        _SM_COUNTS[device] = runtime.deviceGetAttribute(
+            getattr(runtime, "cudaDevAttrMultiProcessorCount", 16), device)
     return _SM_COUNTS[device]
 
 
@@ -307,86 +322,109 @@ def _load(cubin: bytes, name: str, device: int):
 
 class _FastCall:
     """A call class seen before: its checks passed, its schedules are chosen and
-    compiled; only pointers, scalars and fresh outputs change."""
+    compiled; only pointers, scalars and fresh outputs change.
+
+    Each launch's arguments are picked from one flat list by an itemgetter:
+    [extents..., input pointers..., output pointers..., temp pointers..., scalars...].
+    """
 
     def __init__(self, launcher: Launcher, steps: list, bound, views: dict, out):
         graph = launcher.graph
-        self.cupy = launcher._cupy
+        self.empty = launcher._cupy.empty
         self.params = graph.params
-        self.scalar_checks = [(p.index, p) for p in graph.params if p.is_scalar]
         param_value_id = {v.attr("index"): v.id for v in graph.values if v.op == "param"}
-        arg_of_value = {param_value_id[i]: i for i in views}
-        self.result_ids = launcher.result_ids
-        result_slot = {vid: k for k, vid in enumerate(launcher.result_ids)}
+        self.array_args = sorted(views)                       # argument positions of arrays
+        self.scalar_args = [p for p in graph.params if p.is_scalar]
         self.out_shapes = [(tuple(bound.extents[d] for d in r.dims), r.dtype.numpy)
                            for r in graph.results]
-        self.temps = [(t.id, tuple(bound.extents[d] for d in t.dims), t.dtype.numpy)
+        self.temps = [(tuple(bound.extents[d] for d in t.dims), t.dtype.numpy)
                       for t in launcher.temp_values]
-        self.input_spans = [(i, p.dtype.itemsize) for i, p in enumerate(graph.params) if i in views]
-        self.item_sizes = [r.dtype.itemsize for r in graph.results]
         self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
+        self.in_bytes = [(i, _nbytes(views[i].shape, graph.params[i].dtype.itemsize))
+                         for i in self.array_args]
+        self.out_bytes = [_nbytes(shape, r.dtype.itemsize)
+                          for (shape, _), r in zip(self.out_shapes, graph.results)]
+        # In place is allowed where the slow path allows it: a pointwise kernel
+        # writing an output laid out exactly like the input it overwrites.
+        self.in_place_ok = {(k, j) for k, i in enumerate(self.array_args)
+                            for j, (shape, dtype) in enumerate(self.out_shapes)
+                            if self.pointwise_only and tuple(views[i].shape) == shape
+                            and views[i].dtype == graph.results[j].dtype and views[i].contiguous}
+        self.float_limits = {p.index: float(np.finfo(p.dtype.numpy).max)
+                             for p in self.scalar_args if p.dtype.is_float and p.dtype.name != "f64"}
+        # Flat value list layout.
+        constants = sorted({n for step in steps for n in step.launch.loop_extents})
+        self.constants = constants
+        base_in = len(constants)
+        base_out = base_in + len(self.array_args)
+        base_temp = base_out + len(graph.results)
+        base_scalar = base_temp + len(self.temps)
+        slot_of_value = {param_value_id[i]: base_in + k for k, i in enumerate(self.array_args)}
+        for k, vid in enumerate(launcher.result_ids):
+            slot_of_value.setdefault(vid, base_out + k)
+        for k, t in enumerate(launcher.temp_values):
+            slot_of_value.setdefault(t.id, base_temp + k)
+        slot_of_scalar = {p.index: base_scalar + k for k, p in enumerate(self.scalar_args)}
         self.launches = []
         for step in steps:
-            template, slots = [], []
+            picks = []
             for kind, ref in step.args:
                 if kind == "ptr":
-                    if ref in arg_of_value:
-                        slots.append((len(template), "arg", arg_of_value[ref]))
-                    elif ref in result_slot:
-                        slots.append((len(template), "out", result_slot[ref]))
-                    else:
-                        slots.append((len(template), "temp", ref))
-                    template.append(0)
+                    picks.append(slot_of_value[ref])
                 elif kind == "extent":
-                    template.append(step.launch.loop_extents[ref])
+                    picks.append(constants.index(step.launch.loop_extents[ref]))
                 else:
-                    slots.append((len(template), "scalar", ref))
-                    template.append(0)
+                    picks.append(slot_of_scalar[ref])
+            getter = operator.itemgetter(*picks)
+            single = len(picks) == 1
             self.launches.append((step.function, (step.launch.grid,), (step.launch.schedule.block,),
-                                  template, slots))
+                                  (lambda values, g=getter: (g(values),)) if single else getter))
 
     def __call__(self, args: tuple, out):
-        from ..signature import scalar_value
-        cupy = self.cupy
-        scalars = {}
-        for i, p in self.scalar_checks:
-            scalars[i] = scalar_value(p, args[i])
+        values = list(self.constants)
+        for i in self.array_args:
+            values.append(args[i].data.ptr)
         if out is None:
-            outs = [cupy.empty(shape, dtype) for shape, dtype in self.out_shapes]
+            outs = [self.empty(shape, dtype) for shape, dtype in self.out_shapes]
         else:
-            outs = list(out) if isinstance(out, tuple) else [out]
-            self._check_overlap(args, outs)
-        temps = {vid: cupy.empty(shape, dtype) for vid, shape, dtype in self.temps}
-        for fn, grid, block, template, slots in self.launches:
-            values = list(template)
-            for pos, kind, ref in slots:
-                if kind == "arg":
-                    values[pos] = args[ref].data.ptr
-                elif kind == "out":
-                    values[pos] = outs[ref].data.ptr
-                elif kind == "temp":
-                    values[pos] = temps[ref].data.ptr
-                else:
-                    values[pos] = scalars[ref]
-            fn(grid, block, tuple(values))
+            outs = list(out) if type(out) is tuple else [out]
+            self._check_overlap(values, outs)
+        for o in outs:
+            values.append(o.data.ptr)
+        temps = [self.empty(shape, dtype) for shape, dtype in self.temps]
+        for t in temps:
+            values.append(t.data.ptr)
+        for p in self.scalar_args:
+            v = args[p.index]
+            limit = self.float_limits.get(p.index)
+            if limit is not None and type(v) is float and (v > limit or v < -limit) and v - v == 0:
+                from ..signature import scalar_value
+                scalar_value(p, v)                       # raises the located error
+            values.append(v)
+        for fn, grid, block, pick in self.launches:
+            fn(grid, block, pick(values))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _check_overlap(self, args, outs) -> None:
-        spans = []
-        for o, size in zip(outs, self.item_sizes):
-            start = o.data.ptr
-            spans.append((start, start + max(1, o.size) * size, o))
+    def _check_overlap(self, values: list, outs: list) -> None:
+        base = len(self.constants)
+        spans = [(o.data.ptr, o.data.ptr + n, o) for o, n in zip(outs, self.out_bytes)]
         for k, (a0, a1, _) in enumerate(spans):
             for b0, b1, _ in spans[k + 1:]:
                 if a0 < b1 and b0 < a1:
                     raise TdslArgumentError("two outputs overlap in memory")
-        for i, size in self.input_spans:
-            x = args[i]
-            x0 = x.data.ptr
-            x1 = x0 + max(1, x.size) * size
-            for o0, o1, o in spans:
-                if x0 < o1 and o0 < x1 and not (self.pointwise_only and x0 == o0 and x.shape == o.shape
-                                                 and x.strides == o.strides):
+        for k, (i, n) in enumerate(self.in_bytes):
+            x0 = values[base + k]
+            for j, (o0, o1, o) in enumerate(spans):
+                if x0 < o1 and o0 < x0 + n:
+                    if x0 == o0 and (k, j) in self.in_place_ok:
+                        continue
                     p = self.params[i]
                     raise TdslArgumentError(f"an output overlaps input '{p.name}'; only a pointwise "
                                             f"kernel may write over an identical input", p.loc)
+
+
+def _nbytes(shape, itemsize: int) -> int:
+    n = itemsize
+    for s in shape:
+        n *= s
+    return max(n, itemsize)

@@ -12,7 +12,7 @@ from ..ir.graph import Graph
 from .hints import Hints
 from .layout import Layout
 from .partition import Group
-from .schedules import MAX_ITEMS_PER_THREAD, Schedule
+from .schedules import MAX_ROW_ELEMENTS, Schedule
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -37,23 +37,29 @@ def loop_extents(layout: Layout, extents: dict[str, int]) -> tuple[int, ...]:
 
 def vector_width(layout: Layout, loops: tuple[int, ...], misaligned: set[int],
                  inner_loop: Optional[int], cap: Optional[int] = None) -> int:
-    """The widest vector (≤ 16 bytes for the widest operand) every access allows.
+    """Elements per vector access along the innermost loop.
 
-    `misaligned[k]` names operands (by id(operand)) whose base address is not
-    16-byte aligned; they force scalar access.
+    Sized so the main operand (the biggest one walking that loop) moves 16
+    bytes per access; narrower by alignment (`misaligned` holds id()s of
+    operands whose base address is not 16-byte aligned) and divisibility.
     """
     if inner_loop is None:
         return 1
     ops = [op for op in layout.inputs + layout.outputs if op.loops and op.loops[-1] == inner_loop]
     if not ops:
         return 1
+    main = max(ops, key=lambda op: (len(op.loops), op.role == "in", op.dtype.itemsize))
     widest = max(op.dtype.itemsize for op in ops)
-    vec = max(1, min(8, 16 // widest))
+    vec = max(1, min(8, 16 // main.dtype.itemsize, 32 // widest))
     if cap:
         vec = min(vec, cap)
     while vec > 1 and (loops[inner_loop] % vec or any(id(op) in misaligned for op in ops)):
         vec //= 2
     return vec
+
+
+# Registers a thread may spend keeping its share of a row (in 4-byte words).
+ROW_REGISTER_BUDGET = 32
 
 
 def _pow2_at_least(n: int) -> int:
@@ -100,10 +106,12 @@ def plan(graph: Graph, group: Group, layout: Layout, extents: dict[str, int],
         return Launch(sched, min(MAX_GRID, -(-rows // 256)), loops)
     vec = vector_width(layout, loops, misaligned, inner, hints.vector) if row_major else 1
     rvec = r_elems // vec
-    limit = MAX_ITEMS_PER_THREAD
+    r_loops = set(layout.reduced_loops)
+    words_per_element = sum(op.dtype.itemsize for op in layout.inputs if set(op.loops) & r_loops) / 4
+    max_elements = max(vec, int(ROW_REGISTER_BUDGET / max(words_per_element, 0.5)))
     for tpr in (32, 64, 128, 256, 512, 1024):
         items = _pow2_at_least(max(1, -(-rvec // tpr)))
-        if items * vec <= limit:
+        if items * vec <= min(max_elements, MAX_ROW_ELEMENTS):
             block = 128 if tpr == 32 else tpr
             sched = Schedule("reduce_row", block=block, vec=vec, items=items, row_threads=tpr,
                              index64=index64)
@@ -112,7 +120,13 @@ def plan(graph: Graph, group: Group, layout: Layout, extents: dict[str, int],
         sched = Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024,
                          index64=index64)
     rows_per_block = sched.block // sched.row_threads
-    return Launch(sched, min(MAX_GRID, -(-rows // rows_per_block)), loops)
+    grid = -(-rows // rows_per_block)
+    if sched.items and any(not set(op.loops) & set(layout.kept_loops) and set(op.loops) & r_loops
+                           for op in layout.inputs):
+        # Row-invariant inputs (a weight over N) are loaded once per thread:
+        # a persistent grid lets each block reuse them across many rows.
+        grid = min(grid, sm_count * max(1, 2048 // sched.block))
+    return Launch(sched, min(MAX_GRID, grid), loops)
 
 
 def _inner_is_reduced(layout: Layout) -> bool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..errors import TdslScheduleError
 
 _KINDS = ("pointwise", "reduce_row", "reduce_col")
-MAX_ITEMS_PER_THREAD = 16      # elements a thread keeps in registers per input
+MAX_ROW_ELEMENTS = 32      # elements of a row one thread may keep in registers
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Schedule:
         if self.kind == "reduce_row":
             if self.row_threads not in (32, self.block):
                 return "row_threads must be 32 (a warp per row) or the block size"
-            if self.items * self.vec > MAX_ITEMS_PER_THREAD * 2:
+            if self.items * self.vec > MAX_ROW_ELEMENTS:
                 return "too many elements per thread to keep in registers"
         elif self.kind == "reduce_col":
             if self.row_threads != 1 or self.items != 0 or self.vec != 1:
