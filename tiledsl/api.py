@@ -140,7 +140,7 @@ def read_source(src: Union[str, os.PathLike], file: Optional[str] = None) -> tup
     if isinstance(src, os.PathLike) or (isinstance(src, str) and _looks_like_path(src)):
         path = Path(src)
         try:
-            return path.read_text(), file or str(src)
+            return path.read_text(encoding="utf-8-sig"), file or str(src)
         except OSError as err:
             raise TdslError(f"cannot read {str(src)!r}: {err.strerror or err}") from None
         except UnicodeDecodeError:
@@ -156,6 +156,7 @@ def compile(src: Union[str, os.PathLike], *, file: Optional[str] = None) -> Unio
     Returns a `Kernel` when the program has one kernel, else a `Module`.
     """
     text, name = read_source(src, file)
+    text = text.removeprefix("\ufeff")   # a byte-order mark is not part of the program
     graphs, hints = compile_source(text, name)
     kernels = {g.name: Kernel(g, hints.get(g.name), name) for g in graphs}
     if len(kernels) == 1:

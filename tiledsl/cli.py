@@ -76,9 +76,10 @@ def cmd_run(args) -> int:
             reason = "--cpu given" if args.cpu else why
             print(f"  GPU: not run ({reason}); ran the NumPy reference only")
             for i, (res, out) in enumerate(zip(k.graph.results, expected)):
-                out = np.asarray(out)
-                print(f"  result {i}: {res.dtype}{list(out.shape)} mean {np.nanmean(out):.6g} "
-                      f"min {np.nanmin(out):.6g} max {np.nanmax(out):.6g}")
+                out = np.asarray(out, dtype=np.float64)
+                stats = (f"mean {np.nanmean(out):.6g} min {np.nanmin(out):.6g} max {np.nanmax(out):.6g}"
+                         if out.size and not np.all(np.isnan(out)) else "(no values)")
+                print(f"  result {i}: {res.dtype}{list(out.shape)} {stats}")
             continue
         from .runtime.measure import run_and_time
         report = run_and_time(k, host, expected)

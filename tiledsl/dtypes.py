@@ -94,6 +94,12 @@ def from_numpy(dtype) -> DType | None:
     return None
 
 
+def float_max(d: DType) -> float:
+    """The largest finite value of a float dtype (np.finfo does not know bf16)."""
+    return {"f16": 65504.0, "bf16": 3.3895313892515355e38,
+            "f32": 3.4028234663852886e38, "f64": 1.7976931348623157e308}[d.name]
+
+
 def _float_rank(d: DType) -> int:
     return {"f16": 1, "bf16": 1, "f32": 2, "f64": 3}[d.name]
 

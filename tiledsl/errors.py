@@ -29,9 +29,9 @@ class Loc:
     def source_line(self) -> Optional[str]:
         if self.source is None:
             return None
-        lines = self.source.splitlines()
+        lines = self.source.split("\n")    # Lark counts lines by \n alone
         if 1 <= self.line <= len(lines):
-            return lines[self.line - 1]
+            return lines[self.line - 1].rstrip("\r")
         return None
 
     def caret(self) -> str:

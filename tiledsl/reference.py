@@ -47,7 +47,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
         from scipy.special import erf
         return erf(x)
     except ImportError:
-        return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+        return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=x.dtype)
 
 
 def _sigmoid(x):

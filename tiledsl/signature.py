@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .dtypes import DType, from_numpy
+from .dtypes import DType, float_max, from_numpy
 from .errors import TdslArgumentError, TdslShapeError, TdslTypeError
 from .ir.graph import Graph, ParamInfo
 
@@ -81,7 +81,7 @@ def scalar_value(p: ParamInfo, value) -> Any:
             raise TdslTypeError(f"'{p.name}' = {value} does not fit in {p.dtype}", p.loc)
         return int(value)
     value = float(value)
-    if math.isfinite(value) and abs(value) > float(np.finfo(p.dtype.numpy).max):
+    if math.isfinite(value) and abs(value) > float_max(p.dtype):
         raise TdslTypeError(f"'{p.name}' = {value!r} overflows {p.dtype}", p.loc)
     return value
 

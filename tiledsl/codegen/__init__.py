@@ -17,7 +17,7 @@ def sources_for(kernel, extents: dict[str, int], sm_count: int = 132) -> list[Ke
             raise TdslError(f"kernel '{graph.name}' uses @, which has no GPU code generation yet",
                             graph.loc)
         layout = plan_layout(group, graph)
-        launch = plan(graph, group, layout, extents, set(), kernel.hints, sm_count)
+        launch = plan(group, layout, extents, set(), kernel.hints, sm_count)
         if launch is not None:
             out.append(render(graph, group, layout, launch.schedule))
     return out

@@ -382,7 +382,7 @@ class _Renderer:
         # Inputs over reduced dims only (a weight over N) are the same for every
         # row: a cached kernel loads them once, before the row loop.
         kept = set(lay.kept_loops)
-        hoisted = [op for op in elem_inputs if cached and not set(op.loops) & kept]
+        hoisted = [op for op in elem_inputs if cached and self.s.hoist and not set(op.loops) & kept]
         per_row = [op for op in elem_inputs if op not in hoisted]
         return dict(
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,

@@ -78,8 +78,8 @@ class _KernelChecker:
     # -- signature ---------------------------------------------------------
     def dtype_of(self, name: str, loc: Loc) -> DType:
         if name not in dt.DTYPES:
-            raise TdslTypeError(f"unknown dtype '{name}'{did_you_mean(name, dt.DTYPES)}; "
-                                f"dtypes are {', '.join(dt.DTYPES)}", loc)
+            raise TdslTypeError(f"unknown dtype '{name}'{did_you_mean(name, dt.DTYPES)} "
+                                f"(dtypes: {', '.join(dt.DTYPES)})", loc)
         return dt.DTYPES[name]
 
     def dims_of(self, decl: ast.TypeDecl, what: str) -> tuple[str, ...]:
@@ -195,7 +195,8 @@ class _KernelChecker:
         for expr, res in zip(stmt.values, results):
             v = self.expr(expr)
             if isinstance(v, Weak):
-                v = self.materialize(v, res.dtype.compute)
+                fits = res.dtype.is_float or (v.kind == "int" and res.dtype.is_integer)
+                v = self.materialize(v, res.dtype.compute if fits else v.default)
             outputs.append(self.store(v, res, expr.loc))
         return outputs
 
@@ -205,7 +206,8 @@ class _KernelChecker:
             found = f"[{', '.join(v.dims)}]" if v.dims else "no dims (a scalar)"
             missing = [d for d in res.dims if d not in v.dims]
             extra = [d for d in v.dims if d not in res.dims]
-            hint = (f"; dims {', '.join(missing)} are missing (a result does not broadcast)" if missing
+            hint = (f"; {'dims' if len(missing) > 1 else 'dim'} {', '.join(missing)} "
+                    f"{'are' if len(missing) > 1 else 'is'} missing (a result does not broadcast)" if missing
                     else f"; reduce over {', '.join(extra)} or declare {'them' if len(extra) > 1 else 'it'}")
             raise TdslShapeError(f"result {res.index} is declared {declared} but the expression has "
                                  f"{found}{hint}", loc)
@@ -293,6 +295,8 @@ class _KernelChecker:
             weak, strong = (a, b) if isinstance(a, Weak) else (b, a)
             self.no_bool_unless_compare(strong, op, loc)
             target = strong.dtype.compute
+            if target.is_bool:   # true == 2 is false, as in NumPy: compare as numbers
+                target = weak.default
             if (weak.kind == "float" or not int_ok) and not target.is_float:
                 target = dt.f32
             w = self.materialize(weak, target)
@@ -434,11 +438,8 @@ class _KernelChecker:
         if e.kwargs:
             raise TdslSyntaxError(f"{e.func}() takes no keyword arguments", e.kwargs[0].loc)
         if len(e.args) != n:
-            hint = ""
-            if e.func in ("max", "min") and len(e.args) == 2:
-                hint = f"; for the elementwise {e.func}imum of two values use {e.func}imum(a, b)"
             raise TdslSyntaxError(f"{e.func}() takes {n} argument{'s' if n != 1 else ''}, "
-                                  f"found {len(e.args)}{hint}", e.loc)
+                                  f"found {len(e.args)}", e.loc)
 
     def convert(self, x: Operand, dtype: DType, loc: Loc) -> Value:
         if isinstance(x, Weak):
@@ -459,21 +460,31 @@ class _KernelChecker:
             else:
                 raise TdslSyntaxError("expected a dim name, such as axis=N or axis=(M, N)", item.loc)
             if name not in self.dim_decl:
-                raise TdslNameError(f"unknown dim '{name}'{did_you_mean(name, self.dim_decl)}; this "
-                                    f"kernel's dims are {', '.join(self.dim_decl) or 'none'}", item.loc)
+                raise TdslNameError(f"unknown dim '{name}'{did_you_mean(name, self.dim_decl)} "
+                                    f"(this kernel's dims: {', '.join(self.dim_decl) or 'none'})", item.loc)
             if any(name == n for n, _ in out):
                 raise TdslShapeError(f"dim {name} is named twice", item.loc)
             out.append((name, item.loc))
         return out
 
     def reduction(self, e: ast.Call) -> Value:
-        if len(e.args) != 1:
-            self.arity(e, 1)
+        if not e.args:
+            raise TdslSyntaxError(f"{e.func}() needs the value to reduce, e.g. {e.func}(x, axis=N)", e.loc)
+        if len(e.args) > 1:
+            hint = ""
+            if e.func in ("max", "min") and len(e.args) == 2:
+                hint = f"; for the elementwise {e.func}imum of two values use {e.func}imum(a, b)"
+            elif isinstance(e.args[1], ast.Name) and e.args[1].id in self.dim_decl:
+                hint = f"; name the dims to reduce with axis=, e.g. {e.func}(x, axis={e.args[1].id})"
+            raise TdslSyntaxError(f"{e.func}() takes 1 value to reduce, found {len(e.args)}{hint}", e.loc)
         axes_kw = None
         for kw in e.kwargs:
             if kw.name != "axis":
                 raise TdslSyntaxError(f"{e.func}() takes only the keyword 'axis', found '{kw.name}'",
                                       kw.loc)
+            if axes_kw is not None:
+                raise TdslSyntaxError(f"{e.func}() is given axis= twice; name several dims as "
+                                      f"axis=(M, N)", kw.loc)
             axes_kw = kw
         x = self.expr(e.args[0])
         if isinstance(x, Weak):
@@ -532,7 +543,7 @@ def literal_value(value, dtype: DType, loc: Loc):
     except OverflowError:
         raise TdslTypeError(f"literal {value} is too large for {dtype}", loc) from None
     if math.isfinite(as_float):
-        fmax = float(np.finfo(dtype.numpy).max)
+        fmax = dt.float_max(dtype)
         if abs(as_float) > fmax:
             raise TdslTypeError(f"literal {value} is too large for {dtype} (largest {fmax:g})", loc)
     elif isinstance(value, (int, float)) and not (math.isinf(value) or math.isnan(value)):

@@ -30,7 +30,7 @@ def _lark() -> lark.Lark:
 # How Lark's terminal names read to a user.
 _TERMINAL_WORDS = {
     "NAME": "a name", "INT": "an integer", "FLOAT": "a number", "SIGN": "'-'",
-    "ADD_OP": "'+' or '-'", "MUL_OP": "'*', '/' or '@'", "POW": "'**'", "NEG": "'-'",
+    "ADD_OP": "'+', '-'", "MUL_OP": "'*', '/', '@'", "POW": "'**'", "NEG": "'-'",
     "COMPARE": "a comparison", "KERNEL": "'kernel'", "SCHEDULE": "'schedule'",
     "RETURN": "'return'", "TRUE": "'true'", "FALSE": "'false'", "$END": "end of file",
 }
@@ -84,7 +84,7 @@ def _syntax_error(err: UnexpectedInput, file: str, source: str) -> TdslSyntaxErr
     assert isinstance(err, UnexpectedToken)
     token = err.token
     if token.type == "$END":
-        lines = source.splitlines() or [""]
+        lines = source.rstrip().split("\n")   # point just after the last text
         line, col = len(lines), len(lines[-1]) + 1
         loc = Loc(file, line, col, col + 1, source)
     else:
@@ -94,6 +94,8 @@ def _syntax_error(err: UnexpectedInput, file: str, source: str) -> TdslSyntaxErr
         expected = set(err.interactive_parser.accepts()) or expected
     except Exception:  # noqa: BLE001 - best effort; fall back to Lark's own set
         pass
+    if token.type == "COMPARE" and "COMPARE" not in expected:
+        return TdslSyntaxError(f"comparisons cannot be chained; write logical_and(a < b, b < c)", loc)
     expected = _describe_expected(expected, parser)
     return TdslSyntaxError(f"unexpected {_describe_token(token)}; expected {expected}", loc)
 
@@ -182,7 +184,8 @@ class _Builder:
 
     def expr(self, item, depth: int) -> ast.Expr:
         if depth > MAX_NESTING:
-            raise TdslSyntaxError(f"expression nested more than {MAX_NESTING} deep", self.loc(item))
+            raise TdslSyntaxError(f"expression too long or nested too deeply (more than {MAX_NESTING} "
+                                  f"levels); split it with intermediate assignments", self.loc(item))
         depth += 1
         if isinstance(item, Token):   # cannot happen with this grammar; kept total
             return ast.Name(self.loc(item), str(item))

@@ -78,6 +78,12 @@ def _verify_op(graph: Graph, v: Value) -> None:
             _fail(graph, v, "operands must already have the op's dtype")
         if v.dtype.name in ("f16", "bf16"):
             _fail(graph, v, "arithmetic on f16/bf16 must be done in f32")
+        logical = v.op in ("and", "or", "not")
+        if logical != v.dtype.is_bool:
+            _fail(graph, v, "bool values take only logical ops, and logical ops only bool values")
+        if v.op in ("div", "pow") or (v.op in UNARY_OPS and v.op not in ("neg", "abs", "relu", "not")):
+            if not v.dtype.is_float:
+                _fail(graph, v, f"'{v.op}' is computed in a float type")
         if v.dims != _elementwise_dims(ops):
             _fail(graph, v, f"dims {v.dims} are not the broadcast of the operands' dims")
     elif v.op in COMPARE_OPS:

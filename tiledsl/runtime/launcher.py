@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from typing import Any
 
+from ..dtypes import float_max
 from ..errors import TdslArgumentError, TdslError, TdslRuntimeError
 from ..ir.graph import Graph
 from ..schedule.layout import Layout, plan_layout
@@ -61,6 +62,7 @@ class Launcher:
         self._plans: dict = {}
         self._fast: dict = {}
         self._ir_text = None
+        self.overrides: dict = {}     # group index -> Schedule (the tuner's choice)
         self._n_params = len(self.graph.params)
         try:
             import cupy
@@ -148,7 +150,7 @@ class Launcher:
 
     # -- compile -----------------------------------------------------------------
     def _function(self, index: int, launch: Launch, device: int):
-        key = (index, launch.schedule, device)
+        key = (index, launch.schedule.code, device)
         fn = self._functions.get(key)
         if fn is not None:
             return fn
@@ -162,7 +164,7 @@ class Launcher:
                 if self._ir_text is None:
                     self._ir_text = format_graph(self.graph)
                 binary = cached_kernel(
-                    (self._ir_text, str(index), repr(schedule)),
+                    (self._ir_text, str(index), repr(schedule.code)),
                     lambda: render(self.graph, group, layout, schedule).source, device_arch(device))
                 name = schedule.kernel_name(self.graph.name, index)
                 fn = (_load(binary.cubin, name, device), kernel_params(group, layout)[1])
@@ -245,14 +247,15 @@ class Launcher:
 
     def _steps(self, extents: dict, buffers: dict, device: int) -> list[_Step]:
         misaligned_ids = frozenset(vid for vid, b in buffers.items() if b.ptr % 16)
-        key = (tuple(sorted(extents.items())), misaligned_ids, device)
+        key = (tuple(sorted(extents.items())), misaligned_ids, device, tuple(sorted(self.overrides.items())))
         steps = self._plans.get(key)
         if steps is None:
             steps = []
             sm_count = _sm_count(device)
             for i, (g, lay) in enumerate(zip(self.groups, self.layouts)):
                 misaligned = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned_ids}
-                launch = plan(self.graph, g, lay, extents, misaligned, self.kernel.hints, sm_count)
+                launch = plan(g, lay, extents, misaligned, self.kernel.hints, sm_count,
+                              self.overrides.get(i))
                 if launch is None:
                     continue
                 fn, args = self._function(i, launch, device)
@@ -350,7 +353,7 @@ class _FastCall:
                             for j, (shape, dtype) in enumerate(self.out_shapes)
                             if self.pointwise_only and tuple(views[i].shape) == shape
                             and views[i].dtype == graph.results[j].dtype and views[i].contiguous}
-        self.float_limits = {p.index: float(np.finfo(p.dtype.numpy).max)
+        self.float_limits = {p.index: float_max(p.dtype)
                              for p in self.scalar_args if p.dtype.is_float and p.dtype.name != "f64"}
         # Flat value list layout.
         constants = sorted({n for step in steps for n in step.launch.loop_extents})
@@ -428,3 +431,9 @@ def _nbytes(shape, itemsize: int) -> int:
     for s in shape:
         n *= s
     return max(n, itemsize)
+
+
+def set_overrides(launcher: "Launcher", overrides: dict) -> None:
+    """Pin schedules per group (the tuner's winners); forgets planned calls."""
+    launcher.overrides = dict(overrides)
+    launcher._fast.clear()

@@ -1,14 +1,14 @@
 """Choosing a schedule for a group at the sizes of a call, and its grid.
 
-Pure Python, free of CuPy, so every choice can be rendered, compiled and
-inspected on a machine without a GPU (`tiledsl emit --stage cubin`).
+`candidates()` is the search space (what the tuner times); `default()` is the
+rule used when nothing was tuned. Pure Python, free of CuPy, so every choice
+can be rendered, compiled and inspected without a GPU (`tiledsl emit`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
-from ..ir.graph import Graph
 from .hints import Hints
 from .layout import Layout
 from .partition import Group
@@ -16,6 +16,9 @@ from .schedules import MAX_ROW_ELEMENTS, Schedule
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
+THREADS_PER_SM = 2048
+# Registers a thread may spend keeping its share of a row (in 4-byte words).
+ROW_REGISTER_BUDGET = 32
 
 
 @dataclass(frozen=True)
@@ -25,27 +28,87 @@ class Launch:
     loop_extents: tuple[int, ...]
 
 
-def loop_extents(layout: Layout, extents: dict[str, int]) -> tuple[int, ...]:
-    out = []
+@dataclass(frozen=True)
+class Problem:
+    """What a schedule choice depends on: one group at one call's sizes."""
+    group: Group
+    layout: Layout
+    loops: tuple[int, ...]            # extent of each loop
+    misaligned: frozenset             # id()s of operands not 16-byte aligned
+    sm_count: int
+
+    @property
+    def total(self) -> int:
+        n = 1
+        for e in self.loops:
+            n *= e
+        return n
+
+    @property
+    def rows(self) -> int:
+        n = 1
+        for l in self.layout.kept_loops:
+            n *= self.loops[l]
+        return n
+
+    @property
+    def row_length(self) -> int:
+        n = 1
+        for l in self.layout.reduced_loops:
+            n *= self.loops[l]
+        return n
+
+    @property
+    def inner(self) -> Optional[int]:
+        return len(self.loops) - 1 if self.loops else None
+
+    @property
+    def index64(self) -> bool:
+        return self.total > INDEX32_LIMIT
+
+    def row_major(self) -> bool:
+        """Is the innermost memory dim of the inputs a reduced one?"""
+        inner = self.inner
+        if inner is None or inner < self.layout.n_kept:
+            return False
+        spanning = [op for op in self.layout.inputs if op.loops and inner in op.loops]
+        return all(op.loops[-1] == inner for op in spanning)
+
+    def has_row_invariant_inputs(self) -> bool:
+        kept, reduced = set(self.layout.kept_loops), set(self.layout.reduced_loops)
+        return any(not set(op.loops) & kept and set(op.loops) & reduced for op in self.layout.inputs)
+
+    def words_per_row_element(self, hoist: bool) -> float:
+        """4-byte registers a cached row needs per element, over all its inputs."""
+        kept, reduced = set(self.layout.kept_loops), set(self.layout.reduced_loops)
+        words = 0.0
+        for op in self.layout.inputs:
+            if set(op.loops) & reduced and (hoist or set(op.loops) & kept):
+                words += op.dtype.itemsize / 4
+        return max(words, 0.5)
+
+
+def problem(group: Group, layout: Layout, extents: dict[str, int], misaligned=frozenset(),
+            sm_count: int = 132) -> Problem:
+    loops = []
     for loop in layout.loops:
         n = 1
         for d in loop:
             n *= extents[d]
-        out.append(n)
-    return tuple(out)
+        loops.append(n)
+    return Problem(group, layout, tuple(loops), frozenset(misaligned), sm_count)
 
 
-def vector_width(layout: Layout, loops: tuple[int, ...], misaligned: set[int],
-                 inner_loop: Optional[int], cap: Optional[int] = None) -> int:
+def max_vector(p: Problem, cap: Optional[int] = None) -> int:
     """Elements per vector access along the innermost loop.
 
     Sized so the main operand (the biggest one walking that loop) moves 16
-    bytes per access; narrower by alignment (`misaligned` holds id()s of
-    operands whose base address is not 16-byte aligned) and divisibility.
+    bytes per access; narrower by alignment and divisibility.
     """
-    if inner_loop is None:
+    inner = p.inner
+    if inner is None:
         return 1
-    ops = [op for op in layout.inputs + layout.outputs if op.loops and op.loops[-1] == inner_loop]
+    ops = [op for op in p.layout.inputs + p.layout.outputs if op.loops and op.loops[-1] == inner]
     if not ops:
         return 1
     main = max(ops, key=lambda op: (len(op.loops), op.role == "in", op.dtype.itemsize))
@@ -53,86 +116,116 @@ def vector_width(layout: Layout, loops: tuple[int, ...], misaligned: set[int],
     vec = max(1, min(8, 16 // main.dtype.itemsize, 32 // widest))
     if cap:
         vec = min(vec, cap)
-    while vec > 1 and (loops[inner_loop] % vec or any(id(op) in misaligned for op in ops)):
+    while vec > 1 and (p.loops[inner] % vec or any(id(op) in p.misaligned for op in ops)):
         vec //= 2
     return vec
 
 
-# Registers a thread may spend keeping its share of a row (in 4-byte words).
-ROW_REGISTER_BUDGET = 32
-
-
 def _pow2_at_least(n: int) -> int:
-    p = 1
-    while p < n:
-        p *= 2
-    return p
+    q = 1
+    while q < n:
+        q *= 2
+    return q
 
 
-def plan(graph: Graph, group: Group, layout: Layout, extents: dict[str, int],
-         misaligned: set[int], hints: Hints, sm_count: int = 132) -> Optional[Launch]:
-    """The schedule and grid for one group at these sizes (None: nothing to do)."""
-    loops = loop_extents(layout, extents)
-    total = 1
-    for n in loops:
-        total *= n
-    index64 = total > INDEX32_LIMIT
-    if group.kind == "pointwise":
-        if total == 0:
-            return None
-        inner = len(loops) - 1 if loops else None
-        vec = vector_width(layout, loops, misaligned, inner, hints.vector)
+def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
+    """Every schedule worth timing for this problem (all valid for it)."""
+    if p.group.kind == "pointwise":
+        out = []
+        for vec in sorted({max_vector(p, hints.vector), max(1, max_vector(p, hints.vector) // 2)}):
+            for block in (128, 256, 512):
+                for items in (1, 2, 4, 8):
+                    out.append(Schedule("pointwise", block=block, vec=vec, items=items,
+                                        index64=p.index64))
+        return out
+    out = []
+    if not p.row_major():
+        out.append(Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1,
+                            index64=p.index64))
+    vecs = sorted({max_vector(p, hints.vector), 1}) if p.row_major() else [1]
+    for vec in vecs:
+        rvec = p.row_length // vec
+        for tpr in (32, 64, 128, 256, 512, 1024):
+            block = 128 if tpr == 32 else tpr
+            items = _pow2_at_least(max(1, -(-rvec // tpr)))
+            if items * vec <= MAX_ROW_ELEMENTS:
+                for hoist in ((True, False) if p.has_row_invariant_inputs() else (True,)):
+                    for per_sm in ((0, THREADS_PER_SM // block) if p.rows > 4 * p.sm_count else (0,)):
+                        out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
+                                            row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
+                                            index64=p.index64))
+            if tpr >= 256:
+                out.append(Schedule("reduce_row", block=tpr, vec=vec, items=0, row_threads=tpr,
+                                    index64=p.index64))
+    return out
+
+
+def default(p: Problem, hints: Hints = Hints()) -> Schedule:
+    """The schedule used without tuning: a rule, kept close to measured winners."""
+    if p.group.kind == "pointwise":
         block = hints.threads or (hints.warps * 32 if hints.warps else 256)
-        items = 4
-        per_block = block * items
-        grid = -(-(total // vec) // per_block)
-        return Launch(Schedule("pointwise", block=block, vec=vec, items=items, index64=index64),
-                      max(1, grid), loops)
-
-    rows = 1
-    for l in layout.kept_loops:
-        rows *= loops[l]
-    if rows == 0:
-        return None
-    r_elems = 1
-    for l in layout.reduced_loops:
-        r_elems *= loops[l]
-    inner = len(loops) - 1 if len(loops) > layout.n_kept else None
-    # Rows along the innermost memory dim are read by threads side by side;
-    # otherwise a thread per row reads a column (coalesced across threads).
-    row_major = inner is not None and _inner_is_reduced(layout)
-    if not row_major and rows >= 4 * sm_count * 32:
-        sched = Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=index64)
-        return Launch(sched, min(MAX_GRID, -(-rows // 256)), loops)
-    vec = vector_width(layout, loops, misaligned, inner, hints.vector) if row_major else 1
-    rvec = r_elems // vec
-    r_loops = set(layout.reduced_loops)
-    words_per_element = sum(op.dtype.itemsize for op in layout.inputs if set(op.loops) & r_loops) / 4
-    max_elements = max(vec, int(ROW_REGISTER_BUDGET / max(words_per_element, 0.5)))
+        return Schedule("pointwise", block=block, vec=max_vector(p, hints.vector), items=4,
+                        index64=p.index64)
+    if not p.row_major() and p.rows >= 4 * p.sm_count * 32:
+        return Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=p.index64)
+    vec = max_vector(p, hints.vector) if p.row_major() else 1
+    rvec = p.row_length // vec
+    hoist = True
+    max_elements = max(vec, int(ROW_REGISTER_BUDGET / p.words_per_row_element(hoist)))
     for tpr in (32, 64, 128, 256, 512, 1024):
         items = _pow2_at_least(max(1, -(-rvec // tpr)))
         if items * vec <= min(max_elements, MAX_ROW_ELEMENTS):
             block = 128 if tpr == 32 else tpr
-            sched = Schedule("reduce_row", block=block, vec=vec, items=items, row_threads=tpr,
-                             index64=index64)
-            break
+            per_sm = THREADS_PER_SM // block if p.has_row_invariant_inputs() else 0
+            return Schedule("reduce_row", block=block, vec=vec, items=items, row_threads=tpr,
+                            hoist=hoist, blocks_per_sm=per_sm, index64=p.index64)
+    return Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024, index64=p.index64)
+
+
+def launch(p: Problem, s: Schedule) -> Optional[Launch]:
+    """The grid for schedule `s` (None when there is nothing to compute)."""
+    if s.kind == "pointwise":
+        if p.total == 0:
+            return None
+        grid = -(-(p.total // s.vec) // (s.block * s.items))
     else:
-        sched = Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024,
-                         index64=index64)
-    rows_per_block = sched.block // sched.row_threads
-    grid = -(-rows // rows_per_block)
-    if sched.items and any(not set(op.loops) & set(layout.kept_loops) and set(op.loops) & r_loops
-                           for op in layout.inputs):
-        # Row-invariant inputs (a weight over N) are loaded once per thread:
-        # a persistent grid lets each block reuse them across many rows.
-        grid = min(grid, sm_count * max(1, 2048 // sched.block))
-    return Launch(sched, min(MAX_GRID, grid), loops)
+        if p.rows == 0:
+            return None
+        grid = -(-p.rows // (s.block // s.row_threads))
+        if s.blocks_per_sm:
+            grid = min(grid, p.sm_count * s.blocks_per_sm)
+    return Launch(s, max(1, min(MAX_GRID, grid)), p.loops)
 
 
-def _inner_is_reduced(layout: Layout) -> bool:
-    """Does the main operand's innermost memory dim belong to the reduced loops?"""
-    inner = len(layout.loops) - 1
-    spanning = [op for op in layout.inputs if op.loops and inner in op.loops]
-    if not spanning:
-        return True
-    return all(op.loops[-1] == inner for op in spanning)
+def fits(p: Problem, s: Schedule) -> str:
+    """'' when `s` can run this problem, else why not."""
+    if s.index64 != p.index64:
+        return "index width does not match the sizes"
+    if s.kind == "pointwise" and p.group.kind != "pointwise":
+        return "a pointwise schedule for a reduction"
+    if s.kind != "pointwise" and p.group.kind == "pointwise":
+        return "a reduction schedule for a pointwise group"
+    inner = p.inner
+    if s.vec > 1:
+        if inner is None or p.loops[inner] % s.vec:
+            return f"the innermost extent is not a multiple of {s.vec}"
+        if s.vec > max_vector(p):
+            return f"vector width {s.vec} exceeds what alignment and dtypes allow"
+        if s.kind != "pointwise" and not p.row_major():
+            return "vectors need the reduced dim innermost"
+    if s.kind == "reduce_row" and s.items and s.items * s.row_threads * s.vec < p.row_length:
+        return "the row does not fit the threads and items"
+    return ""
+
+
+def plan(group: Group, layout: Layout, extents: dict[str, int], misaligned: set[int],
+         hints: Hints, sm_count: int = 132, override: Optional[Schedule] = None) -> Optional[Launch]:
+    """The launch for one group at these sizes: `override` if given, else the default."""
+    p = problem(group, layout, extents, misaligned, sm_count)
+    s = override if override is not None else default(p, hints)
+    if override is not None:
+        why = fits(p, override)
+        if why:
+            from ..errors import TdslScheduleError
+            raise TdslScheduleError(f"schedule {override.tag} cannot run group {group.index}: {why}")
+    return launch(p, s)

@@ -61,8 +61,8 @@ def _int_arg(expr, name: str, lo: int, hi: int) -> int:
 def _directive(d: ast.Directive, dims: set[str], contracted: set[str]) -> tuple[str, object]:
     if d.name not in DIRECTIVES:
         raise TdslScheduleError(f"unknown schedule directive '{d.name}'"
-                                f"{did_you_mean(d.name, DIRECTIVES)}; known: "
-                                f"{', '.join(sorted(DIRECTIVES))}", d.loc)
+                                f"{did_you_mean(d.name, DIRECTIVES)} (directives: "
+                                f"{', '.join(sorted(DIRECTIVES))})", d.loc)
     if d.name in _SCALAR_DIRECTIVES:
         if len(d.args) != 1 or d.kwargs:
             raise TdslScheduleError(f"{d.name}() takes one integer, e.g. {d.name}(4)", d.loc)

@@ -16,7 +16,7 @@ of it: one compiled kernel serves every size of its class.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import TdslScheduleError
 
@@ -31,6 +31,8 @@ class Schedule:
     vec: int = 1                # elements per vector access
     items: int = 1              # vectors per thread (reduce_row: 0 = looped)
     row_threads: int = 0        # reduce_row: threads cooperating on one row
+    hoist: bool = True          # reduce_row: load row-invariant inputs once per thread
+    blocks_per_sm: int = 0      # reduce_row: persistent grid of this many blocks per SM (0: a block per row group)
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -58,11 +60,18 @@ class Schedule:
         return ""
 
     @property
+    def code(self) -> "Schedule":
+        """This schedule less the fields that change only the launch, not the code."""
+        return replace(self, blocks_per_sm=0)
+
+    @property
     def tag(self) -> str:
         parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col"}[self.kind],
                  f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
         if self.kind == "reduce_row":
             parts.append(f"t{self.row_threads}")
+            if not self.hoist:
+                parts.append("nh")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 

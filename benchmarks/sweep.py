@@ -1,0 +1,97 @@
+"""Time every candidate schedule of the memory-bound benchmark shapes (device run).
+
+Prints, per workload, the candidates ranked by median time with the default
+rule's choice marked, so the default can be kept close to the measured best.
+
+    python benchmarks/sweep.py [--only softmax] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+import tiledsl  # noqa: E402
+from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
+from tiledsl.inputs import TOLERANCE, random_arguments, relative_error  # noqa: E402
+from tiledsl.runtime.launcher import set_overrides  # noqa: E402
+from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
+
+POINTWISE = "kernel f(x: f32[N], y: f32[N], s: f32, bias: f32[N]) -> f32[N] { return relu((x + y) * s + bias) }"
+CHAIN = "kernel chain(x: f32[M, N]) -> f32[M, N] { return sigmoid(relu((x + 1) * 2) - 0.5) }"
+
+WORKLOADS = [
+    ("pointwise", POINTWISE, dict(N=1 << 26)),
+    ("chain", CHAIN, dict(M=16384, N=4096)),
+] + [("softmax", "examples/softmax.tdsl", dict(M=m, N=n))
+     for m, n in ((16384, 1024), (8192, 4096), (4096, 16384), (32768, 781))] + [
+    (name, f"examples/{name}.tdsl", dict(M=m, N=n)) for name in ("layernorm", "rmsnorm")
+    for m, n in ((16384, 4096), (65536, 1024), (4096, 8192))]
+
+
+def main() -> None:
+    import cupy
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only")
+    ap.add_argument("--json")
+    ap.add_argument("--repeats", type=int, default=20)
+    args = ap.parse_args()
+    copy = copy_bandwidth()["gbps"]
+    results = []
+    sm = cupy.cuda.runtime.deviceGetAttribute(16, 0)
+    for name, src, extents in WORKLOADS:
+        if args.only and args.only not in name:
+            continue
+        k = tiledsl.compile(src)
+        host = random_arguments(k.graph, extents)
+        want = k.reference(*host, compute="f64")
+        nbytes = sum(a.nbytes for a in host if isinstance(a, np.ndarray))
+        nbytes += sum(int(np.prod([extents[d] for d in r.dims])) * r.dtype.itemsize for r in k.graph.results)
+        n_sets = input_sets_needed(nbytes)
+        sets = [[cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host] for _ in range(n_sets)]
+        out = k(*sets[0])
+        launcher = k._launcher
+        group, layout = launcher.groups[0], launcher.layouts[0]
+        p = problem(group, layout, extents, frozenset(), sm)
+        base = default(p, k.hints)
+        cands = candidates(p, k.hints)
+        if base not in cands:
+            cands.append(base)
+        rows = []
+        for s in cands:
+            set_overrides(launcher, {0: s})
+            try:
+                got = k(*sets[0], out=out)
+                err = relative_error(cupy.asnumpy(got), want)
+                t = time_cuda(lambda i: k(*sets[i], out=out), n_sets=n_sets, repeats=args.repeats)
+            except tiledsl.TdslError as e:
+                print(f"  {s.tag}: {str(e).splitlines()[0]}")
+                continue
+            ok = err <= TOLERANCE[k.graph.results[0].dtype.name]
+            rows.append((t.median_us, s, err, ok))
+        set_overrides(launcher, {})
+        rows.sort(key=lambda r: r[0])
+        best = rows[0][0]
+        print(f"\n## {name} {extents}  ({len(rows)} candidates, {nbytes / 1e6:.0f} MB moved)")
+        for rank, (us, s, err, ok) in enumerate(rows):
+            mark = " <= default" if s == base else ""
+            if rank < 6 or s == base:
+                gbps = nbytes / us / 1e3
+                print(f"  {rank:2d} {us:8.1f} us {gbps:6.0f} GB/s {us / best:5.2f}x  {s.tag} "
+                      f"ps{s.blocks_per_sm}{'' if ok else ' WRONG err=%.1e' % err}{mark}")
+        results.append(dict(name=name, extents=extents, nbytes=nbytes,
+                            rows=[dict(us=us, schedule=repr(s), err=err, ok=ok) for us, s, err, ok in rows],
+                            default=repr(base)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(copy_gbps=copy, results=results), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

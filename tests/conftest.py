@@ -1,0 +1,41 @@
+"""Shared helpers for the CPU test suite.
+
+Random inputs are fresh on every run; each test that draws them prints its
+seed (shown by pytest when the test fails) so a failure can be replayed with
+TDSL_TEST_SEED=<seed>.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+EXAMPLE_FILES = sorted(EXAMPLES.glob("*.tdsl"))
+
+
+def fresh_seed() -> int:
+    """TDSL_TEST_SEED when set, else a fresh random seed."""
+    env = os.environ.get("TDSL_TEST_SEED")
+    if env:
+        return int(env)
+    return int(np.random.SeedSequence().entropy % (2 ** 63))
+
+
+@pytest.fixture
+def rng(request) -> np.random.Generator:
+    """An unseeded-per-run generator whose seed is printed (visible on failure)."""
+    seed = fresh_seed()
+    print(f"[{request.node.nodeid}] rng seed: {seed} (replay with TDSL_TEST_SEED={seed})")
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def in_repo_root(monkeypatch):
+    """Run with the repository root as the working directory (stable relative paths)."""
+    monkeypatch.chdir(ROOT)
+    return ROOT

@@ -1,0 +1,218 @@
+"""The `tiledsl` command line: check, emit, run, --help and --version (CPU only)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tiledsl
+from tiledsl import cli
+
+from conftest import EXAMPLE_FILES, ROOT
+
+
+def run_cli(capsys, *argv):
+    """(exit code, stdout, stderr) of `tiledsl ARGV`, whether it returns or exits."""
+    try:
+        rc = cli.main(list(argv))
+    except SystemExit as exit_:
+        rc = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_check_all_examples(capsys, in_repo_root):
+    paths = [f"examples/{p.name}" for p in EXAMPLE_FILES]
+    rc, out, err = run_cli(capsys, "check", *paths)
+    assert rc == 0, err
+    assert err == ""
+    for p in paths:
+        assert f"{p}: ok: " in out
+    # one line per kernel; attention.tdsl has two
+    assert out.count(": ok: ") == len(paths) + 1
+    assert "examples/attention.tdsl: ok: causal_attention(q: f16[T, D], k: f16[S, D], " \
+           "v: f16[S, D], scale: f32) -> f16[T, D]" in out
+    assert "examples/layernorm.tdsl: ok: layernorm(x: f16[M, N], w: f32[N], b: f32[N], " \
+           "eps: f32 = 1e-05) -> f16[M, N]" in out
+
+
+def test_check_quiet(capsys, in_repo_root):
+    rc, out, err = run_cli(capsys, "check", "-q", *[str(p) for p in EXAMPLE_FILES])
+    assert (rc, out, err) == (0, "", "")
+
+
+def test_check_bad_file_exits_1_with_caret(capsys, tmp_path):
+    bad = tmp_path / "bad.tdsl"
+    bad.write_text("kernel k(x: f32[M, N]) -> f32[M] {\n    return sum(x, axis=K)\n}\n")
+    rc, out, err = run_cli(capsys, "check", str(bad))
+    assert rc == 1
+    lines = err.splitlines()
+    assert lines[0] == f"{bad}:2:24: error: unknown dim 'K' (this kernel's dims: M, N)"
+    assert lines[1] == "        return sum(x, axis=K)"
+    assert lines[2] == " " * 27 + "^"
+
+
+def test_version(capsys):
+    rc, out, err = run_cli(capsys, "--version")
+    assert rc == 0
+    assert out.strip() == f"tiledsl {tiledsl.__version__}"
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", tiledsl.__version__)
+
+
+def test_no_command_prints_help(capsys):
+    rc, out, err = run_cli(capsys)
+    assert rc == 2
+    assert "usage: tiledsl" in out
+
+
+def test_help(capsys):
+    rc, out, err = run_cli(capsys, "--help")
+    assert rc == 0
+    for sub in ("check", "emit", "run"):
+        assert re.search(rf"^\s+{sub}\s+\S", out, re.M), f"'{sub}' not listed in --help"
+    assert "--version" in out
+
+
+@pytest.mark.parametrize("sub,words", [
+    ("check", ["FILE", "--quiet", "file:line:col"]),
+    ("emit", ["FILE", "--stage", "--shape", "--kernel", "ir"]),
+    ("run", ["FILE", "--shape", "--cpu", "--seed", "--kernel"]),
+])
+def test_subcommand_help(capsys, sub, words):
+    rc, out, err = run_cli(capsys, sub, "--help")
+    assert rc == 0
+    assert out.startswith(f"usage: tiledsl {sub}")
+    for w in words:
+        assert w in out, f"{sub} --help does not mention {w}"
+
+
+def test_unknown_subcommand_is_a_usage_error(capsys):
+    rc, out, err = run_cli(capsys, "frobnicate")
+    assert rc == 2
+    assert "invalid choice" in err
+
+
+def test_emit_ir(capsys, in_repo_root):
+    rc, out, err = run_cli(capsys, "emit", "examples/softmax.tdsl", "--stage", "ir")
+    assert rc == 0, err
+    assert out.startswith("kernel softmax(x: f32[M, N]) -> (f32[M, N]) {")
+    assert "%0 = param x : f32[M, N]" in out
+    assert re.search(r"%\d+ = reduce %\d+ axes=\(N\) kind=max : f32\[M\]", out)
+    assert re.search(r"%\d+ = reduce %\d+ axes=\(N\) kind=sum : f32\[M\]", out)
+    assert re.search(r"^  return %\d+$", out, re.M)
+
+
+def test_emit_ir_is_the_default_stage_and_kernel_selects(capsys, in_repo_root):
+    rc, out, err = run_cli(capsys, "emit", "examples/attention.tdsl", "--kernel", "causal_attention")
+    assert rc == 0, err
+    assert "kernel causal_attention(" in out
+    assert "kernel attention(" not in out
+    assert "%0 = param q : f16[T, D]" in out
+    assert re.search(r"= idx dim=S : i64\[S\]", out)
+    rc, out, err = run_cli(capsys, "emit", "examples/attention.tdsl")
+    assert out.count("%0 = param q") == 2
+
+
+def test_emit_unknown_kernel(capsys, in_repo_root):
+    rc, out, err = run_cli(capsys, "emit", "examples/attention.tdsl", "--kernel", "atention")
+    assert rc == 1
+    assert "has no kernel 'atention'" in err and "attention, causal_attention" in err
+
+
+def test_emit_gpu_stage_without_codegen_is_a_clear_error(capsys, in_repo_root):
+    rc, out, err = run_cli(capsys, "emit", "examples/softmax.tdsl", "--stage", "cuda",
+                           "--shape", "M=4,N=4")
+    if rc == 0:      # code generation exists: it must print CUDA C++
+        assert "__global__" in out
+    else:
+        assert rc == 1 and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_run_cpu(capsys, in_repo_root):
+    rc, out, err = run_cli(capsys, "run", "examples/softmax.tdsl", "--shape", "M=3,N=7", "--cpu")
+    assert rc == 0, err
+    assert "softmax [M=3, N=7]" in out
+    assert "reference (NumPy, f64)" in out
+    assert re.search(r"GPU: not run \(--cpu given\)", out)
+    m = re.search(r"result 0: f32\[3, 7\] mean (\S+) min (\S+) max (\S+)", out)
+    assert m, out
+    # softmax rows sum to one: the mean of a row-softmax over N=7 is 1/7
+    assert float(m.group(1)) == pytest.approx(1 / 7, rel=1e-5)
+    assert 0 < float(m.group(2)) <= float(m.group(3)) < 1
+
+
+def test_run_cpu_is_reproducible_with_seed(capsys, in_repo_root):
+    args = ("run", "examples/layernorm.tdsl", "--shape", "M=5,N=9", "--cpu", "--seed", "7")
+    _, out1, _ = run_cli(capsys, *args)
+    _, out2, _ = run_cli(capsys, *args)
+    strip = lambda s: re.sub(r"\d+\.\d+ ms", "", s)   # noqa: E731 - timings differ
+    assert strip(out1) == strip(out2)
+    assert "result 0: f16[5, 9]" in out1
+
+
+def test_run_module_runs_every_kernel(capsys, in_repo_root):
+    rc, out, err = run_cli(capsys, "run", "examples/attention.tdsl", "--shape", "T=3,S=4,D=5",
+                           "--cpu")
+    assert rc == 0, err
+    assert out.count("GPU: not run") == 2
+    assert "attention [" in out and "causal_attention [" in out
+
+
+def test_run_without_gpu_says_so(capsys, in_repo_root, monkeypatch):
+    monkeypatch.setattr(cli, "_gpu_available", lambda: (False, "no CUDA device found"))
+    rc, out, err = run_cli(capsys, "run", "examples/sincos.tdsl", "--shape", "N=11")
+    assert rc == 0, err
+    assert "GPU: not run (no CUDA device found)" in out
+    assert "result 1: f32[11]" in out
+
+
+@pytest.mark.parametrize("shape,message", [
+    ("M=3,N=x", "--shape takes NAME=SIZE pairs"),
+    ("M=3;N=4", "--shape takes NAME=SIZE pairs"),
+    ("M=-3,N=4", "--shape takes NAME=SIZE pairs"),
+    ("M=3", "--shape must give N for softmax"),
+    ("M=3,N=4,Q=2", "'Q' is not a dim of softmax; its dims are M, N"),
+])
+def test_run_bad_shape(capsys, in_repo_root, shape, message):
+    rc, out, err = run_cli(capsys, "run", "examples/softmax.tdsl", "--shape", shape, "--cpu")
+    assert rc == 1
+    assert message in err
+    assert err.startswith("error: ")
+    assert "Traceback" not in err
+
+
+def test_run_missing_shape(capsys, in_repo_root):
+    rc, out, err = run_cli(capsys, "run", "examples/softmax.tdsl", "--cpu")
+    assert rc == 1
+    assert "--shape must give M, N for softmax" in err
+
+
+def test_run_zero_extent_does_not_crash(capsys, in_repo_root):
+    rc, out, err = run_cli(capsys, "run", "examples/softmax.tdsl", "--shape", "M=0,N=4", "--cpu")
+    assert rc in (0, 1)
+    if rc == 1:
+        assert err.startswith("error: ")
+
+
+def test_run_fixed_dim_from_literal(capsys, tmp_path):
+    src = tmp_path / "fixed.tdsl"
+    src.write_text("kernel k(x: f32[4, N]) -> f32[N] {\n    return sum(x, axis=4)\n}\n")
+    rc, out, err = run_cli(capsys, "run", str(src), "--shape", "N=3", "--cpu")
+    assert rc == 0, err
+    assert "result 0: f32[3]" in out
+
+
+def test_console_script_entry_point():
+    """`python -m tiledsl.cli` behaves as the installed `tiledsl` script."""
+    proc = subprocess.run([sys.executable, "-m", "tiledsl.cli", "check", "-q",
+                           str(ROOT / "examples" / "softmax.tdsl")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "tiledsl.cli", "check",
+                           str(ROOT / "tests" / "golden" / "syntax_unexpected_token.tdsl")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 1
+    assert ":2:16: error: unexpected '*'" in proc.stderr
