@@ -71,3 +71,27 @@ for name, (src, shapes) in EXTRA.items():
             failures += 1
             print("EXC", name, ext); traceback.print_exc()
 print("FAILURES", failures)
+
+# The fast path (repeated call classes, ctypes launches): many calls, sizes and modes.
+k = tiledsl.compile("kernel axpb(x: f32[N], y: f32[N], a: f32, b: f16[N]) -> (f32[N], f16[N]) {\n"
+                    " return a * x + y, b * 2 }")
+rng = np.random.default_rng()
+bad = 0
+for i in range(300):
+    n = [1, 7, 1000, 4096, 100003][i % 5]
+    x, y = cp.asarray(rng.standard_normal(n, dtype=np.float32)), cp.asarray(rng.standard_normal(n, dtype=np.float32))
+    b = cp.asarray(rng.standard_normal(n).astype(np.float16))
+    a = float(rng.standard_normal())
+    if i % 2:
+        o1, o2 = cp.full(n, np.nan, cp.float32), cp.full(n, np.nan, cp.float16)
+        r1, r2 = k(x, y, a, b, out=(o1, o2))
+        assert r1 is o1 and r2 is o2
+    else:
+        r1, r2 = k(x, y, a, b)
+    e1 = relative_error(cp.asnumpy(r1), np.float32(a) * cp.asnumpy(x).astype(np.float64) + cp.asnumpy(y))
+    e2 = relative_error(cp.asnumpy(r2), cp.asnumpy(b).astype(np.float64) * 2)
+    if e1 > 1e-5 or e2 > 2e-3:
+        bad += 1
+print("fast path: 300 calls,", bad, "wrong; launcher classes:", len(k._launcher._fast))
+failures += bad
+print("FAILURES", failures)

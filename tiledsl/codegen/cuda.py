@@ -94,6 +94,9 @@ _UNARY_FN = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh"
              "gelu", "gelu_tanh", "silu", "erf", "floor", "ceil", "abs"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
           "ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
+# Element ops worth a register to avoid computing twice.
+_COSTLY = {"exp", "exp2", "log", "log2", "sin", "cos", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu",
+           "erf", "pow", "div", "sqrt", "rsqrt"}
 _REDUCE_OP = {"sum": "tdsl::Sum", "mean": "tdsl::Sum", "max": "tdsl::Max", "min": "tdsl::Min"}
 
 
@@ -230,15 +233,23 @@ class _Renderer:
             stack.extend(v.operands)
         return [v for v in self.group.values if v.id in need]
 
-    def element_body(self, roots, available, slot: str, tail: list[str]) -> list[str]:
-        """Per-lane code: read inputs, compute what `roots` need, then `tail`."""
+    def element_body(self, roots, available, slot: str, tail: list[str],
+                     kept: dict = None, keep: set = frozenset()) -> list[str]:
+        """Per-lane code: read inputs and values kept from earlier phases
+        (`kept`: id -> value), compute what `roots` need, store the values
+        later phases will reuse (`keep`), then `tail`."""
+        kept = kept or {}
         body = []
-        vals = self.closure(roots, available)
-        used_inputs = {o.id for v in vals for o in v.operands} | {r.id for r in roots}
+        vals = self.closure(roots, lambda v: available(v) or v.id in kept)
+        used = {o.id for v in vals for o in v.operands} | {r.id for r in roots}
         for op in self.layout.inputs:
-            if op.value.id in used_inputs and not available(op.value):
+            if op.value.id in used and not available(op.value):
                 body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {self.lane_value(op, slot)};")
+        for vid, v in kept.items():
+            if vid in used:
+                body.append(f"const {reg_type(v.dtype)} v{vid} = keep{vid}[{slot}][e];")
         body += [self.define(v) for v in vals]
+        body += [f"keep{v.id}[{slot}][e] = v{v.id};" for v in vals if v.id in keep]
         return body + tail
 
     def lane_loop(self, body: list[str]) -> list[str]:
@@ -285,7 +296,10 @@ class _Renderer:
 
     def render(self, name: str) -> KernelSource:
         decls, args = self.params()
+        # A minimum of resident blocks caps registers at 128 a thread: without it
+        # ptxas sometimes squeezes a 512-thread block into 32 registers and spills.
         common = dict(name=name, params=decls, block=self.s.block, vec=self.vec,
+                      min_blocks=max(1, 512 // self.s.block),
                       index_t="long long" if self.s.index64 else "int",
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise":
@@ -347,12 +361,20 @@ class _Renderer:
                 row_stmts[stage[v.id]].append(self.define(v))
 
         slot = "0" if self.s.items == 0 else "j"
+        full_outs = [op for op in lay.outputs if set(op.dims) & r_dims]
+        phase_roots = {p: [r.operands[0] for r in reduces if level[r.id] == p]
+                       for p in range(1, phases + 1)}
+        phase_roots[phases + 1] = [op.value for op in full_outs]
+        keep_at = self.values_to_keep(phase_roots, available_at) if self.s.items else {}
+        kept: dict[int, Value] = {}
         phase_code = []
         for p in range(1, phases + 1):
             rs = [r for r in reduces if level[r.id] == p]
             tail = [f"acc{r.id} = {_REDUCE_OP[r.attr('kind')]}::combine(acc{r.id}, v{r.operands[0].id});"
                     for r in rs]
-            body = self.element_body([r.operands[0] for r in rs], available_at(p), slot, tail)
+            body = self.element_body(phase_roots[p], available_at(p), slot, tail, dict(kept),
+                                     {vid for vid, q in keep_at.items() if q == p})
+            kept.update({vid: self.values[vid] for vid, q in keep_at.items() if q == p})
             finish = []
             for r in rs:
                 T = reg_type(r.dtype)
@@ -366,13 +388,12 @@ class _Renderer:
                 init=[f"{reg_type(r.dtype)} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};" for r in rs],
                 lanes=self.lane_loop(body), finish=finish + row_stmts[p]))
 
-        full_outs = [op for op in lay.outputs if set(op.dims) & r_dims]
         row_outs = [op for op in lay.outputs if not (set(op.dims) & r_dims)]
         decl, lanes, stores = [], [], []
         for op in full_outs:
             d, l, s = self.store_lines(op, slot)
             decl, lanes, stores = decl + d, lanes + l, stores + s
-        out_body = self.element_body([op.value for op in full_outs], available_at(phases + 1), slot, lanes)
+        out_body = self.element_body(phase_roots[phases + 1], available_at(phases + 1), slot, lanes, kept)
         row_loads = [f"const {reg_type(op.dtype)} v{op.value.id} = "
                      f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs]
         row_stores = [f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
@@ -392,13 +413,29 @@ class _Renderer:
             rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 else ""),
             row_coords=self.coords(list(lay.kept_loops), "row"),
             r_coords=self.coords(r_loops, f"c * {self.vec}" if self.vec > 1 else "c"),
-            buffers=[self.buffer_decl(op, max(1, self.s.items)) for op in elem_inputs],
+            buffers=[self.buffer_decl(op, max(1, self.s.items)) for op in elem_inputs]
+            + [f"{reg_type(self.values[vid].dtype)} keep{vid}[{self.s.items}][{self.vec}];" for vid in keep_at],
             loads=[line for op in per_row for line in self.load_lines(op, slot)],
             hoisted_loads=[line for op in hoisted for line in self.load_lines(op, slot)],
             uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
             has_full_outputs=bool(full_outs),
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores,
             row_stores=row_stores)
+
+    def values_to_keep(self, phase_roots: dict, available_at) -> dict[int, int]:
+        """Costly element values a later phase needs again, by the phase that
+        computes them: a cached row keeps them in registers instead of
+        recomputing (softmax's exp(x - max) is computed once, not twice)."""
+        first: dict[int, int] = {}
+        for p in sorted(phase_roots):
+            for v in self.closure(phase_roots[p], available_at(p)):
+                first.setdefault(v.id, p)
+        keep = {}
+        for p in sorted(phase_roots):
+            for v in self.closure(phase_roots[p], available_at(p)):
+                if first[v.id] < p and v.op in _COSTLY and v.dims:
+                    keep[v.id] = first[v.id]
+        return keep
 
     def cross_thread(self, r: Value) -> str:
         op = _REDUCE_OP[r.attr("kind")]

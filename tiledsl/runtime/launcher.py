@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import operator
 import threading
-from dataclasses import dataclass
 
 import numpy as np
-from typing import Any
 
 from ..dtypes import float_max
 from ..errors import TdslArgumentError, TdslError, TdslRuntimeError
 from ..ir.graph import Graph
-from ..schedule.layout import Layout, plan_layout
-from ..schedule.partition import Group, partition
-from ..signature import bind
-from .arrays import DeviceArray, contiguous_copy, describe, device_view
 from ..schedule.choose import Launch, plan
+from ..schedule.layout import plan_layout
+from ..schedule.partition import partition
+from ..signature import bind, scalar_value
+from . import driver
+from .arrays import DeviceArray, contiguous_copy, describe, device_view
 
 
 def _cupy():
@@ -35,15 +34,6 @@ def _cupy():
 def device_arch(device: int) -> str:
     cc = _cupy().cuda.Device(device).compute_capability
     return "sm_90a" if cc == "90" else f"sm_{cc}"
-
-
-@dataclass
-class _Step:
-    group: Group
-    layout: Layout
-    launch: Launch
-    function: Any
-    args: tuple            # ('in', value id) / ('out', value id) / ('extent', n) / ('scalar', index)
 
 
 class Launcher:
@@ -63,6 +53,7 @@ class Launcher:
         self._fast: dict = {}
         self._ir_text = None
         self.overrides: dict = {}     # group index -> Schedule (the tuner's choice)
+        self.param_value_id = {v.attr("index"): v.id for v in self.graph.values if v.op == "param"}
         self._n_params = len(self.graph.params)
         try:
             import cupy
@@ -208,6 +199,7 @@ class Launcher:
         return tuple(parts)
 
     def _call(self, args: tuple, kwargs: dict, out, key):
+        """The checked path: every argument validated, then the planned program runs."""
         from ..api import reject_host_arrays
         reject_host_arrays(self.kernel, args, kwargs)
         bound, views = self._views(args, kwargs)
@@ -225,68 +217,99 @@ class Launcher:
         outputs = self._outputs(out, bound.extents, device)
         if out is not None:
             self._check_overlap(views, outputs)
-        buffers: dict[int, DeviceArray] = {}
-        for p in self.graph.params:
-            if p.index in views:
-                buffers[next(v.id for v in self.graph.values if v.op == "param" and
-                             v.attr("index") == p.index)] = views[p.index]
-        for vid, o in zip(self.result_ids, outputs):
-            buffers.setdefault(vid, o)
-        steps = self._steps(bound.extents, buffers, device)
+        misaligned = frozenset(self.param_value_id[i] for i, v in views.items() if v.ptr % 16)
+        misaligned |= frozenset(vid for vid, o in zip(self.result_ids, outputs) if o.ptr % 16)
+        program = self._program(bound.extents, misaligned, device)
+        in_ptrs = [views[i].ptr for i in program.array_args]
+        scalars = [bound.values[p.index] for p in program.scalar_params]
         with cupy.cuda.Device(device):
-            for t in self.temp_values:
-                if t.id not in buffers:
-                    shape = tuple(bound.extents[d] for d in t.dims)
-                    buffers[t.id] = device_view(_allocate(cupy, shape, t.dtype))
-            for step in steps:
-                self._launch(step, buffers, bound.values)
+            program.run(in_ptrs, [o.ptr for o in outputs], scalars)
         if key is not None and not copied:
-            self._fast[key] = _FastCall(self, steps, bound, views, out)
+            self._fast[key] = _FastCall(program, views, device)
         results = [o.owner for o in outputs]
         return results[0] if len(results) == 1 else tuple(results)
 
-    def _steps(self, extents: dict, buffers: dict, device: int) -> list[_Step]:
-        misaligned_ids = frozenset(vid for vid, b in buffers.items() if b.ptr % 16)
-        key = (tuple(sorted(extents.items())), misaligned_ids, device, tuple(sorted(self.overrides.items())))
-        steps = self._plans.get(key)
-        if steps is None:
-            steps = []
+    def _program(self, extents: dict, misaligned: frozenset, device: int) -> "Program":
+        key = (tuple(sorted(extents.items())), misaligned, device, tuple(sorted(self.overrides.items())))
+        program = self._plans.get(key)
+        if program is None:
             sm_count = _sm_count(device)
+            launches = []
             for i, (g, lay) in enumerate(zip(self.groups, self.layouts)):
-                misaligned = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned_ids}
-                launch = plan(g, lay, extents, misaligned, self.kernel.hints, sm_count,
-                              self.overrides.get(i))
-                if launch is None:
-                    continue
-                fn, args = self._function(i, launch, device)
-                spec = tuple(_arg_source(a, lay) for a in args)
-                steps.append(_Step(g, lay, launch, fn, spec))
+                bad = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned}
+                launch = plan(g, lay, extents, bad, self.kernel.hints, sm_count, self.overrides.get(i))
+                if launch is not None:
+                    fn, args = self._function(i, launch, device)
+                    launches.append((i, launch, fn, args))
+            program = Program(self, extents, launches, device)
             if len(self._plans) > 256:
                 self._plans.clear()
-            self._plans[key] = steps
-        return steps
-
-    def _launch(self, step: _Step, buffers: dict, values: list) -> None:
-        launch = step.launch
-        args = []
-        for kind, ref in step.args:
-            if kind == "ptr":
-                args.append(buffers[ref].ptr)
-            elif kind == "extent":
-                args.append(launch.loop_extents[ref])
-            else:
-                value = values[ref]
-                args.append(float(value) if isinstance(value, float) else value)
-        step.function((launch.grid,), (launch.schedule.block,), tuple(args))
+            self._plans[key] = program
+        return program
 
 
-def _arg_source(arg: tuple[str, int], layout: Layout) -> tuple[str, int]:
-    kind, k = arg
-    if kind == "in":
-        return "ptr", layout.inputs[k].value.id
-    if kind == "out":
-        return "ptr", layout.outputs[k].value.id
-    return kind, k
+class Program:
+    """A planned call class: its launches and where each argument comes from.
+
+    Every launch picks its arguments from one flat list,
+    [loop extents..., input pointers..., output pointers..., temp pointers..., scalars...],
+    through an itemgetter built here once.
+    """
+
+    def __init__(self, launcher: Launcher, extents: dict, launches: list, device: int):
+        graph = launcher.graph
+        self.empty = launcher._cupy.empty
+        self.device = device
+        self.array_args = [p.index for p in graph.params if not p.is_scalar]
+        self.scalar_params = [p for p in graph.params if p.is_scalar]
+        self.out_shapes = [(tuple(extents[d] for d in r.dims), r.dtype) for r in graph.results]
+        self.temps = [(tuple(extents[d] for d in t.dims), t.dtype.numpy) for t in launcher.temp_values]
+        constants = sorted({n for _, launch, _, _ in launches for n in launch.loop_extents})
+        self.constants = constants
+        slot: dict[int, int] = {}
+        base = len(constants)
+        for k, i in enumerate(self.array_args):
+            slot[launcher.param_value_id[i]] = base + k
+        base += len(self.array_args)
+        for k, vid in enumerate(launcher.result_ids):
+            slot.setdefault(vid, base + k)
+        base += len(launcher.result_ids)
+        for k, t in enumerate(launcher.temp_values):
+            slot.setdefault(t.id, base + k)
+        base += len(launcher.temp_values)
+        scalar_slot = {p.index: base + k for k, p in enumerate(self.scalar_params)}
+        self.graph_params = graph.params
+        self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
+        self.steps = []
+        for group_index, launch, fn, args in launches:
+            picks, kinds = [], []
+            layout = launcher.layouts[group_index]
+            for kind, ref in args:
+                if kind == "in":
+                    picks.append(slot[layout.inputs[ref].value.id])
+                    kinds.append("i64")
+                elif kind == "out":
+                    picks.append(slot[layout.outputs[ref].value.id])
+                    kinds.append("i64")
+                elif kind == "extent":
+                    picks.append(constants.index(launch.loop_extents[ref]))
+                    kinds.append("i64")
+                else:
+                    picks.append(scalar_slot[ref])
+                    dtype = graph.params[ref].dtype
+                    kinds.append("f64" if dtype.is_float else "bool" if dtype.is_bool else "i64")
+            getter = operator.itemgetter(*picks) if len(picks) > 1 else (lambda v, i=picks[0]: (v[i],))
+            self.steps.append((driver.Launch(fn, launch.grid, launch.schedule.block, kinds), getter))
+
+    def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
+        values = self.constants + in_ptrs + out_ptrs
+        temps = [self.empty(shape, dtype) for shape, dtype in self.temps]   # kept alive to the end
+        values += [t.data.ptr for t in temps]
+        values += [float(v) if type(v) is int and p.dtype.is_float else v
+                   for v, p in zip(scalars, self.scalar_params)]
+        stream = driver.stream_ptr()
+        for launch, pick in self.steps:
+            launch(pick(values), stream)
 
 
 def _allocate(cupy, shape, dtype):
@@ -324,106 +347,73 @@ def _load(cubin: bytes, name: str, device: int):
 
 
 class _FastCall:
-    """A call class seen before: its checks passed, its schedules are chosen and
-    compiled; only pointers, scalars and fresh outputs change.
+    """A call class seen before (CuPy arrays only): its checks passed and its
+    program is planned and compiled; only pointers, scalars and fresh outputs
+    change from call to call."""
 
-    Each launch's arguments are picked from one flat list by an itemgetter:
-    [extents..., input pointers..., output pointers..., temp pointers..., scalars...].
-    """
-
-    def __init__(self, launcher: Launcher, steps: list, bound, views: dict, out):
-        graph = launcher.graph
-        self.empty = launcher._cupy.empty
-        self.params = graph.params
-        param_value_id = {v.attr("index"): v.id for v in graph.values if v.op == "param"}
-        self.array_args = sorted(views)                       # argument positions of arrays
-        self.scalar_args = [p for p in graph.params if p.is_scalar]
-        self.out_shapes = [(tuple(bound.extents[d] for d in r.dims), r.dtype.numpy)
-                           for r in graph.results]
-        self.temps = [(tuple(bound.extents[d] for d in t.dims), t.dtype.numpy)
-                      for t in launcher.temp_values]
-        self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
-        self.in_bytes = [(i, _nbytes(views[i].shape, graph.params[i].dtype.itemsize))
-                         for i in self.array_args]
-        self.out_bytes = [_nbytes(shape, r.dtype.itemsize)
-                          for (shape, _), r in zip(self.out_shapes, graph.results)]
-        # In place is allowed where the slow path allows it: a pointwise kernel
-        # writing an output laid out exactly like the input it overwrites.
+    def __init__(self, program: Program, views: dict, device: int):
+        self.program = program
+        self.empty = program.empty
+        self.device = device
+        self.get_device = _cupy().cuda.runtime.getDevice
+        self.Device = _cupy().cuda.Device
+        self.array_args = program.array_args
+        self.scalar_params = program.scalar_params
+        self.out_shapes = [(shape, dtype.numpy) for shape, dtype in program.out_shapes]
+        self.out_bytes = [_nbytes(shape, dtype.itemsize) for shape, dtype in program.out_shapes]
+        self.in_bytes = [_nbytes(views[i].shape, views[i].dtype.itemsize) for i in self.array_args]
+        # Writing over an input in place is allowed where the checked path allows it.
         self.in_place_ok = {(k, j) for k, i in enumerate(self.array_args)
-                            for j, (shape, dtype) in enumerate(self.out_shapes)
-                            if self.pointwise_only and tuple(views[i].shape) == shape
-                            and views[i].dtype == graph.results[j].dtype and views[i].contiguous}
-        self.float_limits = {p.index: float_max(p.dtype)
-                             for p in self.scalar_args if p.dtype.is_float and p.dtype.name != "f64"}
-        # Flat value list layout.
-        constants = sorted({n for step in steps for n in step.launch.loop_extents})
-        self.constants = constants
-        base_in = len(constants)
-        base_out = base_in + len(self.array_args)
-        base_temp = base_out + len(graph.results)
-        base_scalar = base_temp + len(self.temps)
-        slot_of_value = {param_value_id[i]: base_in + k for k, i in enumerate(self.array_args)}
-        for k, vid in enumerate(launcher.result_ids):
-            slot_of_value.setdefault(vid, base_out + k)
-        for k, t in enumerate(launcher.temp_values):
-            slot_of_value.setdefault(t.id, base_temp + k)
-        slot_of_scalar = {p.index: base_scalar + k for k, p in enumerate(self.scalar_args)}
-        self.launches = []
-        for step in steps:
-            picks = []
-            for kind, ref in step.args:
-                if kind == "ptr":
-                    picks.append(slot_of_value[ref])
-                elif kind == "extent":
-                    picks.append(constants.index(step.launch.loop_extents[ref]))
-                else:
-                    picks.append(slot_of_scalar[ref])
-            getter = operator.itemgetter(*picks)
-            single = len(picks) == 1
-            self.launches.append((step.function, (step.launch.grid,), (step.launch.schedule.block,),
-                                  (lambda values, g=getter: (g(values),)) if single else getter))
+                            for j, (shape, dtype) in enumerate(program.out_shapes)
+                            if program_is_pointwise(program) and tuple(views[i].shape) == shape
+                            and views[i].dtype == dtype}
+        self.limits = [_range_of(p.dtype) for p in self.scalar_params]
 
     def __call__(self, args: tuple, out):
-        values = list(self.constants)
-        for i in self.array_args:
-            values.append(args[i].data.ptr)
+        in_ptrs = [args[i].data.ptr for i in self.array_args]
         if out is None:
             outs = [self.empty(shape, dtype) for shape, dtype in self.out_shapes]
         else:
             outs = list(out) if type(out) is tuple else [out]
-            self._check_overlap(values, outs)
-        for o in outs:
-            values.append(o.data.ptr)
-        temps = [self.empty(shape, dtype) for shape, dtype in self.temps]
-        for t in temps:
-            values.append(t.data.ptr)
-        for p in self.scalar_args:
+        out_ptrs = [o.data.ptr for o in outs]
+        if out is not None:
+            self._check_overlap(in_ptrs, out_ptrs)
+        scalars = []
+        for p, (lo, hi) in zip(self.scalar_params, self.limits):
             v = args[p.index]
-            limit = self.float_limits.get(p.index)
-            if limit is not None and type(v) is float and (v > limit or v < -limit) and v - v == 0:
-                from ..signature import scalar_value
-                scalar_value(p, v)                       # raises the located error
-            values.append(v)
-        for fn, grid, block, pick in self.launches:
-            fn(grid, block, pick(values))
+            if not lo <= v <= hi:
+                v = scalar_value(p, v)   # raises the located range error (inf and nan pass)
+            scalars.append(v)
+        if self.get_device() == self.device:
+            self.program.run(in_ptrs, out_ptrs, scalars)
+        else:
+            with self.Device(self.device):
+                self.program.run(in_ptrs, out_ptrs, scalars)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _check_overlap(self, values: list, outs: list) -> None:
-        base = len(self.constants)
-        spans = [(o.data.ptr, o.data.ptr + n, o) for o, n in zip(outs, self.out_bytes)]
-        for k, (a0, a1, _) in enumerate(spans):
-            for b0, b1, _ in spans[k + 1:]:
-                if a0 < b1 and b0 < a1:
+    def _check_overlap(self, in_ptrs: list, out_ptrs: list) -> None:
+        for a, (o0, n) in enumerate(zip(out_ptrs, self.out_bytes)):
+            for b in range(a + 1, len(out_ptrs)):
+                if o0 < out_ptrs[b] + self.out_bytes[b] and out_ptrs[b] < o0 + n:
                     raise TdslArgumentError("two outputs overlap in memory")
-        for k, (i, n) in enumerate(self.in_bytes):
-            x0 = values[base + k]
-            for j, (o0, o1, o) in enumerate(spans):
-                if x0 < o1 and o0 < x0 + n:
-                    if x0 == o0 and (k, j) in self.in_place_ok:
-                        continue
-                    p = self.params[i]
+            for k, (x0, m) in enumerate(zip(in_ptrs, self.in_bytes)):
+                if x0 < o0 + n and o0 < x0 + m and not (x0 == o0 and (k, a) in self.in_place_ok):
+                    p = self.program.graph_params[self.array_args[k]]
                     raise TdslArgumentError(f"an output overlaps input '{p.name}'; only a pointwise "
                                             f"kernel may write over an identical input", p.loc)
+
+
+def _range_of(dtype) -> tuple:
+    if dtype.is_bool:
+        return (False, True)
+    if dtype.is_float:
+        return (-float_max(dtype), float_max(dtype))
+    info = np.iinfo(dtype.numpy)
+    return (int(info.min), int(info.max))
+
+
+def program_is_pointwise(program: Program) -> bool:
+    return program.pointwise_only
 
 
 def _nbytes(shape, itemsize: int) -> int:
@@ -437,3 +427,4 @@ def set_overrides(launcher: "Launcher", overrides: dict) -> None:
     """Pin schedules per group (the tuner's winners); forgets planned calls."""
     launcher.overrides = dict(overrides)
     launcher._fast.clear()
+    launcher._plans.clear()

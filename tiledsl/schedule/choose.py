@@ -17,8 +17,6 @@ from .schedules import MAX_ROW_ELEMENTS, Schedule
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
 THREADS_PER_SM = 2048
-# Registers a thread may spend keeping its share of a row (in 4-byte words).
-ROW_REGISTER_BUDGET = 32
 
 
 @dataclass(frozen=True)
@@ -78,13 +76,10 @@ class Problem:
         kept, reduced = set(self.layout.kept_loops), set(self.layout.reduced_loops)
         return any(not set(op.loops) & kept and set(op.loops) & reduced for op in self.layout.inputs)
 
-    def words_per_row_element(self, hoist: bool) -> float:
+    def words_per_row_element(self, hoist: bool = True) -> float:
         """4-byte registers a cached row needs per element, over all its inputs."""
-        kept, reduced = set(self.layout.kept_loops), set(self.layout.reduced_loops)
-        words = 0.0
-        for op in self.layout.inputs:
-            if set(op.loops) & reduced and (hoist or set(op.loops) & kept):
-                words += op.dtype.itemsize / 4
+        reduced = set(self.layout.reduced_loops)
+        words = sum(op.dtype.itemsize / 4 for op in self.layout.inputs if set(op.loops) & reduced)
         return max(words, 0.5)
 
 
@@ -128,6 +123,12 @@ def _pow2_at_least(n: int) -> int:
     return q
 
 
+def row_register_budget(vec: int) -> int:
+    """4-byte registers a thread may hold of its row's inputs without spilling
+    (measured with ptxas: scalar access also spends registers on indices)."""
+    return 32 if vec == 1 else 80
+
+
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
     if p.group.kind == "pointwise":
@@ -135,6 +136,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         for vec in sorted({max_vector(p, hints.vector), max(1, max_vector(p, hints.vector) // 2)}):
             for block in (128, 256, 512):
                 for items in (1, 2, 4, 8):
+                    if items * vec > MAX_ROW_ELEMENTS:   # more in flight spills (erf in f16 at 64)
+                        continue
                     out.append(Schedule("pointwise", block=block, vec=vec, items=items,
                                         index64=p.index64))
         return out
@@ -143,12 +146,13 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         out.append(Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1,
                             index64=p.index64))
     vecs = sorted({max_vector(p, hints.vector), 1}) if p.row_major() else [1]
+    words = p.words_per_row_element(True)
     for vec in vecs:
         rvec = p.row_length // vec
         for tpr in (32, 64, 128, 256, 512, 1024):
             block = 128 if tpr == 32 else tpr
             items = _pow2_at_least(max(1, -(-rvec // tpr)))
-            if items * vec <= MAX_ROW_ELEMENTS:
+            if items * vec <= MAX_ROW_ELEMENTS and items * vec * words <= row_register_budget(vec):
                 for hoist in ((True, False) if p.has_row_invariant_inputs() else (True,)):
                     for per_sm in ((0, THREADS_PER_SM // block) if p.rows > 4 * p.sm_count else (0,)):
                         out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
@@ -161,25 +165,38 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
 
 
 def default(p: Problem, hints: Hints = Hints()) -> Schedule:
-    """The schedule used without tuning: a rule, kept close to measured winners."""
+    """The schedule used without tuning: a rule fitted to measured winners
+    (benchmarks/sweep.py on an H200, 2026-11-21): about 16 elements per thread
+    (8 without vectors), 64 to 512 threads per row, and row-invariant inputs
+    hoisted into registers with a persistent grid only where they outweigh
+    the row itself (layernorm's f32 weight and bias, not rmsnorm's f16 weight)."""
     if p.group.kind == "pointwise":
-        block = hints.threads or (hints.warps * 32 if hints.warps else 256)
-        return Schedule("pointwise", block=block, vec=max_vector(p, hints.vector), items=4,
+        block = hints.threads or (hints.warps * 32 if hints.warps else 128)
+        return Schedule("pointwise", block=block, vec=max_vector(p, hints.vector), items=2,
                         index64=p.index64)
     if not p.row_major() and p.rows >= 4 * p.sm_count * 32:
         return Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=p.index64)
     vec = max_vector(p, hints.vector) if p.row_major() else 1
     rvec = p.row_length // vec
-    hoist = True
-    max_elements = max(vec, int(ROW_REGISTER_BUDGET / p.words_per_row_element(hoist)))
-    for tpr in (32, 64, 128, 256, 512, 1024):
+    per_thread = max(1, (16 if vec >= 4 else 8) // vec)
+    tpr = min(512, max(64, _pow2_at_least(-(-rvec // per_thread))))
+    if hints.threads:
+        tpr = hints.threads
+    items = _pow2_at_least(max(1, -(-rvec // tpr)))
+    if items * vec > MAX_ROW_ELEMENTS:
+        tpr = 1024
         items = _pow2_at_least(max(1, -(-rvec // tpr)))
-        if items * vec <= min(max_elements, MAX_ROW_ELEMENTS):
-            block = 128 if tpr == 32 else tpr
-            per_sm = THREADS_PER_SM // block if p.has_row_invariant_inputs() else 0
-            return Schedule("reduce_row", block=block, vec=vec, items=items, row_threads=tpr,
-                            hoist=hoist, blocks_per_sm=per_sm, index64=p.index64)
-    return Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024, index64=p.index64)
+        if items * vec > MAX_ROW_ELEMENTS:
+            return Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024,
+                            index64=p.index64)
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    invariant = sum(op.dtype.itemsize for op in p.layout.inputs
+                    if set(op.loops) & reduced and not set(op.loops) & kept)
+    per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
+    hoist = invariant > per_row or not invariant   # nothing to hoist: the same code either way
+    per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
+    return Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
+                    hoist=hoist, blocks_per_sm=per_sm, index64=p.index64)
 
 
 def launch(p: Problem, s: Schedule) -> Optional[Launch]:

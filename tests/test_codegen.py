@@ -1,0 +1,138 @@
+"""CUDA rendering and compilation on the CPU: every schedule variant of the
+memory-bound kernels compiles for sm_90a and sm_80 with NVRTC (no GPU), with
+no local-memory spills; the pointwise path loads 128 bits per access."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tiledsl
+from tiledsl.codegen import sources_for
+from tiledsl.codegen.cuda import literal, render
+from tiledsl.dtypes import DTYPES
+from tiledsl.schedule.choose import candidates, default, fits, problem
+from tiledsl.schedule.layout import plan_layout
+from tiledsl.schedule.partition import partition
+
+toolchain = pytest.importorskip("tiledsl.runtime.toolchain")
+if not toolchain.available():
+    pytest.skip("NVRTC (cuda-bindings + nvidia-cuda-nvrtc) is not installed", allow_module_level=True)
+
+ARCHS = ("sm_90a", "sm_80")
+
+PROGRAMS = {
+    "pointwise": ("kernel f(x: f32[N], y: f32[N], s: f32, b: f32[N]) -> f32[N] "
+                  "{ return relu((x + y) * s + b) }", dict(N=1 << 20)),
+    "bias_f16": ("kernel f(x: f16[M, N], b: f16[N]) -> f16[M, N] { return gelu(x + b) }",
+                 dict(M=64, N=4096)),
+    "softmax": ("examples/softmax.tdsl", dict(M=64, N=4096)),
+    "layernorm": ("examples/layernorm.tdsl", dict(M=64, N=4096)),
+    "rmsnorm_bf16": ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
+                     "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=64, N=4096)),
+    "column_sum": ("examples/column_sum.tdsl", dict(M=64, N=100000)),
+}
+
+
+def _variants():
+    for name, (src, extents) in PROGRAMS.items():
+        k = tiledsl.compile(src)
+        for g in partition(k.graph):
+            lay = plan_layout(g, k.graph)
+            p = problem(g, lay, extents)
+            for s in candidates(p):
+                yield pytest.param(k, g, lay, s, id=f"{name}-{s.tag}")
+
+
+VARIANTS = list(_variants())
+
+
+def _compile(k, g, lay, s, arch):
+    ks = render(k.graph, g, lay, s)
+    compiled = toolchain.compile_cuda(ks.source, arch=arch)
+    return ks, compiled, compiled.resources[ks.name]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("k,g,lay,s", VARIANTS)
+def test_every_variant_compiles_without_spills(k, g, lay, s, arch):
+    ks, compiled, usage = _compile(k, g, lay, s, arch)
+    assert compiled.cubin
+    assert usage.spill_stores == 0 and usage.spill_loads == 0, usage
+    assert usage.local_bytes == 0, usage
+    assert usage.registers <= 255
+
+
+def test_there_are_many_variants():
+    assert len(VARIANTS) >= 100
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("name", ["pointwise", "bias_f16", "softmax", "rmsnorm_bf16"])
+def test_default_schedules_use_128_bit_loads_and_stores(name, arch):
+    src, extents = PROGRAMS[name]
+    k = tiledsl.compile(src)
+    [ks] = sources_for(k, extents)
+    compiled = toolchain.compile_cuda(ks.source, arch=arch)
+    sass = toolchain.sass(compiled.cubin)
+    assert toolchain.has_instruction(sass, "LDG.E.128"), ks.name
+    assert toolchain.has_instruction(sass, "STG.E.128"), ks.name
+    assert not toolchain.has_instruction(sass, "LDL") and not toolchain.has_instruction(sass, "STL")
+
+
+def test_unaligned_sizes_fall_back_to_narrow_vectors():
+    k = tiledsl.compile(PROGRAMS["softmax"][0])
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    assert default(problem(g, lay, dict(M=3, N=781))).vec == 1      # odd rows: scalar access
+    assert default(problem(g, lay, dict(M=3, N=1026))).vec == 2
+    assert default(problem(g, lay, dict(M=3, N=1024))).vec == 4
+
+
+def test_a_schedule_that_does_not_fit_is_rejected_with_a_reason():
+    k = tiledsl.compile(PROGRAMS["softmax"][0])
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(M=3, N=781))
+    s = default(problem(g, lay, dict(M=3, N=1024)))
+    assert "multiple of 4" in fits(p, s)
+
+
+def test_64_bit_indexing_past_2_to_the_31():
+    k = tiledsl.compile("kernel inc(x: i8[N]) -> i8[N] { return x + 1 }")
+    [small] = sources_for(k, dict(N=1000))
+    [large] = sources_for(k, dict(N=2 ** 31 + 3))
+    assert "typedef int idx_t" in small.source
+    assert "typedef long long idx_t" in large.source
+    compiled = toolchain.compile_cuda(large.source, arch="sm_90a")
+    assert compiled.resources[large.name].spill_stores == 0
+
+
+def test_generated_code_holds_no_user_text():
+    # A user's names never reach CUDA: parameters and values are renamed.
+    src = "kernel evil_name(secret_input: f32[Dim0]) -> f32[Dim0] { temp_value = secret_input * 3\n return temp_value }"
+    k = tiledsl.compile(src)
+    [ks] = sources_for(k, dict(Dim0=10))
+    body = ks.source[ks.source.index('extern "C"'):]
+    for word in ("secret_input", "temp_value", "Dim0"):
+        assert word not in body
+    assert re.search(r"\btdsl_evil_name_g0_", body)   # the kernel name: validated and prefixed
+
+
+@pytest.mark.parametrize("value,dtype,expected", [
+    (0.1, "f32", float(np.float32(0.1))), (0.1, "f64", 0.1), (1e-5, "f16", float(np.float16(1e-5))),
+    (3.0, "bf16", 3.0), (-2.5, "f32", -2.5),
+])
+def test_float_literals_are_reprinted_exactly(value, dtype, expected):
+    text = literal(value, DTYPES[dtype])
+    assert float.fromhex(text.rstrip("f")) == expected
+
+
+@pytest.mark.parametrize("value,dtype,text", [
+    (float("inf"), "f32", "__int_as_float(0x7f800000)"), (float("-inf"), "f32", "__int_as_float(0xff800000)"),
+    (float("nan"), "f64", "__longlong_as_double(0x7ff8000000000000LL)"),
+    (-2 ** 63, "i64", "(-9223372036854775807LL - 1)"), (7, "i32", "((int)7LL)"), (True, "bool", "true"),
+])
+def test_special_literals(value, dtype, text):
+    assert literal(value, DTYPES[dtype]) == text
