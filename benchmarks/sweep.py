@@ -41,12 +41,15 @@ def main() -> None:
     ap.add_argument("--only")
     ap.add_argument("--json")
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--shapes", help="only these shapes, e.g. 4096x8192,32768x781")
     args = ap.parse_args()
     copy = copy_bandwidth()["gbps"]
     results = []
     sm = cupy.cuda.runtime.deviceGetAttribute(16, 0)
     for name, src, extents in WORKLOADS:
         if args.only and args.only not in name:
+            continue
+        if args.shapes and "x".join(str(v) for v in extents.values()) not in args.shapes.split(","):
             continue
         k = tiledsl.compile(src)
         host = random_arguments(k.graph, extents)

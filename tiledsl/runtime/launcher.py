@@ -6,7 +6,6 @@ binding checks, an allocation if no `out=` is given, and the launches.
 """
 from __future__ import annotations
 
-import operator
 import threading
 
 import numpy as np
@@ -18,7 +17,6 @@ from ..schedule.choose import Launch, plan
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from ..signature import bind, scalar_value
-from . import driver
 from .arrays import DeviceArray, contiguous_copy, describe, device_view
 
 
@@ -225,7 +223,7 @@ class Launcher:
         with cupy.cuda.Device(device):
             program.run(in_ptrs, [o.ptr for o in outputs], scalars)
         if key is not None and not copied:
-            self._fast[key] = _FastCall(program, views, device)
+            self._fast[key] = _FastCall(self, program, views, device).__call__
         results = [o.owner for o in outputs]
         return results[0] if len(results) == 1 else tuple(results)
 
@@ -253,7 +251,7 @@ class Program:
 
     Every launch picks its arguments from one flat list,
     [loop extents..., input pointers..., output pointers..., temp pointers..., scalars...],
-    through an itemgetter built here once.
+    by the indices in `picks`.
     """
 
     def __init__(self, launcher: Launcher, extents: dict, launches: list, device: int):
@@ -281,25 +279,21 @@ class Program:
         self.graph_params = graph.params
         self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
         self.steps = []
+        self.slots = (len(constants), len(self.array_args), len(launcher.result_ids),
+                      len(launcher.temp_values))
         for group_index, launch, fn, args in launches:
-            picks, kinds = [], []
+            picks = []
             layout = launcher.layouts[group_index]
             for kind, ref in args:
                 if kind == "in":
                     picks.append(slot[layout.inputs[ref].value.id])
-                    kinds.append("i64")
                 elif kind == "out":
                     picks.append(slot[layout.outputs[ref].value.id])
-                    kinds.append("i64")
                 elif kind == "extent":
                     picks.append(constants.index(launch.loop_extents[ref]))
-                    kinds.append("i64")
                 else:
                     picks.append(scalar_slot[ref])
-                    dtype = graph.params[ref].dtype
-                    kinds.append("f64" if dtype.is_float else "bool" if dtype.is_bool else "i64")
-            getter = operator.itemgetter(*picks) if len(picks) > 1 else (lambda v, i=picks[0]: (v[i],))
-            self.steps.append((driver.Launch(fn, launch.grid, launch.schedule.block, kinds), getter))
+            self.steps.append((fn, (launch.grid,), (launch.schedule.block,), tuple(picks)))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
@@ -307,9 +301,8 @@ class Program:
         values += [t.data.ptr for t in temps]
         values += [float(v) if type(v) is int and p.dtype.is_float else v
                    for v, p in zip(scalars, self.scalar_params)]
-        stream = driver.stream_ptr()
-        for launch, pick in self.steps:
-            launch(pick(values), stream)
+        for fn, grid, block, picks in self.steps:
+            fn(grid, block, tuple(values[i] for i in picks))   # CuPy's launch, current stream
 
 
 def _allocate(cupy, shape, dtype):
@@ -349,58 +342,75 @@ def _load(cubin: bytes, name: str, device: int):
 class _FastCall:
     """A call class seen before (CuPy arrays only): its checks passed and its
     program is planned and compiled; only pointers, scalars and fresh outputs
-    change from call to call."""
+    change from call to call.
 
-    def __init__(self, program: Program, views: dict, device: int):
-        self.program = program
-        self.empty = program.empty
-        self.device = device
-        self.get_device = _cupy().cuda.runtime.getDevice
-        self.Device = _cupy().cuda.Device
-        self.array_args = program.array_args
-        self.scalar_params = program.scalar_params
-        self.out_shapes = [(shape, dtype.numpy) for shape, dtype in program.out_shapes]
-        self.out_bytes = [_nbytes(shape, dtype.itemsize) for shape, dtype in program.out_shapes]
-        self.in_bytes = [_nbytes(views[i].shape, views[i].dtype.itemsize) for i in self.array_args]
-        # Writing over an input in place is allowed where the checked path allows it.
-        self.in_place_ok = {(k, j) for k, i in enumerate(self.array_args)
-                            for j, (shape, dtype) in enumerate(program.out_shapes)
-                            if program_is_pointwise(program) and tuple(views[i].shape) == shape
-                            and views[i].dtype == dtype}
-        self.limits = [_range_of(p.dtype) for p in self.scalar_params]
+    The call is a straight-line Python function written for this class (from
+    indices and sizes only, never from the user's text): read the pointers,
+    range-check the scalars, allocate or check the outputs, launch.
+    """
 
-    def __call__(self, args: tuple, out):
-        in_ptrs = [args[i].data.ptr for i in self.array_args]
-        if out is None:
-            outs = [self.empty(shape, dtype) for shape, dtype in self.out_shapes]
-        else:
-            outs = list(out) if type(out) is tuple else [out]
-        out_ptrs = [o.data.ptr for o in outs]
-        if out is not None:
-            self._check_overlap(in_ptrs, out_ptrs)
-        scalars = []
-        for p, (lo, hi) in zip(self.scalar_params, self.limits):
-            v = args[p.index]
-            if not lo <= v <= hi:
-                v = scalar_value(p, v)   # raises the located range error (inf and nan pass)
-            scalars.append(v)
-        if self.get_device() == self.device:
-            self.program.run(in_ptrs, out_ptrs, scalars)
-        else:
-            with self.Device(self.device):
-                self.program.run(in_ptrs, out_ptrs, scalars)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+    def __init__(self, launcher: "Launcher", program: Program, views: dict, device: int):
+        cupy = launcher._cupy
+        params = launcher.graph.params
+        env = {"empty": cupy.empty, "get_device": cupy.cuda.runtime.getDevice, "slow": launcher._call,
+               "scalar_value": scalar_value, "overlap": _overlap_error, "params": params}
+        n_const, n_in, n_out, n_temp = program.slots
+        names = [repr(c) for c in program.constants] + [f"a{k}" for k in range(n_in)]
+        names += [f"q{j}" for j in range(n_out)] + [f"u{k}" for k in range(n_temp)]
+        names += [f"s{k}" for k in range(len(program.scalar_params))]
+        lines = ["def fast(args, out):",
+                 f"    if get_device() != {device}:",
+                 "        return slow(args, {}, out, None)"]
+        lines += [f"    a{k} = args[{i}].data.ptr" for k, i in enumerate(program.array_args)]
+        for k, p in enumerate(program.scalar_params):
+            lo, hi = _range_of(p.dtype)
+            env[f"P{k}"] = p
+            lines.append(f"    s{k} = args[{p.index}]")
+            lines.append(f"    if not {lo!r} <= s{k} <= {hi!r}: s{k} = scalar_value(P{k}, s{k})")
+            if p.dtype.is_float:
+                lines.append(f"    s{k} = float(s{k})")
+        results = ", ".join(f"r{j}" for j in range(n_out))
+        lines.append("    if out is None:")
+        for j, (shape, dtype) in enumerate(program.out_shapes):
+            env[f"SH{j}"], env[f"DT{j}"] = shape, dtype.numpy
+            lines.append(f"        r{j} = empty(SH{j}, DT{j})")
+        lines += [f"        q{j} = r{j}.data.ptr" for j in range(n_out)]
+        lines.append("    else:")
+        lines.append(f"        {results}{',' if n_out == 1 else ''} = {'(out,)' if n_out == 1 else 'out'}")
+        lines += [f"        q{j} = r{j}.data.ptr" for j in range(n_out)]
+        out_bytes = [_nbytes(shape, dtype.itemsize) for shape, dtype in program.out_shapes]
+        for j in range(n_out):
+            for j2 in range(j + 1, n_out):
+                lines.append(f"        if q{j} < q{j2} + {out_bytes[j2]} and q{j2} < q{j} + {out_bytes[j]}: "
+                             f"overlap(None, None)")
+            for k, i in enumerate(program.array_args):
+                nb = _nbytes(views[i].shape, views[i].dtype.itemsize)
+                same = (program.pointwise_only and tuple(views[i].shape) == program.out_shapes[j][0]
+                        and views[i].dtype == program.out_shapes[j][1])
+                allowed = f" and a{k} != q{j}" if same else ""
+                lines.append(f"        if a{k} < q{j} + {out_bytes[j]} and q{j} < a{k} + {nb}{allowed}: "
+                             f"overlap(params[{i}], 'an output')")
+        for k, (shape, dtype) in enumerate(program.temps):
+            env[f"TS{k}"], env[f"TD{k}"] = shape, dtype
+            lines.append(f"    t{k} = empty(TS{k}, TD{k})")
+            lines.append(f"    u{k} = t{k}.data.ptr")
+        for n, (fn, grid, block, picks) in enumerate(program.steps):
+            env[f"F{n}"], env[f"G{n}"], env[f"B{n}"] = fn, grid, block
+            lines.append(f"    F{n}(G{n}, B{n}, ({', '.join(names[i] for i in picks)},))")
+        lines.append(f"    return {results if n_out > 1 else 'r0'}")
+        exec("\n".join(lines), env)   # noqa: S102 - our own integers and names only
+        self.__call__ = env["fast"]
+        self.source = "\n".join(lines)
 
-    def _check_overlap(self, in_ptrs: list, out_ptrs: list) -> None:
-        for a, (o0, n) in enumerate(zip(out_ptrs, self.out_bytes)):
-            for b in range(a + 1, len(out_ptrs)):
-                if o0 < out_ptrs[b] + self.out_bytes[b] and out_ptrs[b] < o0 + n:
-                    raise TdslArgumentError("two outputs overlap in memory")
-            for k, (x0, m) in enumerate(zip(in_ptrs, self.in_bytes)):
-                if x0 < o0 + n and o0 < x0 + m and not (x0 == o0 and (k, a) in self.in_place_ok):
-                    p = self.program.graph_params[self.array_args[k]]
-                    raise TdslArgumentError(f"an output overlaps input '{p.name}'; only a pointwise "
-                                            f"kernel may write over an identical input", p.loc)
+    def __call__(self, args, out):    # replaced per instance by the generated function
+        raise NotImplementedError
+
+
+def _overlap_error(param, what) -> None:
+    if param is None:
+        raise TdslArgumentError("two outputs overlap in memory")
+    raise TdslArgumentError(f"{what} overlaps input '{param.name}'; only a pointwise kernel may "
+                            f"write over an identical input", param.loc)
 
 
 def _range_of(dtype) -> tuple:
@@ -410,10 +420,6 @@ def _range_of(dtype) -> tuple:
         return (-float_max(dtype), float_max(dtype))
     info = np.iinfo(dtype.numpy)
     return (int(info.min), int(info.max))
-
-
-def program_is_pointwise(program: Program) -> bool:
-    return program.pointwise_only
 
 
 def _nbytes(shape, itemsize: int) -> int:

@@ -126,17 +126,19 @@ def _pow2_at_least(n: int) -> int:
 def row_register_budget(vec: int) -> int:
     """4-byte registers a thread may hold of its row's inputs without spilling
     (measured with ptxas: scalar access also spends registers on indices)."""
-    return 32 if vec == 1 else 80
+    return 24 if vec == 1 else 40
 
 
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
     if p.group.kind == "pointwise":
         out = []
+        words = max(0.5, sum(op.dtype.itemsize / 4 for op in p.layout.inputs))
         for vec in sorted({max_vector(p, hints.vector), max(1, max_vector(p, hints.vector) // 2)}):
             for block in (128, 256, 512):
                 for items in (1, 2, 4, 8):
-                    if items * vec > MAX_ROW_ELEMENTS:   # more in flight spills (erf in f16 at 64)
+                    # what a thread holds in flight must fit its registers
+                    if items * vec > MAX_ROW_ELEMENTS or (items > 1 and items * vec * words > 40):
                         continue
                     out.append(Schedule("pointwise", block=block, vec=vec, items=items,
                                         index64=p.index64))
@@ -153,11 +155,13 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             block = 128 if tpr == 32 else tpr
             items = _pow2_at_least(max(1, -(-rvec // tpr)))
             if items * vec <= MAX_ROW_ELEMENTS and items * vec * words <= row_register_budget(vec):
+                keeps = (False, True) if 2 * items * vec * words <= row_register_budget(vec) else (False,)
                 for hoist in ((True, False) if p.has_row_invariant_inputs() else (True,)):
                     for per_sm in ((0, THREADS_PER_SM // block) if p.rows > 4 * p.sm_count else (0,)):
-                        out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
-                                            row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
-                                            index64=p.index64))
+                        for keep in keeps:
+                            out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
+                                                row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
+                                                keep=keep, index64=p.index64))
             if tpr >= 256:
                 out.append(Schedule("reduce_row", block=tpr, vec=vec, items=0, row_threads=tpr,
                                     index64=p.index64))
@@ -167,9 +171,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
 def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     """The schedule used without tuning: a rule fitted to measured winners
     (benchmarks/sweep.py on an H200, 2026-11-21): about 16 elements per thread
-    (8 without vectors), 64 to 512 threads per row, and row-invariant inputs
+    (8 without vectors), 64 to 512 threads per row, row-invariant inputs
     hoisted into registers with a persistent grid only where they outweigh
-    the row itself (layernorm's f32 weight and bias, not rmsnorm's f16 weight)."""
+    the row itself (layernorm's f32 weight and bias, not rmsnorm's f16
+    weight), and costly values kept between phases where registers allow."""
     if p.group.kind == "pointwise":
         block = hints.threads or (hints.warps * 32 if hints.warps else 128)
         return Schedule("pointwise", block=block, vec=max_vector(p, hints.vector), items=2,
@@ -193,10 +198,11 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     invariant = sum(op.dtype.itemsize for op in p.layout.inputs
                     if set(op.loops) & reduced and not set(op.loops) & kept)
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
-    hoist = invariant > per_row or not invariant   # nothing to hoist: the same code either way
+    hoist = invariant > per_row
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
+    keep = 2 * items * vec * p.words_per_row_element() <= row_register_budget(vec)
     return Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
-                    hoist=hoist, blocks_per_sm=per_sm, index64=p.index64)
+                    hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, index64=p.index64)
 
 
 def launch(p: Problem, s: Schedule) -> Optional[Launch]:

@@ -33,6 +33,7 @@ class Schedule:
     row_threads: int = 0        # reduce_row: threads cooperating on one row
     hoist: bool = True          # reduce_row: load row-invariant inputs once per thread
     blocks_per_sm: int = 0      # reduce_row: persistent grid of this many blocks per SM (0: a block per row group)
+    keep: bool = False          # reduce_row: keep costly element values in registers between phases
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -72,6 +73,8 @@ class Schedule:
             parts.append(f"t{self.row_threads}")
             if not self.hoist:
                 parts.append("nh")
+            if self.keep:
+                parts.append("k")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 
