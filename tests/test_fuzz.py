@@ -111,7 +111,7 @@ class Fuzzer:
         loc = err.loc
         if loc is None or loc.file != "<string>":
             return
-        lines = source.split("\n")
+        lines = source.removeprefix("\ufeff").split("\n")   # compile() drops a leading BOM
         if not 1 <= loc.line <= len(lines):
             self.fail(source, "location", AssertionError(f"line {loc.line} of {len(lines)}"))
         line = lines[loc.line - 1]
