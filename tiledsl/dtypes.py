@@ -83,15 +83,24 @@ def numpy_dtype(dtype: DType) -> np.dtype:
                      "f32": np.float32, "f64": np.float64}[dtype.name])
 
 
+_BY_NUMPY: dict = {}
+
+
 def from_numpy(dtype) -> DType | None:
     """The language's dtype for a NumPy/CuPy dtype (or None when there is none)."""
+    found = _BY_NUMPY.get(dtype, False)
+    if found is not False:
+        return found
+    key = dtype
     dtype = np.dtype(dtype)
+    found = None
     if dtype.name == "bfloat16":
-        return bf16
+        found = bf16
     for d in DTYPES.values():
-        if d is not bf16 and numpy_dtype(d) == dtype:
-            return d
-    return None
+        if found is None and d is not bf16 and numpy_dtype(d) == dtype:
+            found = d
+    _BY_NUMPY[key] = found
+    return found
 
 
 def float_max(d: DType) -> float:

@@ -44,8 +44,9 @@ class DeviceArray:
 
 def _cupy_view(a) -> DeviceArray:
     itemsize = a.itemsize
-    return DeviceArray(a.data.ptr, a.shape, tuple(s // itemsize for s in a.strides),
-                       from_numpy(a.dtype), a.device.id, a)
+    mem = a.data
+    return DeviceArray(mem.ptr, a.shape, tuple(s // itemsize for s in a.strides),
+                       from_numpy(a.dtype), mem.device_id, a)
 
 
 def _torch_view(t) -> DeviceArray:

@@ -53,6 +53,7 @@ class Launcher:
         self.overrides: dict = {}     # group index -> Schedule (the tuner's choice)
         self.param_value_id = {v.attr("index"): v.id for v in self.graph.values if v.op == "param"}
         self._n_params = len(self.graph.params)
+        self._n_required = max((p.index + 1 for p in self.graph.params if p.default is None), default=0)
         try:
             import cupy
             self._cupy, self._ndarray = cupy, cupy.ndarray
@@ -175,8 +176,8 @@ class Launcher:
         """The call's class when every array is a CuPy array: shapes, strides,
         dtypes, 16-byte alignment and device. None sends the call down the slow path."""
         ndarray = self._ndarray
-        if ndarray is None or len(args) != self._n_params:
-            return None
+        if ndarray is None or not self._n_required <= len(args) <= self._n_params:
+            return None   # (left-out scalars take their defaults: len(args) is part of the key)
         parts = []
         for a in args:
             if type(a) is ndarray:
@@ -223,7 +224,7 @@ class Launcher:
         with cupy.cuda.Device(device):
             program.run(in_ptrs, [o.ptr for o in outputs], scalars)
         if key is not None and not copied:
-            self._fast[key] = _FastCall(self, program, views, device).__call__
+            self._fast[key] = _FastCall(self, program, views, device, len(args)).__call__
         results = [o.owner for o in outputs]
         return results[0] if len(results) == 1 else tuple(results)
 
@@ -349,7 +350,7 @@ class _FastCall:
     range-check the scalars, allocate or check the outputs, launch.
     """
 
-    def __init__(self, launcher: "Launcher", program: Program, views: dict, device: int):
+    def __init__(self, launcher: "Launcher", program: Program, views: dict, device: int, n_args: int):
         cupy = launcher._cupy
         params = launcher.graph.params
         env = {"empty": cupy.empty, "get_device": cupy.cuda.runtime.getDevice, "slow": launcher._call,
@@ -363,6 +364,10 @@ class _FastCall:
                  "        return slow(args, {}, out, None)"]
         lines += [f"    a{k} = args[{i}].data.ptr" for k, i in enumerate(program.array_args)]
         for k, p in enumerate(program.scalar_params):
+            if p.index >= n_args:          # left out: its default, checked when declared
+                env[f"D{k}"] = float(p.default) if p.dtype.is_float else p.default
+                lines.append(f"    s{k} = D{k}")
+                continue
             lo, hi = _range_of(p.dtype)
             env[f"P{k}"] = p
             lines.append(f"    s{k} = args[{p.index}]")
