@@ -109,3 +109,29 @@ slow_us = []
 for _ in range(200):
     t0 = _t.perf_counter(); k(x, w, b, eps=1e-5); slow_us.append(_t.perf_counter() - t0)
 print("checked (keyword) path: %.1f us per call" % (1e6 * sorted(slow_us)[100]))
+
+# Split reductions: few rows, long reductions; checked, then timed against CuPy.
+from benchmarks.common import time_cuda
+SPLIT = [
+    ("kernel total(x: f32[M, N]) -> f32 { return sum(x) }", dict(M=4096, N=4096), lambda x: x.sum()),
+    ("kernel colsum(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=1024), lambda x: x.sum(axis=0)),
+    ("kernel mv(x: f16[M, N]) -> (f32[N], f32[N]) { return mean(x, axis=M), max(x, axis=M) }", dict(M=100000, N=64), None),
+    ("kernel rs(x: f32[M, N], e: f32) -> f32[M] { return rsqrt(mean(x * x, axis=N) + e) }", dict(M=4, N=1000000), None),
+    ("kernel tiny(x: f32[M, N]) -> f32 { return max(abs(x)) }", dict(M=3, N=5000), None),
+]
+for src, ext, peer in SPLIT:
+    k = tiledsl.compile(src)
+    try:
+        run(k, ext, k.name)
+        host = random_arguments(k.graph, ext)
+        dev = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in host]
+        t = time_cuda(lambda i: k(*dev), repeats=20).median_us
+        extra = ""
+        if peer is not None:
+            extra = " cupy %.1f us" % time_cuda(lambda i: peer(dev[0]), repeats=20).median_us
+        nbytes = sum(a.nbytes for a in host if isinstance(a, np.ndarray))
+        print(f"split {k.name:8s} {str(ext):28s} tiledsl {t:.1f} us ({nbytes / t / 1e3:.0f} GB/s){extra}  "
+              f"schedules: {[s.schedule.tag for s in [st for st in []]]}")
+    except Exception:
+        failures += 1; traceback.print_exc()
+print("FAILURES", failures)

@@ -32,6 +32,8 @@ PROGRAMS = {
     "rmsnorm_bf16": ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
                      "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=64, N=4096)),
     "column_sum": ("examples/column_sum.tdsl", dict(M=64, N=100000)),
+    "column_sum_split": ("examples/column_sum.tdsl", dict(M=16384, N=1024)),
+    "total_split": ("kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=4096, N=4096)),
 }
 
 
@@ -42,22 +44,23 @@ def _variants():
             lay = plan_layout(g, k.graph)
             p = problem(g, lay, extents)
             for s in candidates(p):
-                yield pytest.param(k, g, lay, s, id=f"{name}-{s.tag}")
+                for stage in ((1, 2) if s.kind == "reduce_split" else (1,)):
+                    yield pytest.param(k, g, lay, s, stage, id=f"{name}-{s.tag}-s{stage}")
 
 
 VARIANTS = list(_variants())
 
 
-def _compile(k, g, lay, s, arch):
-    ks = render(k.graph, g, lay, s)
+def _compile(k, g, lay, s, arch, stage=1):
+    ks = render(k.graph, g, lay, s, stage)
     compiled = toolchain.compile_cuda(ks.source, arch=arch)
     return ks, compiled, compiled.resources[ks.name]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("k,g,lay,s", VARIANTS)
-def test_every_variant_compiles_without_spills(k, g, lay, s, arch):
-    ks, compiled, usage = _compile(k, g, lay, s, arch)
+@pytest.mark.parametrize("k,g,lay,s,stage", VARIANTS)
+def test_every_variant_compiles_without_spills(k, g, lay, s, stage, arch):
+    ks, compiled, usage = _compile(k, g, lay, s, arch, stage)
     assert compiled.cubin
     assert usage.spill_stores == 0 and usage.spill_loads == 0, usage
     assert usage.local_bytes == 0, usage
@@ -79,6 +82,17 @@ def test_default_schedules_use_128_bit_loads_and_stores(name, arch):
     assert toolchain.has_instruction(sass, "LDG.E.128"), ks.name
     assert toolchain.has_instruction(sass, "STG.E.128"), ks.name
     assert not toolchain.has_instruction(sass, "LDL") and not toolchain.has_instruction(sass, "STL")
+
+
+def test_few_long_rows_use_a_split_reduction():
+    for src, extents in (PROGRAMS["column_sum_split"], PROGRAMS["total_split"]):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        s = default(problem(g, plan_layout(g, k.graph), extents))
+        assert s.kind == "reduce_split" and s.splits >= 2, s
+    k = tiledsl.compile(PROGRAMS["softmax"][0])      # a full-size result cannot be split
+    g = partition(k.graph)[0]
+    assert default(problem(g, plan_layout(g, k.graph), dict(M=2, N=1 << 20))).kind == "reduce_row"
 
 
 def test_unaligned_sizes_fall_back_to_narrow_vectors():

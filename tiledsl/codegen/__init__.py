@@ -17,7 +17,6 @@ def sources_for(kernel, extents: dict[str, int], sm_count: int = 132) -> list[Ke
             raise TdslError(f"kernel '{graph.name}' uses @, which has no GPU code generation yet",
                             graph.loc)
         layout = plan_layout(group, graph)
-        launch = plan(group, layout, extents, set(), kernel.hints, sm_count)
-        if launch is not None:
-            out.append(render(graph, group, layout, launch.schedule))
+        for launch in plan(group, layout, extents, set(), kernel.hints, sm_count):
+            out.append(render(graph, group, layout, launch.schedule, launch.stage))
     return out

@@ -267,9 +267,6 @@ class _Renderer:
                     [f"out{k}[{self.offset(op)}] = o{k}.v[0];"])
         return ([], [f"out{k}[{self.offset(op)} + e * ({self.inner_stride(op)})] = {value};"], [])
 
-    def params(self) -> tuple[list[str], list[tuple[str, int]]]:
-        return kernel_params(self.group, self.layout)
-
     def uniform_values(self) -> list[Value]:
         return [v for v in self.group.values if not v.dims and v.op != "reduce"
                 and not self.depends_on_reduce(v)]
@@ -294,8 +291,8 @@ class _Renderer:
             stack.extend(u.operands)
         return False
 
-    def render(self, name: str) -> KernelSource:
-        decls, args = self.params()
+    def render(self, name: str, stage: int = 1) -> KernelSource:
+        decls, args = kernel_params(self.group, self.layout, self.s, stage)
         # Asking for 1024 resident threads caps registers at 64: it keeps two
         # 512-thread blocks per SM (measured faster), and without it ptxas
         # sometimes squeezes a 512-thread block into 32 registers and spills.
@@ -305,6 +302,8 @@ class _Renderer:
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise":
             text = _env().get_template("pointwise.cu.j2").render(**common, **self.pointwise())
+        elif stage == 2:
+            text = _env().get_template("reduce_final.cu.j2").render(**common, **self.reduce_final())
         else:
             text = _env().get_template("reduce.cu.j2").render(**common, **self.reduce())
         return KernelSource(name, text, self.s, self.layout, tuple(args))
@@ -406,7 +405,14 @@ class _Renderer:
         kept = set(lay.kept_loops)
         hoisted = [op for op in elem_inputs if cached and self.s.hoist and not set(op.loops) & kept]
         per_row = [op for op in elem_inputs if op not in hoisted]
+        split = self.s.kind == "reduce_split"
+        if split:   # stage 1: each phase ends by storing this block's partial for the row
+            [phase] = phase_code            # split schedules take one reduction level only
+            phase["finish"] = [line for k, r in enumerate(reduces) for line in (
+                self.cross_thread(r), f"if (lane == 0) part{k}[(idx_t)blockIdx.y * nrows + row] = acc{r.id};")]
+            full_outs, row_stores = [], []
         return dict(
+            split=split,
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,
             scratch=[f"__shared__ {reg_type(r.dtype)} scratch{r.id}[{max(1, self.s.block // 32)}];"
                      for r in reduces] if self.s.row_threads > 32 else [],
@@ -419,9 +425,39 @@ class _Renderer:
             loads=[line for op in per_row for line in self.load_lines(op, slot)],
             hoisted_loads=[line for op in hoisted for line in self.load_lines(op, slot)],
             uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
-            has_full_outputs=bool(full_outs),
+            has_full_outputs=bool(full_outs) and not split,
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores,
             row_stores=row_stores)
+
+    def reduce_final(self) -> dict:
+        """Stage 2 of a split reduction: combine the partials, finish each row."""
+        lay = self.layout
+        reduces = [v for v in self.group.values if v.op == "reduce"]
+        r_dims = set(self.group.axes)
+        uniform, uniform_ids = self.uniform_lines()
+        row_inputs = [op for op in lay.inputs if not (set(op.dims) & r_dims)]
+        done = uniform_ids | {op.value.id for op in row_inputs} | {r.id for r in reduces}
+        before = [v for v in self.group.values if not (set(v.dims) & r_dims) and v.id not in done
+                  and not self.depends_on_reduce(v)]
+        after = [v for v in self.group.values if not (set(v.dims) & r_dims) and v.id not in done
+                 and self.depends_on_reduce(v)]
+        combine = []
+        count = " * ".join(f"n{l}" for l in lay.reduced_loops) or "1"
+        for k, r in enumerate(reduces):
+            T, op = reg_type(r.dtype), _REDUCE_OP[r.attr("kind")]
+            combine += [f"{T} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};",
+                        f"for (long long s = 0; s < nsplit; ++s) "
+                        f"acc{r.id} = {op}::combine(acc{r.id}, part{k}[s * nrows + row]);",
+                        f"const {T} v{r.id} = acc{r.id}" + (f" / ({T})({count});" if r.attr("kind") == "mean" else ";")]
+        combine += [self.define(v) for v in after]
+        return dict(
+            rows=" * ".join(f"n{l}" for l in lay.kept_loops) or "1",
+            uniform=uniform, row_coords=self.coords(list(lay.kept_loops), "row"),
+            row_loads=[f"const {reg_type(op.dtype)} v{op.value.id} = "
+                       f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs],
+            row_stmts0=[self.define(v) for v in before], combine=combine,
+            row_stores=[f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
+                        for op in lay.outputs])
 
     def values_to_keep(self, phase_roots: dict, available_at) -> dict[int, int]:
         """Costly element values a later phase needs again, by the phase that
@@ -447,19 +483,32 @@ class _Renderer:
         return f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id});"
 
 
-def kernel_params(group: Group, layout: Layout) -> tuple[list[str], list[tuple[str, int]]]:
+def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
+                  stage: int = 1) -> tuple[list[str], list[tuple[str, int]]]:
     """The kernel's parameter declarations and, in the same order, what the
-    launcher passes: ('in', k), ('out', k), ('extent', loop), ('scalar', index)."""
+    launcher passes: ('in', k), ('out', k), ('part', k) (a split reduction's
+    partials of reduction k), ('extent', loop), ('splits', 0), ('scalar', index)."""
     decls, args = [], []
+    split = schedule is not None and schedule.kind == "reduce_split"
+    reduces = [v for v in group.values if v.op == "reduce"]
     for op in layout.inputs:
         decls.append(f"const {storage_type(op.dtype)}* __restrict__ in{op.index}")
         args.append(("in", op.index))
-    for op in layout.outputs:
-        decls.append(f"{storage_type(op.dtype)}* __restrict__ out{op.index}")
-        args.append(("out", op.index))
+    if split:
+        for k, r in enumerate(reduces):
+            const = "const " if stage == 2 else ""
+            decls.append(f"{const}{reg_type(r.dtype)}* __restrict__ part{k}")
+            args.append(("part", k))
+    if not split or stage == 2:
+        for op in layout.outputs:
+            decls.append(f"{storage_type(op.dtype)}* __restrict__ out{op.index}")
+            args.append(("out", op.index))
     for l in range(len(layout.loops)):
         decls.append(f"long long n{l}_arg")
         args.append(("extent", l))
+    if split and stage == 2:
+        decls.append("long long nsplit")
+        args.append(("splits", 0))
     for v in group.inputs:
         if v.op == "param" and not v.dims:
             i = v.attr("index")
@@ -469,6 +518,6 @@ def kernel_params(group: Group, layout: Layout) -> tuple[list[str], list[tuple[s
     return decls, args
 
 
-def render(graph: Graph, group: Group, layout: Layout, schedule: Schedule) -> KernelSource:
-    name = schedule.kernel_name(graph.name, group.index)
-    return _Renderer(graph, group, layout, schedule).render(name)
+def render(graph: Graph, group: Group, layout: Layout, schedule: Schedule, stage: int = 1) -> KernelSource:
+    name = schedule.kernel_name(graph.name, group.index, stage)
+    return _Renderer(graph, group, layout, schedule).render(name, stage)

@@ -140,7 +140,7 @@ class Launcher:
 
     # -- compile -----------------------------------------------------------------
     def _function(self, index: int, launch: Launch, device: int):
-        key = (index, launch.schedule.code, device)
+        key = (index, launch.schedule.code, launch.stage, device)
         fn = self._functions.get(key)
         if fn is not None:
             return fn
@@ -154,10 +154,11 @@ class Launcher:
                 if self._ir_text is None:
                     self._ir_text = format_graph(self.graph)
                 binary = cached_kernel(
-                    (self._ir_text, str(index), repr(schedule.code)),
-                    lambda: render(self.graph, group, layout, schedule).source, device_arch(device))
-                name = schedule.kernel_name(self.graph.name, index)
-                fn = (_load(binary.cubin, name, device), kernel_params(group, layout)[1])
+                    (self._ir_text, str(index), repr(schedule.code), str(launch.stage)),
+                    lambda: render(self.graph, group, layout, schedule, launch.stage).source,
+                    device_arch(device))
+                name = schedule.kernel_name(self.graph.name, index, launch.stage)
+                fn = (_load(binary.cubin, name, device), kernel_params(group, layout, schedule, launch.stage)[1])
                 self._functions[key] = fn
         return fn
 
@@ -236,8 +237,7 @@ class Launcher:
             launches = []
             for i, (g, lay) in enumerate(zip(self.groups, self.layouts)):
                 bad = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned}
-                launch = plan(g, lay, extents, bad, self.kernel.hints, sm_count, self.overrides.get(i))
-                if launch is not None:
+                for launch in plan(g, lay, extents, bad, self.kernel.hints, sm_count, self.overrides.get(i)):
                     fn, args = self._function(i, launch, device)
                     launches.append((i, launch, fn, args))
             program = Program(self, extents, launches, device)
@@ -263,7 +263,19 @@ class Program:
         self.scalar_params = [p for p in graph.params if p.is_scalar]
         self.out_shapes = [(tuple(extents[d] for d in r.dims), r.dtype) for r in graph.results]
         self.temps = [(tuple(extents[d] for d in t.dims), t.dtype.numpy) for t in launcher.temp_values]
-        constants = sorted({n for _, launch, _, _ in launches for n in launch.loop_extents})
+        temp_keys = [t.id for t in launcher.temp_values]
+        for group_index, launch, _, _ in launches:     # a split reduction's partials
+            if launch.schedule.kind == "reduce_split" and launch.stage == 1:
+                layout = launcher.layouts[group_index]
+                rows = 1
+                for l in layout.kept_loops:
+                    rows *= launch.loop_extents[l]
+                reduces = [v for v in launcher.groups[group_index].values if v.op == "reduce"]
+                for k, r in enumerate(reduces):
+                    self.temps.append(((launch.schedule.splits, rows), r.dtype.numpy))
+                    temp_keys.append(("part", group_index, k))
+        constants = sorted({n for _, launch, _, _ in launches for n in launch.loop_extents}
+                           | {launch.schedule.splits for _, launch, _, _ in launches})
         self.constants = constants
         slot: dict[int, int] = {}
         base = len(constants)
@@ -273,15 +285,14 @@ class Program:
         for k, vid in enumerate(launcher.result_ids):
             slot.setdefault(vid, base + k)
         base += len(launcher.result_ids)
-        for k, t in enumerate(launcher.temp_values):
-            slot.setdefault(t.id, base + k)
-        base += len(launcher.temp_values)
+        for k, t in enumerate(temp_keys):
+            slot.setdefault(t, base + k)
+        base += len(temp_keys)
         scalar_slot = {p.index: base + k for k, p in enumerate(self.scalar_params)}
         self.graph_params = graph.params
         self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
         self.steps = []
-        self.slots = (len(constants), len(self.array_args), len(launcher.result_ids),
-                      len(launcher.temp_values))
+        self.slots = (len(constants), len(self.array_args), len(launcher.result_ids), len(temp_keys))
         for group_index, launch, fn, args in launches:
             picks = []
             layout = launcher.layouts[group_index]
@@ -292,9 +303,13 @@ class Program:
                     picks.append(slot[layout.outputs[ref].value.id])
                 elif kind == "extent":
                     picks.append(constants.index(launch.loop_extents[ref]))
+                elif kind == "part":
+                    picks.append(slot[("part", group_index, ref)])
+                elif kind == "splits":
+                    picks.append(constants.index(launch.schedule.splits))
                 else:
                     picks.append(scalar_slot[ref])
-            self.steps.append((fn, (launch.grid,), (launch.schedule.block,), tuple(picks)))
+            self.steps.append((fn, launch.grid, (launch.schedule.block,), tuple(picks)))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs

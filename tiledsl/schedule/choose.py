@@ -22,8 +22,9 @@ THREADS_PER_SM = 2048
 @dataclass(frozen=True)
 class Launch:
     schedule: Schedule
-    grid: int
+    grid: tuple[int, int]              # blocks in x, y (y: the splits of a split reduction)
     loop_extents: tuple[int, ...]
+    stage: int = 1                     # 2: a split reduction's combining kernel
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,24 @@ class Problem:
             return False
         spanning = [op for op in self.layout.inputs if op.loops and inner in op.loops]
         return all(op.loops[-1] == inner for op in spanning)
+
+    def splittable(self) -> bool:
+        """One reduction level and only per-row results: partials can be
+        combined by a second kernel (sum(x), column sums, means over batch)."""
+        reduces = [v for v in self.group.values if v.op == "reduce"]
+        ids = {r.id for r in reduces}
+        if not reduces or any(set(r.dims) != set(self.group.kept) for r in reduces):
+            return False
+        for r in reduces:
+            stack, seen = list(r.operands), set()
+            while stack:
+                v = stack.pop()
+                if v.id in ids:
+                    return False
+                if v.id not in seen:
+                    seen.add(v.id)
+                    stack.extend(v.operands)
+        return all(not set(o.dims) & set(self.group.axes) for o in self.group.outputs)
 
     def has_row_invariant_inputs(self) -> bool:
         kept, reduced = set(self.layout.kept_loops), set(self.layout.reduced_loops)
@@ -147,6 +166,11 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     if not p.row_major():
         out.append(Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1,
                             index64=p.index64))
+    split = split_schedule(p)
+    if split is not None:
+        for factor in (1, 2, 4):
+            if split.splits // factor >= 2:
+                out.append(replace(split, splits=split.splits // factor))
     vecs = sorted({max_vector(p, hints.vector), 1}) if p.row_major() else [1]
     words = p.words_per_row_element(True)
     for vec in vecs:
@@ -181,6 +205,9 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
                         index64=p.index64)
     if not p.row_major() and p.rows >= 4 * p.sm_count * 32:
         return Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=p.index64)
+    split = split_schedule(p)
+    if split is not None:
+        return split
     vec = max_vector(p, hints.vector) if p.row_major() else 1
     rvec = p.row_length // vec
     per_thread = max(1, (16 if vec >= 4 else 8) // vec)
@@ -205,19 +232,45 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
                     hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, index64=p.index64)
 
 
-def launch(p: Problem, s: Schedule) -> Optional[Launch]:
-    """The grid for schedule `s` (None when there is nothing to compute)."""
+def split_schedule(p: Problem) -> Optional[Schedule]:
+    """A split reduction where too few rows would leave the GPU idle: rows
+    along the inner memory dim get a thread each (coalesced), one long row
+    gets whole blocks; the splits bring the grid to about 4 blocks per SM."""
+    if not p.splittable() or p.row_length < 4096:
+        return None
+    if p.row_major() or p.rows == 1:
+        block, tpr = 512, 512
+        row_blocks = p.rows
+    else:
+        block, tpr = 256, 1
+        row_blocks = -(-p.rows // block)
+    if row_blocks >= 2 * p.sm_count:
+        return None
+    chunk = 8 * tpr if tpr > 1 else 64          # elements of a row one block reduces, at least
+    splits = min(-(-4 * p.sm_count // row_blocks), -(-p.row_length // chunk), 65535)
+    if splits < 2:
+        return None
+    return Schedule("reduce_split", block=block, vec=1, items=0, row_threads=tpr, splits=splits,
+                    index64=p.index64)
+
+
+def launches(p: Problem, s: Schedule) -> list[Launch]:
+    """The launches schedule `s` takes (none when there is nothing to compute)."""
     if s.kind == "pointwise":
         if p.total == 0:
-            return None
+            return []
         grid = -(-(p.total // s.vec) // (s.block * s.items))
-    else:
-        if p.rows == 0:
-            return None
-        grid = -(-p.rows // (s.block // s.row_threads))
-        if s.blocks_per_sm:
-            grid = min(grid, p.sm_count * s.blocks_per_sm)
-    return Launch(s, max(1, min(MAX_GRID, grid)), p.loops)
+        return [Launch(s, (max(1, min(MAX_GRID, grid)), 1), p.loops)]
+    if p.rows == 0:
+        return []
+    grid = -(-p.rows // (s.block // s.row_threads))
+    if s.kind == "reduce_split":
+        final = -(-p.rows // s.block)
+        return [Launch(s, (max(1, min(MAX_GRID, grid)), s.splits), p.loops, 1),
+                Launch(s, (max(1, min(MAX_GRID, final)), 1), p.loops, 2)]
+    if s.blocks_per_sm:
+        grid = min(grid, p.sm_count * s.blocks_per_sm)
+    return [Launch(s, (max(1, min(MAX_GRID, grid)), 1), p.loops)]
 
 
 def fits(p: Problem, s: Schedule) -> str:
@@ -238,12 +291,14 @@ def fits(p: Problem, s: Schedule) -> str:
             return "vectors need the reduced dim innermost"
     if s.kind == "reduce_row" and s.items and s.items * s.row_threads * s.vec < p.row_length:
         return "the row does not fit the threads and items"
+    if s.kind == "reduce_split" and not p.splittable():
+        return "a split reduction needs one reduction level and only per-row results"
     return ""
 
 
 def plan(group: Group, layout: Layout, extents: dict[str, int], misaligned: set[int],
-         hints: Hints, sm_count: int = 132, override: Optional[Schedule] = None) -> Optional[Launch]:
-    """The launch for one group at these sizes: `override` if given, else the default."""
+         hints: Hints, sm_count: int = 132, override: Optional[Schedule] = None) -> list[Launch]:
+    """The launches for one group at these sizes: `override` if given, else the default."""
     p = problem(group, layout, extents, misaligned, sm_count)
     s = override if override is not None else default(p, hints)
     if override is not None:
@@ -251,4 +306,4 @@ def plan(group: Group, layout: Layout, extents: dict[str, int], misaligned: set[
         if why:
             from ..errors import TdslScheduleError
             raise TdslScheduleError(f"schedule {override.tag} cannot run group {group.index}: {why}")
-    return launch(p, s)
+    return launches(p, s)

@@ -13,6 +13,10 @@ of it: one compiled kernel serves every size of its class.
                                         are re-read per phase (from L2)
     reduce_col                          a thread per kept element, for
                                         reductions over outer dims
+    reduce_split splits=32              few rows, long reductions (sum(x),
+                                        column sums of a wide tensor): blocks
+                                        reduce chunks into partials, a second
+                                        kernel combines them and finishes
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import TdslScheduleError
 
-_KINDS = ("pointwise", "reduce_row", "reduce_col")
+_KINDS = ("pointwise", "reduce_row", "reduce_col", "reduce_split")
 MAX_ROW_ELEMENTS = 32      # elements of a row one thread may keep in registers
 
 
@@ -34,6 +38,7 @@ class Schedule:
     hoist: bool = True          # reduce_row: load row-invariant inputs once per thread
     blocks_per_sm: int = 0      # reduce_row: persistent grid of this many blocks per SM (0: a block per row group)
     keep: bool = False          # reduce_row: keep costly element values in registers between phases
+    splits: int = 0             # reduce_split: chunks of the reduced dims, reduced by separate blocks
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -56,6 +61,9 @@ class Schedule:
         elif self.kind == "reduce_col":
             if self.row_threads != 1 or self.items != 0 or self.vec != 1:
                 return "a column reduction has one thread per row, loops, and no vectors"
+        elif self.kind == "reduce_split":
+            if self.row_threads not in (1, self.block) or self.items != 0 or self.splits < 2:
+                return "a split reduction loops with a thread or a block per row, in 2 or more splits"
         elif self.items < 1:
             return "items must be at least 1"
         return ""
@@ -63,12 +71,14 @@ class Schedule:
     @property
     def code(self) -> "Schedule":
         """This schedule less the fields that change only the launch, not the code."""
-        return replace(self, blocks_per_sm=0)
+        return replace(self, blocks_per_sm=0, splits=2 if self.splits else 0)
 
     @property
     def tag(self) -> str:
-        parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col"}[self.kind],
+        parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col", "reduce_split": "split"}[self.kind],
                  f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
+        if self.kind == "reduce_split":
+            parts.append(f"t{self.row_threads}")
         if self.kind == "reduce_row":
             parts.append(f"t{self.row_threads}")
             if not self.hoist:
@@ -78,6 +88,6 @@ class Schedule:
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 
-    def kernel_name(self, kernel: str, group: int) -> str:
+    def kernel_name(self, kernel: str, group: int, stage: int = 1) -> str:
         # The user's name is a validated identifier; cap it so names stay short.
-        return f"tdsl_{kernel[:40]}_g{group}_{self.tag}"
+        return f"tdsl_{kernel[:40]}_g{group}_{self.tag}" + (f"_s{stage}" if stage > 1 else "")
