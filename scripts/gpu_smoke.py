@@ -112,6 +112,7 @@ print("checked (keyword) path: %.1f us per call" % (1e6 * sorted(slow_us)[100]))
 
 # Split reductions: few rows, long reductions; checked, then timed against CuPy.
 from benchmarks.common import time_cuda
+import tiledsl.codegen
 SPLIT = [
     ("kernel total(x: f32[M, N]) -> f32 { return sum(x) }", dict(M=4096, N=4096), lambda x: x.sum()),
     ("kernel colsum(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=1024), lambda x: x.sum(axis=0)),
@@ -130,8 +131,8 @@ for src, ext, peer in SPLIT:
         if peer is not None:
             extra = " cupy %.1f us" % time_cuda(lambda i: peer(dev[0]), repeats=20).median_us
         nbytes = sum(a.nbytes for a in host if isinstance(a, np.ndarray))
-        print(f"split {k.name:8s} {str(ext):28s} tiledsl {t:.1f} us ({nbytes / t / 1e3:.0f} GB/s){extra}  "
-              f"schedules: {[s.schedule.tag for s in [st for st in []]]}")
+        tags = [st.schedule.tag for st in tiledsl.codegen.sources_for(k, ext)]
+        print(f"split {k.name:8s} {str(ext):28s} tiledsl {t:.1f} us ({nbytes / t / 1e3:.0f} GB/s){extra}  {tags}")
     except Exception:
         failures += 1; traceback.print_exc()
 print("FAILURES", failures)

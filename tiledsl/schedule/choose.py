@@ -238,19 +238,22 @@ def split_schedule(p: Problem) -> Optional[Schedule]:
     gets whole blocks; the splits bring the grid to about 4 blocks per SM."""
     if not p.splittable() or p.row_length < 4096:
         return None
+    vec = 1
     if p.row_major() or p.rows == 1:
         block, tpr = 512, 512
         row_blocks = p.rows
-    else:
-        block, tpr = 256, 1
+        vec = max_vector(p) if p.row_major() else 1
+    else:   # a thread per row: a block no wider than the rows
+        block = min(256, max(32, _pow2_at_least(p.rows)))
+        tpr = 1
         row_blocks = -(-p.rows // block)
     if row_blocks >= 2 * p.sm_count:
         return None
-    chunk = 8 * tpr if tpr > 1 else 64          # elements of a row one block reduces, at least
+    chunk = 8 * tpr * vec if tpr > 1 else 64    # elements of a row one block reduces, at least
     splits = min(-(-4 * p.sm_count // row_blocks), -(-p.row_length // chunk), 65535)
     if splits < 2:
         return None
-    return Schedule("reduce_split", block=block, vec=1, items=0, row_threads=tpr, splits=splits,
+    return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
                     index64=p.index64)
 
 
