@@ -95,7 +95,7 @@ class Problem:
         kept, reduced = set(self.layout.kept_loops), set(self.layout.reduced_loops)
         return any(not set(op.loops) & kept and set(op.loops) & reduced for op in self.layout.inputs)
 
-    def words_per_row_element(self, hoist: bool = True) -> float:
+    def words_per_row_element(self) -> float:
         """4-byte registers a cached row needs per element, over all its inputs."""
         reduced = set(self.layout.reduced_loops)
         words = sum(op.dtype.itemsize / 4 for op in self.layout.inputs if set(op.loops) & reduced)
@@ -172,7 +172,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             if split.splits // factor >= 2:
                 out.append(replace(split, splits=split.splits // factor))
     vecs = sorted({max_vector(p, hints.vector), 1}) if p.row_major() else [1]
-    words = p.words_per_row_element(True)
+    words = p.words_per_row_element()
     for vec in vecs:
         rvec = p.row_length // vec
         for tpr in (32, 64, 128, 256, 512, 1024):
