@@ -12,10 +12,6 @@ def sources_for(kernel, extents: dict[str, int], sm_count: int = 132) -> list[Ke
     graph = kernel.graph
     out = []
     for group in partition(graph):
-        if group.kind == "matmul":
-            from ..errors import TdslError
-            raise TdslError(f"kernel '{graph.name}' uses @, which has no GPU code generation yet",
-                            graph.loc)
         layout = plan_layout(group, graph)
         for launch in plan(group, layout, extents, set(), kernel.hints, sm_count):
             out.append(render(graph, group, layout, launch.schedule, launch.stage))

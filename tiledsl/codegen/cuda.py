@@ -302,6 +302,8 @@ class _Renderer:
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise":
             text = _env().get_template("pointwise.cu.j2").render(**common, **self.pointwise())
+        elif self.s.kind == "matmul":
+            text = _env().get_template("matmul.cu.j2").render(**common, **self.matmul())
         elif stage == 2:
             text = _env().get_template("reduce_final.cu.j2").render(**common, **self.reduce_final())
         else:
@@ -458,6 +460,54 @@ class _Renderer:
             row_stmts0=[self.define(v) for v in before], combine=combine,
             row_stores=[f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
                         for op in lay.outputs])
+
+    def direct_body(self, roots, available) -> list[str]:
+        """Statements computing `roots` at the current coordinates, reading
+        inputs straight from memory (the c<loop> variables are set)."""
+        vals = self.closure(roots, available)
+        used = {o.id for v in vals for o in v.operands} | {r.id for r in roots}
+        body = [f"const {reg_type(op.dtype)} v{op.value.id} = "
+                f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};"
+                for op in self.layout.inputs if op.value.id in used and not available(op.value)]
+        return body + [self.define(v) for v in vals]
+
+    def matmul(self) -> dict:
+        """A tiled GEMM: operand tiles are computed through their prologue into
+        shared memory, each thread accumulates a TMxTN microtile in registers,
+        and the epilogue runs on the accumulators before the only store."""
+        lay = self.layout
+        mm = next(v for v in self.group.values if v.op == "matmul")
+        a, b = mm.operands
+        n_kept = lay.n_kept
+        lm, ln, lk = n_kept - 2, n_kept - 1, n_kept
+        uniform, uniform_ids = self.uniform_lines()
+        available = lambda v: v.id in uniform_ids  # noqa: E731
+        acc_t = reg_type(mm.dtype)
+
+        def tile_load(operand, rows_loop, cols_loop, rows, cols, name):
+            # Threads walk the tile along the operand's innermost memory dim (coalesced).
+            inputs = [op for op in lay.inputs if op.value.id == operand.id]
+            inner = inputs[0].loops[-1] if inputs else cols_loop
+            fast, slow = (cols_loop, rows_loop) if inner == cols_loop else (rows_loop, cols_loop)
+            n_fast = cols if fast == cols_loop else rows
+            body = self.direct_body([operand], available)
+            return dict(name=name, rows=rows, cols=cols, fast=fast, slow=slow, n_fast=n_fast,
+                        rows_loop=rows_loop, cols_loop=cols_loop, body=body,
+                        value=f"({acc_t})(v{operand.id})")
+        bm, bn, bk = self.s.tile
+        tm, tn = self.s.micro
+        outs = []
+        for op in lay.outputs:
+            outs.append(f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};")
+        epilogue = self.direct_body([op.value for op in lay.outputs],
+                                    lambda v: available(v) or v.id == mm.id)
+        return dict(
+            acc_t=acc_t, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, uniform=uniform,
+            batch_coords=self.coords(list(range(n_kept - 2)), "(idx_t)blockIdx.z"),
+            lm=lm, ln=ln, lk=lk, mm=mm.id,
+            a_tile=tile_load(a, lk, lm, bk, bm, "As"),   # As[k][m]
+            b_tile=tile_load(b, lk, ln, bk, bn, "Bs"),   # Bs[k][n]
+            epilogue=epilogue, stores=outs)
 
     def values_to_keep(self, phase_roots: dict, available_at) -> dict[int, int]:
         """Costly element values a later phase needs again, by the phase that

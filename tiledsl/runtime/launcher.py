@@ -39,11 +39,6 @@ class Launcher:
         self.kernel = kernel
         self.graph: Graph = kernel.graph
         self.groups = partition(self.graph)
-        for g in self.groups:
-            if g.kind == "matmul":
-                raise TdslError(f"kernel '{self.graph.name}' uses @, which does not run on the GPU yet "
-                                f"(matmul code generation is in progress); use "
-                                f"{self.graph.name}.reference(...) meanwhile", self.graph.loc)
         self.layouts = [plan_layout(g, self.graph) for g in self.groups]
         self.result_ids = [o.id for o in self.graph.outputs]
         self.temp_values = [v for g in self.groups for v in g.outputs if v.id not in self.result_ids]

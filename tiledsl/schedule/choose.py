@@ -22,7 +22,7 @@ THREADS_PER_SM = 2048
 @dataclass(frozen=True)
 class Launch:
     schedule: Schedule
-    grid: tuple[int, int]              # blocks in x, y (y: the splits of a split reduction)
+    grid: tuple[int, int, int]         # blocks in x, y (splits of a split reduction), z (matmul batch)
     loop_extents: tuple[int, ...]
     stage: int = 1                     # 2: a split reduction's combining kernel
 
@@ -63,7 +63,18 @@ class Problem:
 
     @property
     def index64(self) -> bool:
-        return self.total > INDEX32_LIMIT
+        """Indices reach the largest operand (and, outside a matmul, the whole
+        space: a matmul's M*N*K is work, not an address)."""
+        sizes = [self.size(op.loops) for op in self.layout.inputs + self.layout.outputs]
+        if self.group.kind != "matmul":
+            sizes.append(self.total)
+        return max(sizes, default=0) > INDEX32_LIMIT
+
+    def size(self, loops) -> int:
+        n = 1
+        for l in loops:
+            n *= self.loops[l]
+        return n
 
     def row_major(self) -> bool:
         """Is the innermost memory dim of the inputs a reduced one?"""
@@ -150,6 +161,13 @@ def row_register_budget(vec: int) -> int:
 
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
+    if p.group.kind == "matmul":
+        out = []
+        for bm, bn, bk, tm, tn in ((64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
+                                   (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (32, 32, 32, 2, 2)):
+            out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk),
+                                micro=(tm, tn), index64=p.index64))
+        return out
     if p.group.kind == "pointwise":
         out = []
         words = max(0.5, sum(op.dtype.itemsize / 4 for op in p.layout.inputs))
@@ -199,6 +217,8 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     hoisted into registers with a persistent grid only where they outweigh
     the row itself (layernorm's f32 weight and bias, not rmsnorm's f16
     weight), and costly values kept between phases where registers allow."""
+    if p.group.kind == "matmul":
+        return matmul_default(p, hints)
     if p.group.kind == "pointwise":
         block = hints.threads or (hints.warps * 32 if hints.warps else 128)
         return Schedule("pointwise", block=block, vec=max_vector(p, hints.vector), items=2,
@@ -263,23 +283,71 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
         if p.total == 0:
             return []
         grid = -(-(p.total // s.vec) // (s.block * s.items))
-        return [Launch(s, (max(1, min(MAX_GRID, grid)), 1), p.loops)]
+        return [Launch(s, (max(1, min(MAX_GRID, grid)), 1, 1), p.loops)]
+    if s.kind == "matmul":
+        return matmul_launches(p, s)
     if p.rows == 0:
         return []
     grid = -(-p.rows // (s.block // s.row_threads))
     if s.kind == "reduce_split":
         final = -(-p.rows // s.block)
-        return [Launch(s, (max(1, min(MAX_GRID, grid)), s.splits), p.loops, 1),
-                Launch(s, (max(1, min(MAX_GRID, final)), 1), p.loops, 2)]
+        return [Launch(s, (max(1, min(MAX_GRID, grid)), s.splits, 1), p.loops, 1),
+                Launch(s, (max(1, min(MAX_GRID, final)), 1, 1), p.loops, 2)]
     if s.blocks_per_sm:
         grid = min(grid, p.sm_count * s.blocks_per_sm)
-    return [Launch(s, (max(1, min(MAX_GRID, grid)), 1), p.loops)]
+    return [Launch(s, (max(1, min(MAX_GRID, grid)), 1, 1), p.loops)]
+
+
+def matmul_shape(p: Problem) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of a matmul group: its result's loops, then K."""
+    n_kept = p.layout.n_kept
+    batch = 1
+    for l in range(n_kept - 2):
+        batch *= p.loops[l]
+    return batch, p.loops[n_kept - 2], p.loops[n_kept - 1], p.loops[n_kept]
+
+
+def matmul_default(p: Problem, hints: Hints) -> Schedule:
+    """Register-microtiled SIMT tiles: 128x128 (8x8 per thread) for large
+    products, 64x64 (4x4) where a 128-tile would leave SMs idle."""
+    batch, m, n, _ = matmul_shape(p)
+    big = batch * -(-m // 128) * -(-n // 128) >= p.sm_count
+    bm = bn = 128 if big else 64
+    bk = 8 if big else 16
+    tm = tn = 8 if big else 4
+    tiles = dict(hints.tile)
+    mdim, ndim, kdim = p.layout.loops[p.layout.n_kept - 2][0], p.layout.loops[p.layout.n_kept - 1][0], \
+        p.layout.loops[p.layout.n_kept][0]
+    bm, bn, bk = tiles.get(mdim, bm), tiles.get(ndim, bn), tiles.get(kdim, bk)
+    micro = dict(hints.microtile)
+    if hints.warps and not micro:     # the threads asked for fix the microtile's area
+        area = max(1, bm * bn // (hints.warps * 32))
+        tm = 1
+        while tm * tm < area:
+            tm *= 2
+        tn = max(1, area // tm)
+    tm, tn = micro.get(mdim, min(tm, bm)), micro.get(ndim, min(tn, bn))
+    return Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk), micro=(tm, tn),
+                    index64=p.index64)
+
+
+def matmul_launches(p: Problem, s: Schedule) -> list[Launch]:
+    batch, m, n, _ = matmul_shape(p)
+    if batch * m * n == 0:
+        return []
+    if batch > 65535:
+        from ..errors import TdslScheduleError
+        raise TdslScheduleError(f"a batched matmul over {batch} products exceeds the grid's 65535")
+    bm, bn, _ = s.tile
+    return [Launch(s, (-(-n // bn), -(-m // bm), batch), p.loops)]
 
 
 def fits(p: Problem, s: Schedule) -> str:
     """'' when `s` can run this problem, else why not."""
     if s.index64 != p.index64:
         return "index width does not match the sizes"
+    if (s.kind == "matmul") != (p.group.kind == "matmul"):
+        return "matmul schedules and matmul groups go together"
     if s.kind == "pointwise" and p.group.kind != "pointwise":
         return "a pointwise schedule for a reduction"
     if s.kind != "pointwise" and p.group.kind == "pointwise":

@@ -82,13 +82,17 @@ def _merge(dims: list[str], orders: list[tuple[str, ...]], pinned: set[str]) -> 
 
 
 def plan_layout(group: Group, graph: Graph) -> Layout:
-    order = _main_order(group, graph)
-    kept = [d for d in order if d in group.kept] + [d for d in group.kept if d not in order]
-    axes = [d for d in order if d in group.axes] + [d for d in group.axes if d not in order]
-    orders = [v.dims for v in group.inputs] + [v.dims for v in group.outputs]
-    pinned = {v.attr("dim") for v in group.values if v.op == "idx"}
-    k_loops = _merge(kept, orders, pinned)
-    r_loops = _merge(axes, orders, pinned)
+    if group.kind == "matmul":   # tiles address (batch, M, N, K) separately: no merging
+        k_loops = [(d,) for d in group.kept]
+        r_loops = [(d,) for d in group.axes]
+    else:
+        order = _main_order(group, graph)
+        kept = [d for d in order if d in group.kept] + [d for d in group.kept if d not in order]
+        axes = [d for d in order if d in group.axes] + [d for d in group.axes if d not in order]
+        orders = [v.dims for v in group.inputs] + [v.dims for v in group.outputs]
+        pinned = {v.attr("dim") for v in group.values if v.op == "idx"}
+        k_loops = _merge(kept, orders, pinned)
+        r_loops = _merge(axes, orders, pinned)
     loops = tuple(k_loops + r_loops)
 
     def loop_index(d: str) -> int:

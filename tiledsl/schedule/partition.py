@@ -123,7 +123,7 @@ class _Partitioner:
                                          key, kept, axes))
             else:
                 groups.append(self.build("matmul", len(groups), roots, outputs_of[key] + temps,
-                                         key, anchors[0].dims, ()))
+                                         key, anchors[0].dims, (anchors[0].attr("contract"),)))
         for dims, outs in pointwise.items():
             kept = max((o.dims for o in outs), key=len)
             groups.append(self.build("pointwise", len(groups), outs, outs, None, kept, ()))

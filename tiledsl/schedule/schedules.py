@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import TdslScheduleError
 
-_KINDS = ("pointwise", "reduce_row", "reduce_col", "reduce_split")
+_KINDS = ("pointwise", "reduce_row", "reduce_col", "reduce_split", "matmul")
 MAX_ROW_ELEMENTS = 32      # elements of a row one thread may keep in registers
 
 
@@ -39,6 +39,8 @@ class Schedule:
     blocks_per_sm: int = 0      # reduce_row: persistent grid of this many blocks per SM (0: a block per row group)
     keep: bool = False          # reduce_row: keep costly element values in registers between phases
     splits: int = 0             # reduce_split: chunks of the reduced dims, reduced by separate blocks
+    tile: tuple = ()            # matmul: block tile (BM, BN, BK)
+    micro: tuple = ()           # matmul: register microtile (TM, TN) per thread
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -61,6 +63,19 @@ class Schedule:
         elif self.kind == "reduce_col":
             if self.row_threads != 1 or self.items != 0 or self.vec != 1:
                 return "a column reduction has one thread per row, loops, and no vectors"
+        elif self.kind == "matmul":
+            if len(self.tile) != 3 or len(self.micro) != 2:
+                return "a matmul needs tile=(BM, BN, BK) and micro=(TM, TN)"
+            (bm, bn, bk), (tm, tn) = self.tile, self.micro
+            if bm % tm or bn % tn:
+                return f"the microtile {tm}x{tn} must divide the tile {bm}x{bn}"
+            if (bm // tm) * (bn // tn) != self.block:
+                return f"a {bm}x{bn} tile of {tm}x{tn} microtiles takes {(bm // tm) * (bn // tn)} threads, not {self.block}"
+            if bk * (bm + bn + 2) * 4 > 48 * 1024:
+                return (f"tiles {bm}x{bn}x{bk} need {bk * (bm + bn + 2) * 4 // 1024} KB of shared "
+                        f"memory, more than the 48 KB a block gets without opting in")
+            if tm * tn > 64:
+                return f"a {tm}x{tn} microtile does not fit in registers"
         elif self.kind == "reduce_split":
             if self.row_threads not in (1, self.block) or self.items != 0 or self.splits < 2:
                 return "a split reduction loops with a thread or a block per row, in 2 or more splits"
@@ -75,6 +90,9 @@ class Schedule:
 
     @property
     def tag(self) -> str:
+        if self.kind == "matmul":
+            (bm, bn, bk), (tm, tn) = self.tile, self.micro
+            return f"mm_m{bm}n{bn}k{bk}_t{tm}x{tn}_" + ("x64" if self.index64 else "x32")
         parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col", "reduce_split": "split"}[self.kind],
                  f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
         if self.kind == "reduce_split":

@@ -1,0 +1,84 @@
+"""Matmul on the GPU (marker gpu): the tiled GEMM with fused prologues and
+epilogues against the float64 reference, on poisoned outputs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tiledsl
+from tiledsl.inputs import random_arguments
+
+from gpu_helpers import check, gpu_status
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_ok, _why = gpu_status()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _ok, reason=_why)]
+
+SHAPES = [dict(M=1, K=1, N=1), dict(M=17, K=65, N=33), dict(M=127, K=63, N=255),
+          dict(M=1000, K=1000, N=1000), dict(M=300, K=7, N=129)]
+
+
+def _run(src, extents, out_kind="out"):
+    k = tiledsl.compile(EXAMPLES / src[len("examples/"):] if src.startswith("examples/") else src)
+    check(k, random_arguments(k.graph, extents), extents, out_kind)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("extents", SHAPES, ids=lambda e: "x".join(map(str, e.values())))
+def test_plain_matmul(dtype, extents):
+    _run(f"kernel mm(a: {dtype}[M, K], b: {dtype}[K, N]) -> {dtype}[M, N] {{ return a @ b }}", extents)
+
+
+@pytest.mark.parametrize("extents", SHAPES[1:4], ids=lambda e: "x".join(map(str, e.values())))
+def test_linear_relu_example(extents):
+    _run("examples/linear.tdsl", extents)
+
+
+def test_weight_stored_transposed_like_nn_linear():
+    _run("kernel lin(x: f16[M, K], w: f16[N, K], b: f32[N]) -> f16[M, N] { return gelu(x @ w.T + b) }",
+         dict(M=200, K=96, N=130))
+
+
+def test_epilogue_kinds_residual_scale_two_outputs_and_transposed_store():
+    src = ("kernel ep(x: f32[M, K], w: f32[K, N], r: f32[M, N], s: f32) -> (f32[N, M], f16[M, N]) {\n"
+           "  y = x @ w * s + r\n  return y, f16(sigmoid(y)) }")
+    _run(src, dict(M=70, K=40, N=90))
+
+
+def test_prologue_casts_and_scaling():
+    _run("kernel pro(x: f16[M, K], w: f32[K, N]) -> f32[M, N] { return (x * 2) @ exp(w) }",
+         dict(M=33, K=17, N=65))
+
+
+@pytest.mark.parametrize("extents", [dict(B=1, M=1, K=1, N=1), dict(B=3, M=100, K=70, N=50),
+                                     dict(B=32, M=64, K=64, N=64)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_batched_example(extents):
+    _run("examples/batched_matmul.tdsl", extents)
+
+
+def test_batch_broadcast_by_name():
+    _run("kernel bb(a: f32[B, M, K], w: f32[K, N]) -> f32[B, M, N] { return a @ w }",
+         dict(B=4, M=30, K=20, N=10))
+
+
+def test_mlp_example_two_matmuls():
+    _run("examples/mlp.tdsl", dict(M=100, D=64, H=96, E=40))
+
+
+@pytest.mark.parametrize("name", ["attention", "causal_attention"])
+def test_attention_examples(name):
+    mod = tiledsl.compile(EXAMPLES / "attention.tdsl")
+    k = mod[name]
+    extents = dict(T=100, S=120, D=64)
+    args = random_arguments(k.graph, extents)
+    args[3] = 0.125
+    check(k, args, extents, "out")
+
+
+def test_allocating_and_repeated_calls_agree():
+    k = tiledsl.compile(EXAMPLES / "linear.tdsl")
+    extents = dict(M=64, K=32, N=48)
+    for _ in range(3):
+        check(k, random_arguments(k.graph, extents), extents, "alloc")
