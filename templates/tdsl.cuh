@@ -48,6 +48,7 @@ TDSL_MATH(sin, sinf, ::sin)
 TDSL_MATH(cos, cosf, ::cos)
 TDSL_MATH(tanh, tanhf, ::tanh)
 TDSL_MATH(erf, erff, ::erf)
+TDSL_MATH(erfc, erfcf, ::erfc)
 TDSL_MATH(floor, floorf, ::floor)
 TDSL_MATH(ceil, ceilf, ::ceil)
 TDSL_MATH(abs, fabsf, ::fabs)
@@ -60,8 +61,9 @@ template <class T> __device__ __forceinline__ T abs(T x) { return x < 0 ? -x : x
 template <class T> __device__ __forceinline__ T relu(T x) { return maximum(x, (T)0); }
 template <class T> __device__ __forceinline__ T sigmoid(T x) { return (T)1 / ((T)1 + exp(-x)); }
 template <class T> __device__ __forceinline__ T silu(T x) { return x / ((T)1 + exp(-x)); }
+// 1 + erf(z) written as erfc(-z): no cancellation for negative inputs.
 template <class T> __device__ __forceinline__ T gelu(T x) {
-    return (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440));
+    return (T)0.5 * x * erfc(-x * (T)0.70710678118654752440);
 }
 template <class T> __device__ __forceinline__ T gelu_tanh(T x) {
     return (T)0.5 * x * ((T)1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));

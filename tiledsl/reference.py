@@ -50,6 +50,14 @@ def _erf(x: np.ndarray) -> np.ndarray:
         return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=x.dtype)
 
 
+def _erfc(x: np.ndarray) -> np.ndarray:
+    try:
+        from scipy.special import erfc
+        return erfc(x)
+    except ImportError:
+        return np.asarray(np.frompyfunc(math.erfc, 1, 1)(x), dtype=x.dtype)
+
+
 def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
@@ -59,7 +67,8 @@ _UNARY = {
     "log2": np.log2, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin,
     "cos": np.cos, "tanh": np.tanh, "sigmoid": _sigmoid,
     "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
-    "gelu": lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(x.dtype.type(2)))),
+    # 1 + erf(z) as erfc(-z): accurate where erf(z) is close to -1
+    "gelu": lambda x: 0.5 * x * _erfc(-x / np.sqrt(x.dtype.type(2))),
     "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(x.dtype.type(math.sqrt(2 / math.pi))
                                                   * (x + x.dtype.type(0.044715) * x * x * x))),
     "silu": lambda x: x * _sigmoid(x), "erf": _erf, "floor": np.floor, "ceil": np.ceil,
