@@ -152,3 +152,24 @@ def test_float_literals_are_reprinted_exactly(value, dtype, expected):
 ])
 def test_special_literals(value, dtype, text):
     assert literal(value, DTYPES[dtype]) == text
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_half_precision_matmul_uses_tensor_cores(dtype, arch):
+    k = tiledsl.compile(f"kernel mm(a: {dtype}[M, K], b: {dtype}[K, N]) -> {dtype}[M, N] {{ return a @ b }}")
+    for extents in (dict(M=4096, K=4096, N=4096), dict(M=100, K=70, N=50)):
+        [ks] = sources_for(k, extents)
+        assert ks.schedule.mma
+        compiled = toolchain.compile_cuda(ks.source, arch=arch)
+        usage = compiled.resources[ks.name]
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+        assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "HMMA")
+
+
+def test_f32_matmul_stays_exact_on_cuda_cores():
+    k = tiledsl.compile("kernel mm(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }")
+    [ks] = sources_for(k, dict(M=512, K=512, N=512))
+    assert not ks.schedule.mma
+    sass = toolchain.sass(toolchain.compile_cuda(ks.source, arch="sm_90a").cubin)
+    assert toolchain.has_instruction(sass, "FFMA") and not toolchain.has_instruction(sass, "HMMA")

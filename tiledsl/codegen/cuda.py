@@ -302,6 +302,8 @@ class _Renderer:
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise":
             text = _env().get_template("pointwise.cu.j2").render(**common, **self.pointwise())
+        elif self.s.kind == "matmul" and self.s.mma:
+            text = _env().get_template("matmul_mma.cu.j2").render(**common, **self.matmul_mma())
         elif self.s.kind == "matmul":
             text = _env().get_template("matmul.cu.j2").render(**common, **self.matmul())
         elif stage == 2:
@@ -508,6 +510,33 @@ class _Renderer:
             a_tile=tile_load(a, lk, lm, bk, bm, "As"),   # As[k][m]
             b_tile=tile_load(b, lk, ln, bk, bn, "Bs"),   # Bs[k][n]
             epilogue=epilogue, stores=outs)
+
+    def matmul_mma(self) -> dict:
+        """The tensor-core GEMM: as `matmul`, with 16-bit tiles, A as [M][K]
+        and B as [N][K] in shared memory, and mma.sync fragments."""
+        base = self.matmul()
+        lay = self.layout
+        mm = next(v for v in self.group.values if v.op == "matmul")
+        a, b = mm.operands
+        lm, ln, lk = base["lm"], base["ln"], base["lk"]
+        bm, bn, bk = self.s.tile
+        wm, wn = self.s.micro
+        available = lambda v: v.id in set(self.uniform_lines()[1])  # noqa: E731
+        bases = {lm: "base_m", ln: "base_n", lk: "base_k"}
+        sizes = {lm: bm, ln: bn, lk: bk}
+
+        def tile(operand, row_loop, name):
+            inputs = [op for op in lay.inputs if op.value.id == operand.id]
+            inner = inputs[0].loops[-1] if inputs else lk
+            fast, slow = (lk, row_loop) if inner == lk else (row_loop, lk)
+            return dict(name=name, rows=sizes[row_loop], cols=bk, fast=fast, slow=slow,
+                        n_fast=sizes[fast], fast_base=bases[fast], slow_base=bases[slow],
+                        row_loop=row_loop, row_base=bases[row_loop],
+                        body=self.direct_body([operand], available), value=operand.id)
+        half = a.dtype.name
+        base.update(a_tile=tile(a, lm, "As"), b_tile=tile(b, ln, "Bs"), warps_n=bn // wn, wm=wm, wn=wn,
+                    to16="f32_to_f16" if half == "f16" else "f32_to_bf16", ptx_type=half)
+        return base
 
     def values_to_keep(self, phase_roots: dict, available_at) -> dict[int, int]:
         """Costly element values a later phase needs again, by the phase that

@@ -163,6 +163,12 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
     if p.group.kind == "matmul":
         out = []
+        if uses_tensor_cores(p):
+            for tile, warp in (((128, 128, 32), (64, 32)), ((64, 64, 32), (32, 32)),
+                               ((128, 64, 32), (64, 32)), ((128, 128, 32), (32, 64)),
+                               ((64, 128, 32), (32, 64)), ((128, 256, 32), (64, 64))):
+                out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
+                                    tile=tile, micro=warp, mma=True, index64=p.index64))
         for bm, bn, bk, tm, tn in ((64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
                                    (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (32, 32, 32, 2, 2)):
             out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk),
@@ -307,11 +313,22 @@ def matmul_shape(p: Problem) -> tuple[int, int, int, int]:
     return batch, p.loops[n_kept - 2], p.loops[n_kept - 1], p.loops[n_kept]
 
 
+def uses_tensor_cores(p: Problem) -> bool:
+    mm = next(v for v in p.group.values if v.op == "matmul")
+    return mm.operands[0].dtype.name in ("f16", "bf16") and mm.dtype.name == "f32"
+
+
 def matmul_default(p: Problem, hints: Hints) -> Schedule:
-    """Register-microtiled SIMT tiles: 128x128 (8x8 per thread) for large
-    products, 64x64 (4x4) where a 128-tile would leave SMs idle."""
+    """Tensor cores for f16/bf16 operands (128x128x32 tiles of eight 64x32 warp
+    tiles, or 64x64 of four 32x32); otherwise register-microtiled SIMT tiles,
+    128x128 (8x8 per thread) for large products, 64x64 (4x4) where a
+    128-tile would leave SMs idle."""
     batch, m, n, _ = matmul_shape(p)
     big = batch * -(-m // 128) * -(-n // 128) >= p.sm_count
+    if uses_tensor_cores(p):
+        tile, warp = ((128, 128, 32), (64, 32)) if big else ((64, 64, 32), (32, 32))
+        return Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile,
+                        micro=warp, mma=True, index64=p.index64)
     bm = bn = 128 if big else 64
     bk = 8 if big else 16
     tm = tn = 8 if big else 4

@@ -40,7 +40,8 @@ class Schedule:
     keep: bool = False          # reduce_row: keep costly element values in registers between phases
     splits: int = 0             # reduce_split: chunks of the reduced dims, reduced by separate blocks
     tile: tuple = ()            # matmul: block tile (BM, BN, BK)
-    micro: tuple = ()           # matmul: register microtile (TM, TN) per thread
+    micro: tuple = ()           # matmul: microtile (TM, TN) per thread; with mma, the warp tile (WM, WN)
+    mma: bool = False           # matmul: tensor cores (mma.sync m16n8k16) for f16/bf16 operands
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -69,12 +70,21 @@ class Schedule:
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
             if bm % tm or bn % tn:
                 return f"the microtile {tm}x{tn} must divide the tile {bm}x{bn}"
-            if (bm // tm) * (bn // tn) != self.block:
+            if self.mma:
+                if bk % 16 or tm % 16 or tn % 8:
+                    return "mma tiles need BK a multiple of 16 and warp tiles of 16x8 multiples"
+                if (bm // tm) * (bn // tn) * 32 != self.block:
+                    return f"{(bm // tm) * (bn // tn)} warp tiles take {(bm // tm) * (bn // tn) * 32} threads"
+                if (bm + bn) * (bk + 8) * 2 > 48 * 1024:
+                    return "the tiles need more than 48 KB of shared memory"
+                if (tm // 16) * (tn // 8) * 4 > 128:
+                    return "the warp tile's accumulators do not fit in registers"
+            elif (bm // tm) * (bn // tn) != self.block:
                 return f"a {bm}x{bn} tile of {tm}x{tn} microtiles takes {(bm // tm) * (bn // tn)} threads, not {self.block}"
-            if bk * (bm + bn + 2) * 4 > 48 * 1024:
+            if not self.mma and bk * (bm + bn + 2) * 4 > 48 * 1024:
                 return (f"tiles {bm}x{bn}x{bk} need {bk * (bm + bn + 2) * 4 // 1024} KB of shared "
                         f"memory, more than the 48 KB a block gets without opting in")
-            if tm * tn > 64:
+            if not self.mma and tm * tn > 64:
                 return f"a {tm}x{tn} microtile does not fit in registers"
         elif self.kind == "reduce_split":
             if self.row_threads not in (1, self.block) or self.items != 0 or self.splits < 2:
@@ -92,7 +102,8 @@ class Schedule:
     def tag(self) -> str:
         if self.kind == "matmul":
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
-            return f"mm_m{bm}n{bn}k{bk}_t{tm}x{tn}_" + ("x64" if self.index64 else "x32")
+            return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
+                    + ("x64" if self.index64 else "x32"))
         parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col", "reduce_split": "split"}[self.kind],
                  f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
         if self.kind == "reduce_split":
