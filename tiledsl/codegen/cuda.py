@@ -529,9 +529,14 @@ class _Renderer:
             inputs = [op for op in lay.inputs if op.value.id == operand.id]
             inner = inputs[0].loops[-1] if inputs else lk
             fast, slow = (lk, row_loop) if inner == lk else (row_loop, lk)
+            # A plain input of the mma type moves as 16-byte vectors (the launcher
+            # asks for vec=8 only where extents and alignment allow it).
+            vector = bool(inputs) and self.s.vec == 8 and operand.dtype.name == a.dtype.name
             return dict(name=name, rows=sizes[row_loop], cols=bk, fast=fast, slow=slow,
                         n_fast=sizes[fast], fast_base=bases[fast], slow_base=bases[slow],
-                        row_loop=row_loop, row_base=bases[row_loop],
+                        row_loop=row_loop, row_base=bases[row_loop], vector=vector,
+                        input=inputs[0].index if inputs else -1,
+                        offset=self.offset(inputs[0]) if inputs else "0",
                         body=self.direct_body([operand], available), value=operand.id)
         half = a.dtype.name
         base.update(a_tile=tile(a, lm, "As"), b_tile=tile(b, ln, "Bs"), warps_n=bn // wn, wm=wm, wn=wn,

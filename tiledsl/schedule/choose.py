@@ -167,8 +167,9 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             for tile, warp in (((128, 128, 32), (64, 32)), ((64, 64, 32), (32, 32)),
                                ((128, 64, 32), (64, 32)), ((128, 128, 32), (32, 64)),
                                ((64, 128, 32), (32, 64)), ((128, 256, 32), (64, 64))):
-                out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
-                                    tile=tile, micro=warp, mma=True, index64=p.index64))
+                for vec in sorted({1, matmul_vector(p)}):
+                    out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
+                                        tile=tile, micro=warp, mma=True, vec=vec, index64=p.index64))
         for bm, bn, bk, tm, tn in ((64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
                                    (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (32, 32, 32, 2, 2)):
             out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk),
@@ -318,6 +319,17 @@ def uses_tensor_cores(p: Problem) -> bool:
     return mm.operands[0].dtype.name in ("f16", "bf16") and mm.dtype.name == "f32"
 
 
+def matmul_vector(p: Problem) -> int:
+    """8 when every operand input can move in 16-byte vectors along its
+    contiguous dim: a multiple of 8 long and 16-byte aligned."""
+    mm = next(v for v in p.group.values if v.op == "matmul")
+    for op in p.layout.inputs:
+        if op.value.id in (mm.operands[0].id, mm.operands[1].id):
+            if p.loops[op.loops[-1]] % 8 or id(op) in p.misaligned or op.dtype.itemsize != 2:
+                return 1
+    return 8
+
+
 def matmul_default(p: Problem, hints: Hints) -> Schedule:
     """Tensor cores for f16/bf16 operands (128x128x32 tiles of eight 64x32 warp
     tiles, or 64x64 of four 32x32); otherwise register-microtiled SIMT tiles,
@@ -328,7 +340,7 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
     if uses_tensor_cores(p):
         tile, warp = ((128, 128, 32), (64, 32)) if big else ((64, 64, 32), (32, 32))
         return Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile,
-                        micro=warp, mma=True, index64=p.index64)
+                        micro=warp, mma=True, vec=matmul_vector(p), index64=p.index64)
     bm = bn = 128 if big else 64
     bk = 8 if big else 16
     tm = tn = 8 if big else 4
@@ -370,7 +382,10 @@ def fits(p: Problem, s: Schedule) -> str:
     if s.kind != "pointwise" and p.group.kind == "pointwise":
         return "a reduction schedule for a pointwise group"
     inner = p.inner
-    if s.vec > 1:
+    if s.kind == "matmul" and s.vec > 1:
+        if s.vec != 8 or matmul_vector(p) != 8:
+            return "matmul operands move in 16-byte vectors only where extents and alignment allow"
+    elif s.vec > 1:
         if inner is None or p.loops[inner] % s.vec:
             return f"the innermost extent is not a multiple of {s.vec}"
         if s.vec > max_vector(p):

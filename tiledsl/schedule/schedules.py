@@ -103,7 +103,7 @@ class Schedule:
         if self.kind == "matmul":
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
-                    + ("x64" if self.index64 else "x32"))
+                    f"v{self.vec}_" + ("x64" if self.index64 else "x32"))
         parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col", "reduce_split": "split"}[self.kind],
                  f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
         if self.kind == "reduce_split":
