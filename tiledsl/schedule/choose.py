@@ -166,7 +166,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         if uses_tensor_cores(p):
             for tile, warp in (((128, 128, 32), (64, 32)), ((64, 64, 32), (32, 32)),
                                ((128, 64, 32), (64, 32)), ((128, 128, 32), (32, 64)),
-                               ((64, 128, 32), (32, 64)), ((128, 256, 32), (64, 64))):
+                               ((64, 128, 32), (32, 64)), ((128, 128, 32), (64, 64))):
                 for vec in sorted({1, matmul_vector(p)}):
                     out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
                                         tile=tile, micro=warp, mma=True, vec=vec, index64=p.index64))

@@ -75,8 +75,8 @@ class Schedule:
                     return "mma tiles need BK a multiple of 16 and warp tiles of 16x8 multiples"
                 if (bm // tm) * (bn // tn) * 32 != self.block:
                     return f"{(bm // tm) * (bn // tn)} warp tiles take {(bm // tm) * (bn // tn) * 32} threads"
-                if (bm + bn) * (bk + 8) * 2 > 48 * 1024:
-                    return "the tiles need more than 48 KB of shared memory"
+                if 2 * (bm + bn) * (bk + 8) * 2 > 48 * 1024:
+                    return "two buffers of these tiles need more than 48 KB of shared memory"
                 if (tm // 16) * (tn // 8) * 4 > 128:
                     return "the warp tile's accumulators do not fit in registers"
             elif (bm // tm) * (bn // tn) != self.block:
