@@ -82,3 +82,12 @@ def test_allocating_and_repeated_calls_agree():
     extents = dict(M=64, K=32, N=48)
     for _ in range(3):
         check(k, random_arguments(k.graph, extents), extents, "alloc")
+
+
+@pytest.mark.parametrize("layout", ["a @ b", "a @ bt.T", "at.T @ b", "at.T @ bt.T"])
+@pytest.mark.parametrize("extents", [dict(M=40, K=24, N=56), dict(M=130, K=96, N=72), dict(M=33, K=17, N=9)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_tensor_core_operand_layouts(layout, extents):
+    src = (f"kernel lay(a: f16[M, K], b: f16[K, N], at: f16[K, M], bt: f16[N, K]) -> f32[M, N] "
+           f"{{ return {layout} }}")
+    _run(src, extents)

@@ -532,14 +532,20 @@ class _Renderer:
             # A plain input of the mma type moves as 16-byte vectors (the launcher
             # asks for vec=8 only where extents and alignment allow it).
             vector = bool(inputs) and self.s.vec == 8 and operand.dtype.name == a.dtype.name
+            # A tile whose contiguous dim is not K is kept [k][rows] in shared
+            # memory (B of x @ w with w[K, N]), so its 16-byte loads store whole.
             return dict(name=name, rows=sizes[row_loop], cols=bk, fast=fast, slow=slow,
+                        k_major=fast != lk,
                         n_fast=sizes[fast], fast_base=bases[fast], slow_base=bases[slow],
                         row_loop=row_loop, row_base=bases[row_loop], vector=vector,
                         input=inputs[0].index if inputs else -1,
                         offset=self.offset(inputs[0]) if inputs else "0",
                         body=self.direct_body([operand], available), value=operand.id)
         half = a.dtype.name
-        base.update(a_tile=tile(a, lm, "As"), b_tile=tile(b, ln, "Bs"), warps_n=bn // wn, wm=wm, wn=wn,
+        a_tile = tile(a, lm, "As")
+        if a_tile["k_major"]:   # A's fragments are read [m][k]: an M-contiguous A goes element by element
+            a_tile.update(k_major=False, vector=False)
+        base.update(a_tile=a_tile, b_tile=tile(b, ln, "Bs"), warps_n=bn // wn, wm=wm, wn=wn,
                     to16="f32_to_f16" if half == "f16" else "f32_to_bf16", ptx_type=half)
         return base
 
