@@ -100,6 +100,27 @@ __device__ __forceinline__ T block_reduce(T v, T* scratch) {
     return v;
 }
 
+// ---- tensor-core fragments ---------------------------------------------------------
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+// Four 8x8 16-bit matrices; lane i gives the address of row i % 8 of matrix i / 8.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_address(row)));
+}
+// Two matrices (lanes 0-15 give the rows), plain or transposed.
+__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(smem_address(row)));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(unsigned (&r)[2], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(smem_address(row)));
+}
+
 // ---- vector memory access ----------------------------------------------------
 // N elements of T as one aligned access (16 bytes at most: LDG.128/STG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };

@@ -30,6 +30,12 @@ def _env():
                               trim_blocks=True, lstrip_blocks=True)
 
 
+@lru_cache(maxsize=1)
+def _helpers() -> str:
+    """templates/tdsl.cuh, inserted as it is: plain CUDA, never rendered by Jinja."""
+    return (resource_dir("templates") / "tdsl.cuh").read_text()
+
+
 def reg_type(d: DType) -> str:
     """The C++ type a value of dtype `d` is held in (f16/bf16: float)."""
     if d.is_float:
@@ -296,7 +302,7 @@ class _Renderer:
         # Asking for 1024 resident threads caps registers at 64: it keeps two
         # 512-thread blocks per SM (measured faster), and without it ptxas
         # sometimes squeezes a 512-thread block into 32 registers and spills.
-        common = dict(name=name, params=decls, block=self.s.block, vec=self.vec,
+        common = dict(name=name, params=decls, block=self.s.block, vec=self.vec, helpers=_helpers(),
                       min_blocks=max(1, 1024 // self.s.block),
                       index_t="long long" if self.s.index64 else "int",
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
