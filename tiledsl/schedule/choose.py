@@ -342,7 +342,7 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
         return Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile,
                         micro=warp, mma=True, vec=matmul_vector(p), index64=p.index64)
     bm = bn = 128 if big else 64
-    bk = 8 if big else 16
+    bk = 16                      # measured: 128x128x16 beats x8 by 10% at 4096^3 (H200)
     tm = tn = 8 if big else 4
     tiles = dict(hints.tile)
     mdim, ndim, kdim = p.layout.loops[p.layout.n_kept - 2][0], p.layout.loops[p.layout.n_kept - 1][0], \
