@@ -91,3 +91,15 @@ def test_tensor_core_operand_layouts(layout, extents):
     src = (f"kernel lay(a: f16[M, K], b: f16[K, N], at: f16[K, M], bt: f16[N, K]) -> f32[M, N] "
            f"{{ return {layout} }}")
     _run(src, extents)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+def test_large_tiles(dtype):
+    # Sizes that fill the GPU choose the 128x128 tiles (tensor cores for f16/bf16).
+    src = f"kernel big(a: {dtype}[M, K], b: {dtype}[K, N]) -> {dtype}[M, N] {{ return a @ b }}"
+    k = tiledsl.compile(src)
+    from tiledsl.codegen import sources_for
+    extents = dict(M=2048 + 3, K=136, N=2048 - 5)
+    [ks] = sources_for(k, extents)
+    assert ks.schedule.tile[0] == 128, ks.schedule
+    check(k, random_arguments(k.graph, extents), extents, "out")
