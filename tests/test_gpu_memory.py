@@ -93,7 +93,6 @@ def extents_for(dims: tuple[str, ...], size: str) -> dict:
 # ---- the examples --------------------------------------------------------------------
 MEMORY_EXAMPLES = ["add_scale_bias_relu", "softmax", "layernorm", "rmsnorm", "column_sum",
                    "gelu_bias", "sincos"]
-MATMUL_EXAMPLES = ["linear", "mlp", "batched_matmul", "attention"]
 
 # dtype variants of the examples, written out here
 VARIANTS = {
@@ -187,12 +186,6 @@ def test_memory_example(name, size, mode):
         extents = {"B": 2, "T": 257, "C": 1031}
     host = host_arguments(k, extents)
     check(k, host, extents, mode)
-
-
-@pytest.mark.parametrize("name", MATMUL_EXAMPLES)
-def test_matmul_examples_come_later(name):
-    pytest.skip(f"examples/{name}.tdsl uses @ (matmul): its GPU tests belong to the matmul issue, "
-                f"not to the memory-bound programs tested here")
 
 
 # ---- generated programs --------------------------------------------------------------
