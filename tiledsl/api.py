@@ -62,20 +62,11 @@ class Kernel:
         only the arguments' shapes are read; NumPy arrays do)."""
         from .codegen import sources_for
         from .signature import bind
-        bound = bind(self.graph, args, kwargs, dtype_of=lambda a: self._dtype_of(a),
+        from .runtime.arrays import dtype_of
+        bound = bind(self.graph, args, kwargs, dtype_of=dtype_of,
                      shape_of=lambda a: tuple(a.shape) if hasattr(a, "shape") else None,
                      describe=lambda a: type(a).__name__)
         return "\n".join(s.source for s in sources_for(self, bound.extents))
-
-    def _dtype_of(self, array):
-        from .dtypes import from_numpy
-        try:
-            return from_numpy(array.dtype)
-        except TypeError:   # torch dtypes are not NumPy dtypes
-            name = str(array.dtype).replace("torch.", "")
-            from .dtypes import DTYPES
-            return {"float16": DTYPES["f16"], "bfloat16": DTYPES["bf16"], "float32": DTYPES["f32"],
-                    "float64": DTYPES["f64"]}.get(name)
 
     def __call__(self, *args, out=None, **kwargs):
         launcher = self._launcher

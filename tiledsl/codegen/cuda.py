@@ -156,8 +156,6 @@ class KernelSource:
     source: str
     schedule: Schedule
     layout: Layout
-    # launch arguments in order: ('in', k), ('out', k), ('extent', loop), ('scalar', param index)
-    args: tuple[tuple[str, int], ...]
 
 
 class _Renderer:
@@ -298,7 +296,7 @@ class _Renderer:
         return False
 
     def render(self, name: str, stage: int = 1) -> KernelSource:
-        decls, args = kernel_params(self.group, self.layout, self.s, stage)
+        decls, _ = kernel_params(self.group, self.layout, self.s, stage)
         # Asking for 1024 resident threads caps registers at 64: it keeps two
         # 512-thread blocks per SM (measured faster), and without it ptxas
         # sometimes squeezes a 512-thread block into 32 registers and spills.
@@ -316,7 +314,7 @@ class _Renderer:
             text = _env().get_template("reduce_final.cu.j2").render(**common, **self.reduce_final())
         else:
             text = _env().get_template("reduce.cu.j2").render(**common, **self.reduce())
-        return KernelSource(name, text, self.s, self.layout, tuple(args))
+        return KernelSource(name, text, self.s, self.layout)
 
     # -- pointwise ---------------------------------------------------------------
     def pointwise(self) -> dict:

@@ -76,6 +76,14 @@ def _cai_view(obj) -> DeviceArray:
     return DeviceArray(ptr, shape, strides, dtype, device, obj)
 
 
+def dtype_of(array) -> Optional[DType]:
+    """The language's dtype of a NumPy, CuPy or torch array (None: none of ours)."""
+    dtype = array.dtype
+    if type(dtype).__module__.startswith("torch"):
+        return DTYPES.get(_TORCH.get(str(dtype).replace("torch.", ""), ""))
+    return from_numpy(dtype)
+
+
 def device_view(obj) -> Optional[DeviceArray]:
     """The device view of `obj`, or None when it is not a GPU array."""
     import cupy

@@ -19,9 +19,8 @@ acyclic by construction. Before/after, for `x - mean(x, axis=M)` then
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
-from ..ir.graph import ELEMENTWISE_OPS, Graph, Value
+from ..ir.graph import Graph, Value
 
 
 @dataclass(frozen=True)
@@ -164,14 +163,3 @@ def describe(groups: list[Group]) -> str:
         lines.append(f"group {g.index}: {g.kind} {dims} reads ({ins}) writes ({outs}) "
                      f"computes {len(g.values)} values")
     return "\n".join(lines)
-
-
-def is_elementwise(v: Value) -> bool:
-    return v.op in ELEMENTWISE_OPS or v.op in ("const", "idx", "permute")
-
-
-def producer_of(groups: list[Group], value: Value) -> Optional[Group]:
-    for g in groups:
-        if value in g.outputs:
-            return g
-    return None
