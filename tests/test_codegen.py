@@ -173,3 +173,10 @@ def test_f32_matmul_stays_exact_on_cuda_cores():
     assert not ks.schedule.mma
     sass = toolchain.sass(toolchain.compile_cuda(ks.source, arch="sm_90a").cubin)
     assert toolchain.has_instruction(sass, "FFMA") and not toolchain.has_instruction(sass, "HMMA")
+
+
+def test_matrix_vector_products_are_refused_clearly_on_the_gpu_path():
+    k = tiledsl.compile("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }")
+    with pytest.raises(tiledsl.TdslError, match="matrix-vector product"):
+        sources_for(k, dict(K=8, N=4))
+    assert k.reference(np.ones(8, np.float32), np.ones((8, 4), np.float32)).tolist() == [8.0] * 4
