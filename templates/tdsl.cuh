@@ -121,6 +121,17 @@ __device__ __forceinline__ void ldmatrix_x2_trans(unsigned (&r)[2], const void* 
                  : "=r"(r[0]), "=r"(r[1]) : "r"(smem_address(row)));
 }
 
+// 16 bytes from global to shared memory without passing through registers;
+// with `valid` false the destination is zero-filled and nothing is read.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"(smem_address(smem)), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int pending> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" :: "n"(pending));
+}
+
 // ---- vector memory access ----------------------------------------------------
 // N elements of T as one aligned access (16 bytes at most: LDG.128/STG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };

@@ -549,7 +549,8 @@ class _Renderer:
         a_tile = tile(a, lm, "As")
         if a_tile["k_major"]:   # A's fragments are read [m][k]: an M-contiguous A goes element by element
             a_tile.update(k_major=False, vector=False)
-        base.update(a_tile=a_tile, b_tile=tile(b, ln, "Bs"), warps_n=bn // wn, wm=wm, wn=wn,
+        base.update(stages=self.s.stages, buffers=max(2, self.s.stages),
+                    a_tile=a_tile, b_tile=tile(b, ln, "Bs"), warps_n=bn // wn, wm=wm, wn=wn,
                     to16="f32_to_f16" if half == "f16" else "f32_to_bf16", ptx_type=half)
         return base
 

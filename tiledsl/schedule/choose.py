@@ -170,6 +170,13 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                 for vec in sorted({1, matmul_vector(p)}):
                     out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
                                         tile=tile, micro=warp, mma=True, vec=vec, index64=p.index64))
+            if matmul_vector(p) == 8:     # cp.async pipelines, where the tiles fit 48 KB
+                for tile, warp, stages in (((128, 128, 32), (64, 32), 2), ((128, 128, 16), (64, 32), 3),
+                                           ((128, 128, 16), (64, 32), 4), ((64, 64, 32), (32, 32), 3),
+                                           ((64, 64, 32), (32, 32), 4), ((128, 64, 32), (64, 32), 3)):
+                    out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
+                                        tile=tile, micro=warp, mma=True, vec=8, stages=stages,
+                                        index64=p.index64))
         for bm, bn, bk, tm, tn in ((64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
                                    (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (32, 32, 32, 2, 2)):
             out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk),

@@ -42,6 +42,7 @@ class Schedule:
     tile: tuple = ()            # matmul: block tile (BM, BN, BK)
     micro: tuple = ()           # matmul: microtile (TM, TN) per thread; with mma, the warp tile (WM, WN)
     mma: bool = False           # matmul: tensor cores (mma.sync m16n8k16) for f16/bf16 operands
+    stages: int = 1             # matmul (mma, 16-byte operands): cp.async pipeline depth; 1 = register prefetch
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -75,8 +76,8 @@ class Schedule:
                     return "mma tiles need BK a multiple of 16 and warp tiles of 16x8 multiples"
                 if (bm // tm) * (bn // tn) * 32 != self.block:
                     return f"{(bm // tm) * (bn // tn)} warp tiles take {(bm // tm) * (bn // tn) * 32} threads"
-                if 2 * (bm + bn) * (bk + 8) * 2 > 48 * 1024:
-                    return "two buffers of these tiles need more than 48 KB of shared memory"
+                if max(2, self.stages) * (bm + bn) * (bk + 8) * 2 > 48 * 1024:
+                    return f"{max(2, self.stages)} buffers of these tiles need more than 48 KB of shared memory"
                 if (tm // 16) * (tn // 8) * 4 > 128:
                     return "the warp tile's accumulators do not fit in registers"
             elif (bm // tm) * (bn // tn) != self.block:
@@ -103,7 +104,8 @@ class Schedule:
         if self.kind == "matmul":
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
-                    f"v{self.vec}_" + ("x64" if self.index64 else "x32"))
+                    f"v{self.vec}_" + (f"s{self.stages}_" if self.stages > 1 else "")
+                    + ("x64" if self.index64 else "x32"))
         parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col", "reduce_split": "split"}[self.kind],
                  f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
         if self.kind == "reduce_split":
