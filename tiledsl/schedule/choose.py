@@ -344,16 +344,23 @@ def matmul_vector(p: Problem) -> int:
 
 
 def matmul_default(p: Problem, hints: Hints) -> Schedule:
-    """Tensor cores for f16/bf16 operands (128x128x32 tiles of eight 64x32 warp
-    tiles, or 64x64 of four 32x32); otherwise register-microtiled SIMT tiles,
+    """Tensor cores for f16/bf16 operands: where both move in 16-byte vectors,
+    a 4-stage cp.async pipeline of 128x128x16 tiles (eight 64x32 warp tiles) or
+    64x64x32 (four 32x32), else 128x128x32 / 64x64x32 loaded element by element
+    through the prologue; otherwise register-microtiled SIMT tiles,
     128x128 (8x8 per thread) for large products, 64x64 (4x4) where a
     128-tile would leave SMs idle."""
     batch, m, n, _ = matmul_shape(p)
     big = batch * -(-m // 128) * -(-n // 128) >= p.sm_count
     if uses_tensor_cores(p):
+        vec = matmul_vector(p)
+        if vec == 8:   # a 4-stage cp.async pipeline (measured best, H200 2026-11-22)
+            tile, warp = ((128, 128, 16), (64, 32)) if big else ((64, 64, 32), (32, 32))
+            return Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile,
+                            micro=warp, mma=True, vec=8, stages=4, index64=p.index64)
         tile, warp = ((128, 128, 32), (64, 32)) if big else ((64, 64, 32), (32, 32))
         return Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile,
-                        micro=warp, mma=True, vec=matmul_vector(p), index64=p.index64)
+                        micro=warp, mma=True, vec=1, index64=p.index64)
     bm = bn = 128 if big else 64
     bk = 16                      # measured: 128x128x16 beats x8 by 10% at 4096^3 (H200)
     tm = tn = 8 if big else 4
