@@ -59,7 +59,7 @@ def _gpu_available() -> tuple[bool, str]:
 
 
 def cmd_run(args) -> int:
-    from .inputs import parse_shape, random_arguments, relative_error, TOLERANCE
+    from .inputs import parse_shape, random_arguments, TOLERANCE
     status = 0
     for k in _kernels(args.file, args.kernel):
         extents = parse_shape(args.shape, k.graph)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .dtypes import DType, float_max, from_numpy
+from .dtypes import DType, float_max
 from .errors import TdslArgumentError, TdslShapeError, TdslTypeError
 from .ir.graph import Graph, ParamInfo
 

@@ -209,7 +209,7 @@ class _Renderer:
             return [f"b{k}[{slot}] = tdsl::load<{S}, {V}>(in{k} + {self.offset(op)});"]
         if mode == "bcast":
             return [f"b{k}[{slot}] = in{k}[{self.offset(op)}];"]
-        return [f"#pragma unroll", f"for (int e = 0; e < {V}; ++e) "
+        return ["#pragma unroll", f"for (int e = 0; e < {V}; ++e) "
                 f"b{k}[{slot}].v[e] = in{k}[{self.offset(op)} + e * ({self.inner_stride(op)})];"]
 
     def buffer_decl(self, op: Operand, slots: int) -> str:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Optional
 
 import lark
 from lark import Token, Tree
@@ -95,7 +94,7 @@ def _syntax_error(err: UnexpectedInput, file: str, source: str) -> TdslSyntaxErr
     except Exception:  # noqa: BLE001 - best effort; fall back to Lark's own set
         pass
     if token.type == "COMPARE" and "COMPARE" not in expected:
-        return TdslSyntaxError(f"comparisons cannot be chained; write logical_and(a < b, b < c)", loc)
+        return TdslSyntaxError("comparisons cannot be chained; write logical_and(a < b, b < c)", loc)
     expected = _describe_expected(expected, parser)
     return TdslSyntaxError(f"unexpected {_describe_token(token)}; expected {expected}", loc)
 

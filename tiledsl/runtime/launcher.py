@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from ..dtypes import float_max
-from ..errors import TdslArgumentError, TdslError, TdslRuntimeError
+from ..errors import TdslArgumentError, TdslRuntimeError
 from ..ir.graph import Graph
 from ..schedule.choose import Launch, plan
 from ..schedule.layout import plan_layout
