@@ -1,37 +1,121 @@
-"""Time every GEMM schedule candidate at a few shapes (device run)."""
-import sys
-sys.path.insert(0, ".")
-import cupy as cp
-import numpy as np
-import tiledsl
-from benchmarks.common import time_cuda
-from tiledsl.runtime.launcher import set_overrides
-from tiledsl.schedule.choose import candidates, default, problem
+"""Time every tensor-core GEMM schedule candidate at a few shapes (device run).
 
-for dtype, np_t, (m, n, k) in (("f16", np.float16, (4096, 4096, 4096)), ("f16", np.float16, (1000, 1000, 1000)),
-                                ("f32", np.float32, (4096, 4096, 4096))):
-    kern = tiledsl.compile(f"kernel mm(a: {dtype}[M, K], b: {dtype}[K, N]) -> {dtype}[M, N] {{ return a @ b }}")
-    a = cp.asarray(np.random.randn(m, k).astype(np_t)); b = cp.asarray(np.random.randn(k, n).astype(np_t))
-    out = cp.empty((m, n), np_t)
-    kern(a, b, out=out)
-    ref = cp.matmul(a.astype(cp.float32), b.astype(cp.float32))
-    L = kern._launcher
-    p = problem(L.groups[0], L.layouts[0], dict(M=m, N=n, K=k), frozenset(), 132)
-    base = default(p, kern.hints)
-    rows = []
-    for s in candidates(p):
-        set_overrides(L, {0: s})
-        try:
-            out.fill(float("nan"))
-            kern(a, b, out=out)
-            err = float(cp.linalg.norm(out.astype(cp.float32) - ref) / cp.linalg.norm(ref))
-            t = time_cuda(lambda i: kern(a, b, out=out), repeats=5).median_us
-            rows.append((t, s.tag + ("" if err < (2e-3 if dtype == "f16" else 1e-5) else f" WRONG err={err:.1e}")))
-        except Exception as e:
-            rows.append((float("inf"), s.tag + " " + str(e).splitlines()[0][:80]))
-    set_overrides(L, {})
-    print(f"## {dtype} {m}x{n}x{k} (default {base.tag})")
-    bad = [tag for _, tag in rows if "WRONG" in tag or "inf" in tag]
-    print("  wrong or failed:", bad or "none")
-    for t, tag in sorted(rows)[:8]:
-        print(f"  {2 * m * n * k / t / 1e6:7.1f} TFLOP/s  {tag}")
+Candidates compile in parallel worker processes first (into the disk cache),
+then each is checked against cuBLAS and timed with CUDA events.
+
+    python scripts/gemm_sweep.py [--quick] [--top 8]
+"""
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+import tiledsl  # noqa: E402
+from tiledsl.runtime import launcher_for  # noqa: E402
+from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
+
+KERNELS = {
+    "ab": "kernel mm(a: {t}[M, K], b: {t}[K, N]) -> {t}[M, N] {{ return a @ b }}",
+    "abT": "kernel mm(a: {t}[M, K], b: {t}[N, K]) -> {t}[M, N] {{ return a @ b.T }}",
+    "relu": "kernel mm(a: {t}[M, K], b: {t}[K, N], bias: f32[N]) -> {t}[M, N] {{ return relu(a @ b + bias) }}",
+}
+CASES = [("f16", "ab", (4096, 4096, 4096)), ("f16", "abT", (4096, 4096, 4096)),
+         ("f16", "ab", (8192, 8192, 8192)), ("f16", "ab", (1000, 1000, 1000)),
+         ("f16", "ab", (16, 8192, 8192)), ("f16", "ab", (8192, 8192, 1024)),
+         ("bf16", "ab", (4096, 4096, 4096)), ("f16", "ab", (4000, 4000, 4000))]
+
+
+def _problem(kern, shape):
+    m, n, k = shape
+    launcher = launcher_for(kern)
+    return launcher, problem(launcher.groups[0], launcher.layouts[0], dict(M=m, N=n, K=k), frozenset(), 132)
+
+
+def _compile(job):
+    src, shape, schedule = job
+    kern = tiledsl.compile(src)
+    launcher, _ = _problem(kern, shape)
+    t0 = time.perf_counter()
+    try:
+        launcher.binary(0, schedule, 1, "sm_90a")
+        return time.perf_counter() - t0, ""
+    except Exception as err:  # noqa: BLE001 - reported per candidate
+        return 0.0, str(err).splitlines()[0][:100]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--top", type=int, default=6)
+    ap.add_argument("--quick", action="store_true", help="the first two cases only")
+    ap.add_argument("--mma-only", action="store_true", default=True)
+    ap.add_argument("--compile-only", action="store_true", help="no GPU needed")
+    args = ap.parse_args()
+    jobs, plan = [], []
+    for dtype, kind, shape in CASES[:2] if args.quick else CASES:
+        src = KERNELS[kind].format(t=dtype)
+        kern = tiledsl.compile(src)
+        _, p = _problem(kern, shape)
+        cands = [s for s in candidates(p) if s.mma or not args.mma_only]
+        plan.append((dtype, kind, shape, src, cands, default(p)))
+        jobs += [(src, shape, s) for s in cands]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=min(16, os.cpu_count() or 2)) as pool:
+        results = list(pool.map(_compile, jobs))
+    failed = [(j[2].tag, e) for j, (_, e) in zip(jobs, results) if e]
+    print(f"compiled {len(jobs)} candidates in {time.perf_counter() - t0:.1f} s wall "
+          f"(slowest {max(t for t, _ in results):.1f} s); failed: {failed or 'none'}", flush=True)
+    if args.compile_only:
+        return
+    import cupy as cp
+    from benchmarks.common import time_cuda
+    from tiledsl.runtime.launcher import set_overrides
+    for dtype, kind, (m, n, k), src, cands, base in plan:
+        np_t = np.float16
+        kern = tiledsl.compile(src)
+        rng = np.random.default_rng()
+        if dtype == "bf16":
+            import ml_dtypes
+            np_t = ml_dtypes.bfloat16
+        a = cp.asarray(rng.standard_normal((m, k)).astype(np_t))
+        b_shape = (k, n) if kind != "abT" else (n, k)
+        b = cp.asarray(rng.standard_normal(b_shape).astype(np_t))
+        extra = [cp.asarray(rng.standard_normal(n).astype(np.float32))] if kind == "relu" else []
+        bm = b if kind != "abT" else b.T
+        ref = cp.matmul(a.astype(cp.float32), bm.astype(cp.float32))
+        if kind == "relu":
+            ref = cp.maximum(ref + extra[0], 0)
+        out = cp.empty((m, n), a.dtype)
+        flop = 2 * m * n * k
+        t_cublas = time_cuda(lambda i: cp.matmul(a, bm, out=out), repeats=10).median_us
+        launcher = kern._launcher = launcher_for(kern)
+        rows = []
+        for s in cands:
+            set_overrides(launcher, {0: s})
+            try:
+                out.fill(float("nan"))
+                kern(a, b, *extra, out=out)
+                err = float(cp.linalg.norm(out.astype(cp.float32) - ref) / cp.linalg.norm(ref))
+                ok = err <= (2e-3 if dtype == "f16" else 1e-2)
+                t = time_cuda(lambda i: kern(a, b, *extra, out=out), repeats=10).median_us
+                rows.append((t, s.tag + ("" if ok else f" WRONG err={err:.1e}"), s == base))
+            except Exception as err:  # noqa: BLE001
+                rows.append((float("inf"), s.tag + " FAILED " + str(err).splitlines()[0][:90], s == base))
+        set_overrides(launcher, {})
+        rows.sort(key=lambda r: r[0])
+        print(f"## {dtype} {kind} {m}x{n}x{k}: cuBLAS {flop / t_cublas / 1e6:.1f} TFLOP/s; "
+              f"default {base.tag}", flush=True)
+        bad = [tag for _, tag, _ in rows if "WRONG" in tag or "FAILED" in tag]
+        print("  wrong or failed:", bad or "none")
+        for rank, (t, tag, is_default) in enumerate(rows):
+            if rank < args.top or is_default:
+                print(f"  {rank + 1:3d}. {flop / t / 1e6:7.1f} TFLOP/s  {t_cublas / t:5.2f}x cuBLAS  {tag}"
+                      + ("  <- default" if is_default else ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()

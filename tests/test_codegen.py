@@ -15,6 +15,7 @@ from tiledsl.dtypes import DTYPES
 from tiledsl.schedule.choose import candidates, default, fits, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
+from tiledsl.schedule.schedules import Schedule
 
 toolchain = pytest.importorskip("tiledsl.runtime.toolchain")
 if not toolchain.available():
@@ -165,6 +166,29 @@ def test_half_precision_matmul_uses_tensor_cores(dtype, arch):
         usage = compiled.resources[ks.name]
         assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
         assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "HMMA")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("layout", ["a @ b", "a @ bt.T"])
+def test_pipelined_matmul_moves_tiles_by_cp_async(layout, arch):
+    # x @ w with w[K, N] keeps B as [k][n] (transposed ldmatrix); x @ w.T as [n][k].
+    b_type = "b: f16[K, N]" if layout == "a @ b" else "bt: f16[N, K]"
+    k = tiledsl.compile(f"kernel mm(a: f16[M, K], {b_type}) -> f16[M, N] {{ return {layout} }}")
+    [ks] = sources_for(k, dict(M=4096, K=4096, N=4096))
+    assert ks.schedule.stages > 1 and ks.schedule.shared_bytes > 48 * 1024
+    compiled = toolchain.compile_cuda(ks.source, arch=arch)
+    usage = compiled.resources[ks.name]
+    assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+    sass = toolchain.sass(compiled.cubin)
+    assert toolchain.has_instruction(sass, "LDGSTS") and toolchain.has_instruction(sass, "LDSM")
+    assert toolchain.has_instruction(sass, "HMMA")
+
+
+def test_pipeline_schedules_that_cannot_fit_are_refused_with_the_reason():
+    with pytest.raises(tiledsl.TdslError, match="KB of shared memory"):
+        Schedule("matmul", block=256, tile=(256, 256, 64), micro=(64, 128), mma=True, vec=8, stages=4)
+    with pytest.raises(tiledsl.TdslError, match="16-byte vectors"):
+        Schedule("matmul", block=256, tile=(128, 256, 32), micro=(64, 64), mma=True, vec=1, stages=3)
 
 
 def test_f32_matmul_stays_exact_on_cuda_cores():

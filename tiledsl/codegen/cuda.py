@@ -14,10 +14,10 @@ from functools import lru_cache
 import numpy as np
 
 from ..dtypes import DType
-from ..errors import TdslError
+from ..errors import TdslCompileError, TdslError
 from ..ir.graph import Graph, Value
 from ..resources import resource_dir
-from ..schedule.layout import Layout, Operand
+from ..schedule.layout import Layout, Operand, operand_input
 from ..schedule.partition import Group
 from ..schedule.schedules import Schedule
 
@@ -530,7 +530,8 @@ class _Renderer:
         sizes = {lm: bm, ln: bn, lk: bk}
 
         def tile(operand, row_loop, name):
-            inputs = [op for op in lay.inputs if op.value.id == operand.id]
+            source = operand_input(lay, operand)
+            inputs = [source] if source is not None else []
             inner = inputs[0].loops[-1] if inputs else lk
             fast, slow = (lk, row_loop) if inner == lk else (row_loop, lk)
             # A plain input of the mma type moves as 16-byte vectors (the launcher
@@ -549,8 +550,13 @@ class _Renderer:
         a_tile = tile(a, lm, "As")
         if a_tile["k_major"]:   # A's fragments are read [m][k]: an M-contiguous A goes element by element
             a_tile.update(k_major=False, vector=False)
-        base.update(stages=self.s.stages, buffers=max(2, self.s.stages),
-                    a_tile=a_tile, b_tile=tile(b, ln, "Bs"), warps_n=bn // wn, wm=wm, wn=wn,
+        b_tile = tile(b, ln, "Bs")
+        pipelined = self.s.stages > 1
+        if pipelined and not (a_tile["vector"] and b_tile["vector"]):
+            raise TdslCompileError(f"schedule {self.s.tag}: a cp.async pipeline needs both operands "
+                                   f"as plain 16-byte-vector inputs, A contiguous along K")
+        base.update(stages=self.s.stages, buffers=2, group=self.s.group, pipelined=pipelined,
+                    a_tile=a_tile, b_tile=b_tile, warps_n=bn // wn, wm=wm, wn=wn,
                     to16="f32_to_f16" if half == "f16" else "f32_to_bf16", ptx_type=half)
         return base
 

@@ -142,20 +142,26 @@ class Launcher:
         with self._lock:
             fn = self._functions.get(key)
             if fn is None:
-                from ..codegen.cuda import kernel_params, render
-                from ..ir.printer import format_graph
-                from .cache import cached_kernel
+                from ..codegen.cuda import kernel_params
                 group, layout, schedule = self.groups[index], self.layouts[index], launch.schedule
-                if self._ir_text is None:
-                    self._ir_text = format_graph(self.graph)
-                binary = cached_kernel(
-                    (self._ir_text, str(index), repr(schedule.code), str(launch.stage)),
-                    lambda: render(self.graph, group, layout, schedule, launch.stage).source,
-                    device_arch(device))
+                binary = self.binary(index, schedule, launch.stage, device_arch(device))
                 name = schedule.kernel_name(self.graph.name, index, launch.stage)
-                fn = (_load(binary.cubin, name, device), kernel_params(group, layout, schedule, launch.stage)[1])
+                fn = (_load(binary.cubin, name, device, schedule.shared_bytes),
+                      kernel_params(group, layout, schedule, launch.stage)[1])
                 self._functions[key] = fn
         return fn
+
+    def binary(self, index: int, schedule, stage: int, arch: str):
+        """Group `index` under `schedule`, compiled for `arch` through the caches.
+        Needs no GPU: a tuner's worker processes fill the disk cache with it."""
+        from ..codegen.cuda import render
+        from ..ir.printer import format_graph
+        from .cache import cached_kernel
+        if self._ir_text is None:
+            self._ir_text = format_graph(self.graph)
+        return cached_kernel((self._ir_text, str(index), repr(schedule.code), str(stage)),
+                             lambda: render(self.graph, self.groups[index], self.layouts[index],
+                                            schedule, stage).source, arch)
 
     # -- call --------------------------------------------------------------------
     def __call__(self, args: tuple, kwargs: dict, out):
@@ -304,7 +310,8 @@ class Program:
                     picks.append(constants.index(launch.schedule.splits))
                 else:
                     picks.append(scalar_slot[ref])
-            self.steps.append((fn, launch.grid, (launch.schedule.block,), tuple(picks)))
+            self.steps.append((fn, launch.grid, (launch.schedule.block,), tuple(picks),
+                               launch.schedule.shared_bytes))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
@@ -312,8 +319,8 @@ class Program:
         values += [t.data.ptr for t in temps]
         values += [float(v) if type(v) is int and p.dtype.is_float else v
                    for v, p in zip(scalars, self.scalar_params)]
-        for fn, grid, block, picks in self.steps:
-            fn(grid, block, tuple(values[i] for i in picks))   # CuPy's launch, current stream
+        for fn, grid, block, picks, shared in self.steps:
+            fn(grid, block, tuple(values[i] for i in picks), shared_mem=shared)   # CuPy's launch, current stream
 
 
 def _allocate(cupy, shape, dtype):
@@ -341,13 +348,21 @@ def _sm_count(device: int) -> int:
     return _SM_COUNTS[device]
 
 
-def _load(cubin: bytes, name: str, device: int):
-    """Load a cubin with CuPy's module loader (what cupy.RawModule uses inside)."""
+def _load(cubin: bytes, name: str, device: int, shared_bytes: int = 0):
+    """Load a cubin with CuPy's module loader (what cupy.RawModule uses inside);
+    a kernel that asks for more than 48 KB of dynamic shared memory opts in."""
     cupy = _cupy()
     with cupy.cuda.Device(device):
         module = cupy.cuda.function.Module()
         module.load(cubin)
-        return module.get_function(name)
+        fn = module.get_function(name)
+        if shared_bytes > 48 * 1024:
+            limit = cupy.cuda.runtime.deviceGetAttribute(97, device)   # cudaDevAttrMaxSharedMemoryPerBlockOptin
+            if shared_bytes > limit:
+                raise TdslRuntimeError(f"kernel {name} needs {shared_bytes // 1024} KB of shared memory; "
+                                       f"this GPU gives a block at most {limit // 1024} KB")
+            cupy.cuda.driver.funcSetAttribute(fn.ptr, 8, shared_bytes)  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        return fn
 
 
 class _FastCall:
@@ -409,9 +424,10 @@ class _FastCall:
             env[f"TS{k}"], env[f"TD{k}"] = shape, dtype
             lines.append(f"    t{k} = empty(TS{k}, TD{k})")
             lines.append(f"    u{k} = t{k}.data.ptr")
-        for n, (fn, grid, block, picks) in enumerate(program.steps):
+        for n, (fn, grid, block, picks, shared) in enumerate(program.steps):
             env[f"F{n}"], env[f"G{n}"], env[f"B{n}"] = fn, grid, block
-            lines.append(f"    F{n}(G{n}, B{n}, ({', '.join(names[i] for i in picks)},))")
+            extra = f", shared_mem={int(shared)}" if shared else ""
+            lines.append(f"    F{n}(G{n}, B{n}, ({', '.join(names[i] for i in picks)},){extra})")
         lines.append(f"    return {results if n_out > 1 else 'r0'}")
         exec("\n".join(lines), env)   # noqa: S102 - our own integers and names only
         self.__call__ = env["fast"]

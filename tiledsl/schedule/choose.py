@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from .hints import Hints
-from .layout import Layout
+from .layout import operand_input, Layout
 from .partition import Group
-from .schedules import MAX_ROW_ELEMENTS, Schedule
+from .schedules import MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, Schedule
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -159,6 +159,13 @@ def row_register_budget(vec: int) -> int:
     return 24 if vec == 1 else 40
 
 
+# Block tile (BM, BN, BK) and warp tile (WM, WN) of the pipelined tensor-core GEMM.
+PIPELINE_TILES = (((128, 256, 32), (64, 64)), ((256, 128, 32), (64, 64)), ((128, 128, 32), (64, 64)),
+                  ((128, 128, 32), (64, 32)), ((128, 128, 64), (64, 32)),
+                  ((64, 128, 32), (32, 64)), ((64, 64, 32), (32, 32)), ((64, 64, 64), (32, 32)),
+                  ((128, 64, 32), (64, 32)))
+
+
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
     if p.group.kind == "matmul":
@@ -170,13 +177,15 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                 for vec in sorted({1, matmul_vector(p)}):
                     out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
                                         tile=tile, micro=warp, mma=True, vec=vec, index64=p.index64))
-            if matmul_vector(p) == 8:     # cp.async pipelines, where the tiles fit 48 KB
-                for tile, warp, stages in (((128, 128, 32), (64, 32), 2), ((128, 128, 16), (64, 32), 3),
-                                           ((128, 128, 16), (64, 32), 4), ((64, 64, 32), (32, 32), 3),
-                                           ((64, 64, 32), (32, 32), 4), ((128, 64, 32), (64, 32), 3)):
-                    out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
-                                        tile=tile, micro=warp, mma=True, vec=8, stages=stages,
-                                        index64=p.index64))
+            if matmul_vector(p) == 8:     # cp.async pipelines
+                for tile, warp in PIPELINE_TILES:
+                    for stages in (3, 4):
+                        for group in (0, 8):
+                            s = Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
+                                         tile=tile, micro=warp, mma=True, vec=8, stages=stages, group=group,
+                                         index64=p.index64)
+                            if s.shared_bytes <= MAX_SHARED_BYTES:
+                                out.append(s)
         for bm, bn, bk, tm, tn in ((64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
                                    (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (32, 32, 32, 2, 2)):
             out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk),
@@ -333,34 +342,31 @@ def uses_tensor_cores(p: Problem) -> bool:
 
 
 def matmul_vector(p: Problem) -> int:
-    """8 when every operand input can move in 16-byte vectors along its
-    contiguous dim: a multiple of 8 long and 16-byte aligned."""
+    """8 when both operands are plain 16-bit inputs that move in 16-byte
+    vectors along their contiguous dim (a multiple of 8 long, 16-byte
+    aligned), A contiguous along K: the tiles then load by cp.async."""
     mm = next(v for v in p.group.values if v.op == "matmul")
-    for op in p.layout.inputs:
-        if op.value.id in (mm.operands[0].id, mm.operands[1].id):
-            if p.loops[op.loops[-1]] % 8 or id(op) in p.misaligned or op.dtype.itemsize != 2:
-                return 1
+    a, b = mm.operands
+    for operand in (a, b):
+        op = operand_input(p.layout, operand)
+        if op is None or operand.dtype.itemsize != 2 or operand.dtype != a.dtype:
+            return 1
+        if p.loops[op.loops[-1]] % 8 or id(op) in p.misaligned:
+            return 1
+        if operand is a and op.loops[-1] != p.layout.n_kept:
+            return 1
     return 8
 
 
 def matmul_default(p: Problem, hints: Hints) -> Schedule:
-    """Tensor cores for f16/bf16 operands: where both move in 16-byte vectors,
-    a 4-stage cp.async pipeline of 128x128x16 tiles (eight 64x32 warp tiles) or
-    64x64x32 (four 32x32), else 128x128x32 / 64x64x32 loaded element by element
-    through the prologue; otherwise register-microtiled SIMT tiles,
-    128x128 (8x8 per thread) for large products, 64x64 (4x4) where a
-    128-tile would leave SMs idle."""
+    """Tensor cores for f16/bf16 operands, else register-microtiled SIMT tiles
+    (128x128, 8x8 per thread, for large products; 64x64, 4x4, where a 128-tile
+    would leave SMs idle). A schedule block's tile(), stages(), warps() and
+    group() replace the rule's choices."""
     batch, m, n, _ = matmul_shape(p)
     big = batch * -(-m // 128) * -(-n // 128) >= p.sm_count
     if uses_tensor_cores(p):
-        vec = matmul_vector(p)
-        if vec == 8:   # a 4-stage cp.async pipeline (measured best, H200 2026-11-22)
-            tile, warp = ((128, 128, 16), (64, 32)) if big else ((64, 64, 32), (32, 32))
-            return Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile,
-                            micro=warp, mma=True, vec=8, stages=4, index64=p.index64)
-        tile, warp = ((128, 128, 32), (64, 32)) if big else ((64, 64, 32), (32, 32))
-        return Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile,
-                        micro=warp, mma=True, vec=1, index64=p.index64)
+        return _tensor_core_default(p, hints)
     bm = bn = 128 if big else 64
     bk = 16                      # measured: 128x128x16 beats x8 by 10% at 4096^3 (H200)
     tm = tn = 8 if big else 4
@@ -378,6 +384,56 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
     tm, tn = micro.get(mdim, min(tm, bm)), micro.get(ndim, min(tn, bn))
     return Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk), micro=(tm, tn),
                     index64=p.index64)
+
+
+def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
+    """Measured on an H200 (scripts/gemm_sweep.py, 2026-11-22): with 16-byte
+    operands, a cp.async pipeline of 128x256x32 tiles in 64x64 warp tiles (3
+    stages) where they fill two waves and K is long, 128x128x32 (4 stages)
+    for a wave, 64x64x64 (4 stages) for skinny M, else 64x128x32 (3 stages).
+    Operands loaded through a prologue or unaligned move element by element
+    into 128x128x32 or 64x64x32 tiles with no pipeline."""
+    batch, m, n, k = matmul_shape(p)
+    vec = matmul_vector(p)
+    waves = lambda bm, bn: batch * -(-m // bm) * -(-n // bn) / p.sm_count  # noqa: E731
+    if vec == 8:
+        if waves(128, 256) >= 2 and k > 1024:
+            tile, warp, stages = (128, 256, 32), (64, 64), 3
+        elif waves(128, 128) >= 1:
+            tile, warp, stages = (128, 128, 32), (64, 64), 4
+        elif m <= 64:
+            tile, warp, stages = (64, 64, 64), (32, 32), 4
+        else:
+            tile, warp, stages = (64, 128, 32), (32, 64), 3
+    else:
+        tile, warp, stages = (((128, 128, 32), (64, 32), 1) if waves(128, 128) >= 1
+                              else ((64, 64, 32), (32, 32), 1))
+    loops = p.layout.loops
+    mdim, ndim, kdim = (loops[p.layout.n_kept - 2][0], loops[p.layout.n_kept - 1][0],
+                        loops[p.layout.n_kept][0])
+    pinned = dict(hints.tile)
+    tile = (pinned.get(mdim, tile[0]), pinned.get(ndim, tile[1]), pinned.get(kdim, tile[2]))
+    if hints.stages is not None:
+        # A pipeline needs 16-byte operand rows; calls whose sizes or alignment
+        # rule that out keep the hint's tiles without one.
+        stages = hints.stages if vec == 8 else 1
+    if hints.warps is not None or pinned:
+        warp = _warp_tile(tile, hints.warps or (tile[0] // warp[0]) * (tile[1] // warp[1]))
+    return Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile, micro=warp,
+                    mma=True, vec=8 if stages > 1 else vec, stages=stages, group=hints.group or 0,
+                    index64=p.index64)
+
+
+def _warp_tile(tile: tuple, warps: int) -> tuple:
+    """The largest warp tile (WM, WN) that covers `tile` with `warps` warps."""
+    bm, bn, _ = tile
+    for wm, wn in ((64, 64), (64, 32), (32, 64), (32, 32), (64, 16), (16, 64), (32, 16), (16, 32),
+                   (16, 16), (64, 128), (128, 64), (16, 8), (32, 8), (64, 8)):
+        if bm % wm == 0 and bn % wn == 0 and (bm // wm) * (bn // wn) == warps:
+            return wm, wn
+    from ..errors import TdslScheduleError
+    raise TdslScheduleError(f"warps({warps}) cannot cover a {bm}x{bn} tile with tensor-core warp tiles "
+                            f"(16x8 multiples)")
 
 
 def matmul_launches(p: Problem, s: Schedule) -> list[Launch]:

@@ -108,3 +108,12 @@ def plan_layout(group: Group, graph: Graph) -> Layout:
     inputs = tuple(operand(v, "in", i) for i, v in enumerate(in_memory))
     outputs = tuple(operand(v, "out", i) for i, v in enumerate(group.outputs))
     return Layout(loops, len(k_loops), inputs, outputs)
+
+
+def operand_input(layout: Layout, value: Value):
+    """The layout input a matmul operand reads, looking through transposes
+    (`w.T` reads w in place: its offsets follow loops, not dim order), or
+    None when the operand is computed."""
+    while value.op == "permute":
+        value = value.operands[0]
+    return next((op for op in layout.inputs if op.value.id == value.id), None)

@@ -26,6 +26,7 @@ from ..errors import TdslScheduleError
 
 _KINDS = ("pointwise", "reduce_row", "reduce_col", "reduce_split", "matmul")
 MAX_ROW_ELEMENTS = 32      # elements of a row one thread may keep in registers
+MAX_SHARED_BYTES = 227 * 1024   # dynamic shared memory per block on sm_90 (sm_80: 163 KB)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Schedule:
     micro: tuple = ()           # matmul: microtile (TM, TN) per thread; with mma, the warp tile (WM, WN)
     mma: bool = False           # matmul: tensor cores (mma.sync m16n8k16) for f16/bf16 operands
     stages: int = 1             # matmul (mma, 16-byte operands): cp.async pipeline depth; 1 = register prefetch
+    group: int = 0              # matmul: launch blocks this many block rows at a time (L2 reuse); 0 = row by row
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -76,10 +78,20 @@ class Schedule:
                     return "mma tiles need BK a multiple of 16 and warp tiles of 16x8 multiples"
                 if (bm // tm) * (bn // tn) * 32 != self.block:
                     return f"{(bm // tm) * (bn // tn)} warp tiles take {(bm // tm) * (bn // tn) * 32} threads"
-                if max(2, self.stages) * (bm + bn) * (bk + 8) * 2 > 48 * 1024:
-                    return f"{max(2, self.stages)} buffers of these tiles need more than 48 KB of shared memory"
+                if self.stages > 1:
+                    if self.vec != 8:
+                        return "a cp.async pipeline moves its tiles in 16-byte vectors (vec=8)"
+                    if bk < 32 or (tn // 8) % 2:
+                        return "a cp.async pipeline needs BK of 32 or more and warp tiles 16 columns wide"
+                    if self.shared_bytes > MAX_SHARED_BYTES:
+                        return (f"{self.stages} stages of {bm}x{bn}x{bk} tiles need {self.shared_bytes // 1024} KB "
+                                f"of shared memory, more than the {MAX_SHARED_BYTES // 1024} KB a block can have")
+                elif 2 * (bm + bn) * (bk + 8) * 2 > 48 * 1024:
+                    return "two buffers of these tiles need more than 48 KB of shared memory"
                 if (tm // 16) * (tn // 8) * 4 > 128:
                     return "the warp tile's accumulators do not fit in registers"
+            elif self.stages > 1:
+                return "only the tensor-core GEMM has a cp.async pipeline"
             elif (bm // tm) * (bn // tn) != self.block:
                 return f"a {bm}x{bn} tile of {tm}x{tn} microtiles takes {(bm // tm) * (bn // tn)} threads, not {self.block}"
             if not self.mma and bk * (bm + bn + 2) * 4 > 48 * 1024:
@@ -87,12 +99,23 @@ class Schedule:
                         f"memory, more than the 48 KB a block gets without opting in")
             if not self.mma and tm * tn > 64:
                 return f"a {tm}x{tn} microtile does not fit in registers"
+            if self.group < 0 or self.group > 64:
+                return "group must be between 0 and 64 block rows"
         elif self.kind == "reduce_split":
             if self.row_threads not in (1, self.block) or self.items != 0 or self.splits < 2:
                 return "a split reduction loops with a thread or a block per row, in 2 or more splits"
         elif self.items < 1:
             return "items must be at least 1"
         return ""
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory a launch asks for: the pipelined GEMM's stages
+        (room for either B layout, so the size follows from the schedule alone)."""
+        if self.kind != "matmul" or not self.mma or self.stages < 2:
+            return 0
+        (bm, bn, bk), pad = self.tile, 8
+        return self.stages * (bm * (bk + pad) + max(bn * (bk + pad), bk * (bn + pad))) * 2
 
     @property
     def code(self) -> "Schedule":
@@ -105,6 +128,7 @@ class Schedule:
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
                     f"v{self.vec}_" + (f"s{self.stages}_" if self.stages > 1 else "")
+                    + (f"g{self.group}_" if self.group else "")
                     + ("x64" if self.index64 else "x32"))
         parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col", "reduce_split": "split"}[self.kind],
                  f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
