@@ -147,6 +147,13 @@ __device__ __forceinline__ void cp_async16_at(unsigned smem, const void* gmem, b
                  :: "r"(smem), "l"(gmem), "r"(valid ? 16 : 0));
 }
 
+// A wgmma shared-memory matrix descriptor, 128-byte swizzle: the start address,
+// the leading and stride byte offsets (each stored >> 4), swizzle mode 1.
+__device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned lead, unsigned stride) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lead >> 4) << 16)
+         | ((unsigned long long)(stride >> 4) << 32) | (1ull << 62);
+}
+
 // ---- vector memory access ----------------------------------------------------
 // N elements of T as one aligned access (16 bytes at most: LDG.128/STG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };

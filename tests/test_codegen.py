@@ -37,6 +37,8 @@ PROGRAMS = {
     "total_split": ("kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=4096, N=4096)),
     "linear": ("kernel lin(x: f16[M, K], w: f16[N, K], b: f32[N]) -> f16[M, N] { return relu(x @ w.T + b) }",
                dict(M=1000, K=512, N=768)),
+    "linear_kn": ("kernel lin(x: f16[M, K], w: f16[K, N], b: f32[N]) -> f16[M, N] { return relu(x @ w + b) }",
+                  dict(M=1000, K=512, N=768)),
 }
 
 
@@ -45,10 +47,11 @@ def _variants():
         k = tiledsl.compile(src)
         for g in partition(k.graph):
             lay = plan_layout(g, k.graph)
-            p = problem(g, lay, extents)
-            for s in candidates(p):
-                for stage in ((1, 2) if s.kind == "reduce_split" else (1,)):
-                    yield pytest.param(k, g, lay, s, stage, id=f"{name}-{s.tag}-s{stage}")
+            for arch in ARCHS:    # wgmma schedules exist for sm_90a only
+                p = problem(g, lay, extents, arch=arch)
+                for s in candidates(p):
+                    for stage in ((1, 2) if s.kind == "reduce_split" else (1,)):
+                        yield pytest.param(k, g, lay, s, stage, arch, id=f"{name}-{s.tag}-s{stage}-{arch}")
 
 
 VARIANTS = list(_variants())
@@ -60,14 +63,17 @@ def _compile(k, g, lay, s, arch, stage=1):
     return ks, compiled, compiled.resources[ks.name]
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("k,g,lay,s,stage", VARIANTS)
+@pytest.mark.parametrize("k,g,lay,s,stage,arch", VARIANTS)
 def test_every_variant_compiles_without_spills(k, g, lay, s, stage, arch):
     ks, compiled, usage = _compile(k, g, lay, s, arch, stage)
     assert compiled.cubin
     assert usage.spill_stores == 0 and usage.spill_loads == 0, usage
     assert usage.local_bytes == 0, usage
     assert usage.registers <= 255
+    if s.wgmma:     # the warpgroup path really runs on wgmma, fed by cp.async
+        sass = toolchain.sass(compiled.cubin)
+        assert toolchain.has_instruction(sass, "HGMMA") and toolchain.has_instruction(sass, "LDGSTS")
+        assert "C7510" not in compiled.log and "serialized" not in compiled.log   # wgmma left asynchronous
 
 
 def test_there_are_many_variants():
@@ -160,12 +166,16 @@ def test_special_literals(value, dtype, text):
 def test_half_precision_matmul_uses_tensor_cores(dtype, arch):
     k = tiledsl.compile(f"kernel mm(a: {dtype}[M, K], b: {dtype}[K, N]) -> {dtype}[M, N] {{ return a @ b }}")
     for extents in (dict(M=4096, K=4096, N=4096), dict(M=100, K=70, N=50)):
-        [ks] = sources_for(k, extents)
+        [ks] = sources_for(k, extents, arch=arch)
         assert ks.schedule.mma
         compiled = toolchain.compile_cuda(ks.source, arch=arch)
         usage = compiled.resources[ks.name]
         assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
-        assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "HMMA")
+        sass = toolchain.sass(compiled.cubin)
+        # Hopper's aligned calls take warpgroup MMA (HGMMA); the rest mma.sync (HMMA)
+        want = "HGMMA" if ks.schedule.wgmma else "HMMA"
+        assert toolchain.has_instruction(sass, want)
+        assert ks.schedule.wgmma == (arch == "sm_90a" and extents["M"] == 4096)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -174,14 +184,17 @@ def test_pipelined_matmul_moves_tiles_by_cp_async(layout, arch):
     # x @ w with w[K, N] keeps B as [k][n] (transposed ldmatrix); x @ w.T as [n][k].
     b_type = "b: f16[K, N]" if layout == "a @ b" else "bt: f16[N, K]"
     k = tiledsl.compile(f"kernel mm(a: f16[M, K], {b_type}) -> f16[M, N] {{ return {layout} }}")
-    [ks] = sources_for(k, dict(M=4096, K=4096, N=4096))
+    [ks] = sources_for(k, dict(M=4096, K=4096, N=4096), arch=arch)
     assert ks.schedule.stages > 1 and ks.schedule.shared_bytes > 48 * 1024
     compiled = toolchain.compile_cuda(ks.source, arch=arch)
     usage = compiled.resources[ks.name]
     assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
     sass = toolchain.sass(compiled.cubin)
-    assert toolchain.has_instruction(sass, "LDGSTS") and toolchain.has_instruction(sass, "LDSM")
-    assert toolchain.has_instruction(sass, "HMMA")
+    assert toolchain.has_instruction(sass, "LDGSTS")
+    if arch == "sm_90a":
+        assert ks.schedule.wgmma and toolchain.has_instruction(sass, "HGMMA")
+    else:
+        assert toolchain.has_instruction(sass, "LDSM") and toolchain.has_instruction(sass, "HMMA")
 
 
 def test_pipeline_schedules_that_cannot_fit_are_refused_with_the_reason():

@@ -103,3 +103,35 @@ def test_large_tiles(dtype):
     [ks] = sources_for(k, extents)
     assert ks.schedule.tile[0] == 128, ks.schedule
     check(k, random_arguments(k.graph, extents), extents, "out")
+
+
+def _tensor_core_candidates():
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    for dtype, layout in (("f16", "a @ b"), ("f16", "a @ bt.T"), ("bf16", "a @ b")):
+        b_decl = "b: {t}[K, N]" if layout == "a @ b" else "bt: {t}[N, K]"
+        src = (f"kernel tc(a: {dtype}[M, K], {b_decl.format(t=dtype)}, bias: f32[N]) -> {dtype}[M, N] "
+               f"{{ return relu({layout} + bias) }}")
+        k = tiledsl.compile(src)
+        launcher = launcher_for(k)
+        p = problem(launcher.groups[0], launcher.layouts[0], TAIL_SHAPE, frozenset(), 132, "sm_90a")
+        for s in candidates(p):
+            if s.mma and s.vec == 8:
+                yield pytest.param(src, s, id=f"{dtype}-{layout.replace(' ', '')}-{s.tag}")
+
+
+# K leaves a partial 64-wide tile; M and N leave partial block tiles.
+TAIL_SHAPE = dict(M=200, K=136, N=264)
+
+
+@pytest.mark.parametrize("src,schedule", list(_tensor_core_candidates()))
+def test_every_pipelined_tensor_core_schedule(src, schedule):
+    import cupy
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    if schedule.wgmma and cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("wgmma needs an sm_90 GPU")
+    k = tiledsl.compile(src)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    check(k, random_arguments(k.graph, TAIL_SHAPE), TAIL_SHAPE, "out")

@@ -23,7 +23,7 @@ def emit_stage(kernel, stage: str, shape: Optional[str], arch: str) -> str:
         return kernel.ir_text()
     from .codegen import sources_for
     from .schedule.partition import describe, partition
-    sources = sources_for(kernel, _extents(kernel, shape))
+    sources = sources_for(kernel, _extents(kernel, shape), arch=arch)
     if stage == "schedule":
         lines = [describe(partition(kernel.graph))]
         lines += [f"kernel {s.name}: {s.schedule}" for s in sources]

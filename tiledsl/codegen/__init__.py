@@ -7,12 +7,12 @@ from ..schedule.partition import partition
 from .cuda import KernelSource, render
 
 
-def sources_for(kernel, extents: dict[str, int], sm_count: int = 132) -> list[KernelSource]:
+def sources_for(kernel, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a") -> list[KernelSource]:
     """The CUDA kernels one call at these sizes runs (operands assumed 16-byte aligned)."""
     graph = kernel.graph
     out = []
     for group in partition(graph):
         layout = plan_layout(group, graph)
-        for launch in plan(group, layout, extents, set(), kernel.hints, sm_count):
+        for launch in plan(group, layout, extents, set(), kernel.hints, sm_count, arch=arch):
             out.append(render(graph, group, layout, launch.schedule, launch.stage))
     return out

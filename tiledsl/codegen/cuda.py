@@ -306,6 +306,8 @@ class _Renderer:
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise":
             text = _env().get_template("pointwise.cu.j2").render(**common, **self.pointwise())
+        elif self.s.kind == "matmul" and self.s.wgmma:
+            text = _env().get_template("matmul_wgmma.cu.j2").render(**common, **self.matmul_wgmma())
         elif self.s.kind == "matmul" and self.s.mma:
             text = _env().get_template("matmul_mma.cu.j2").render(**common, **self.matmul_mma())
         elif self.s.kind == "matmul":
@@ -559,6 +561,17 @@ class _Renderer:
                     a_tile=a_tile, b_tile=b_tile, warps_n=bn // wn, wm=wm, wn=wn,
                     to16="f32_to_f16" if half == "f16" else "f32_to_bf16", ptx_type=half)
         return base
+
+    def matmul_wgmma(self) -> dict:
+        """The warpgroup GEMM: `matmul_mma`'s tiles, read by wgmma through
+        descriptors; the accumulator operand list is written out here."""
+        ctx = self.matmul_mma()
+        bn = self.s.tile[1]
+        ctx["a_tile"] = dict(ctx["a_tile"], p="a")
+        ctx["b_tile"] = dict(ctx["b_tile"], p="b")
+        ctx["acc_list"] = "{" + ", ".join(f"%{i}" for i in range(bn // 2)) + "}"
+        ctx["acc_operands"] = ", ".join(f'"+f"(acc[{i}])' for i in range(bn // 2))
+        return ctx
 
     def values_to_keep(self, phase_roots: dict, available_at) -> dict[int, int]:
         """Costly element values a later phase needs again, by the phase that

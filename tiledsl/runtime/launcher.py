@@ -238,7 +238,8 @@ class Launcher:
             launches = []
             for i, (g, lay) in enumerate(zip(self.groups, self.layouts)):
                 bad = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned}
-                for launch in plan(g, lay, extents, bad, self.kernel.hints, sm_count, self.overrides.get(i)):
+                for launch in plan(g, lay, extents, bad, self.kernel.hints, sm_count, self.overrides.get(i),
+                                   device_arch(device)):
                     fn, args = self._function(i, launch, device)
                     launches.append((i, launch, fn, args))
             program = Program(self, extents, launches, device)

@@ -35,6 +35,7 @@ class Problem:
     loops: tuple[int, ...]            # extent of each loop
     misaligned: frozenset             # id()s of operands not 16-byte aligned
     sm_count: int
+    arch: str = "sm_90a"              # the target: wgmma exists on sm_90a only
 
     @property
     def total(self) -> int:
@@ -114,14 +115,14 @@ class Problem:
 
 
 def problem(group: Group, layout: Layout, extents: dict[str, int], misaligned=frozenset(),
-            sm_count: int = 132) -> Problem:
+            sm_count: int = 132, arch: str = "sm_90a") -> Problem:
     loops = []
     for loop in layout.loops:
         n = 1
         for d in loop:
             n *= extents[d]
         loops.append(n)
-    return Problem(group, layout, tuple(loops), frozenset(misaligned), sm_count)
+    return Problem(group, layout, tuple(loops), frozenset(misaligned), sm_count, arch)
 
 
 def max_vector(p: Problem, cap: Optional[int] = None) -> int:
@@ -159,6 +160,8 @@ def row_register_budget(vec: int) -> int:
     return 24 if vec == 1 else 40
 
 
+# Block tiles (BM, BN) of the warpgroup GEMM (BK = 64).
+WGMMA_TILES = ((128, 256), (128, 128), (64, 256), (64, 128), (128, 192), (64, 64))
 # Block tile (BM, BN, BK) and warp tile (WM, WN) of the pipelined tensor-core GEMM.
 PIPELINE_TILES = (((128, 256, 32), (64, 64)), ((256, 128, 32), (64, 64)), ((128, 128, 32), (64, 64)),
                   ((128, 128, 32), (64, 32)), ((128, 128, 64), (64, 32)),
@@ -177,6 +180,16 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                 for vec in sorted({1, matmul_vector(p)}):
                     out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
                                         tile=tile, micro=warp, mma=True, vec=vec, index64=p.index64))
+            if matmul_vector(p) == 8 and p.arch == "sm_90a":     # warpgroup tensor cores
+                for bm, bn in WGMMA_TILES:
+                    for stages in (3, 4, 5, 6, 8):
+                        if stages * (bm + bn) * 64 * 2 + 1024 > MAX_SHARED_BYTES:
+                            continue
+                        for group in (0, 8):
+                            s = Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 64), micro=(64, bn),
+                                         mma=True, wgmma=True, vec=8, stages=stages, group=group,
+                                         index64=p.index64)
+                            out.append(s)
             if matmul_vector(p) == 8:     # cp.async pipelines
                 for tile, warp in PIPELINE_TILES:
                     for stages in (3, 4):
@@ -388,7 +401,10 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
 
 def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
     """Measured on an H200 (scripts/gemm_sweep.py, 2026-11-22): with 16-byte
-    operands, a cp.async pipeline of 128x256x32 tiles in 64x64 warp tiles (3
+    operands on Hopper, wgmma tiles of 128x256x64 (4 stages) where they fill a
+    wave, 64x64x64 (6 stages: many loads in flight) for skinny M, else
+    64x128x64 (5 stages); other GPUs and schedule blocks that pin warp tiles
+    take mma.sync: a cp.async pipeline of 128x256x32 tiles in 64x64 warp tiles (3
     stages) where they fill two waves and K is long, 128x128x32 (4 stages)
     for a wave, 64x64x64 (4 stages) for skinny M, else 64x128x32 (3 stages).
     Operands loaded through a prologue or unaligned move element by element
@@ -396,6 +412,16 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
     batch, m, n, k = matmul_shape(p)
     vec = matmul_vector(p)
     waves = lambda bm, bn: batch * -(-m // bm) * -(-n // bn) / p.sm_count  # noqa: E731
+    pinned_any = bool(hints.tile or hints.stages or hints.warps)
+    if vec == 8 and p.arch == "sm_90a" and not pinned_any:
+        # Hopper: warpgroup tensor cores (measured 0.67-0.74x cuBLAS at 4096^3-8192^3,
+        # 1.13x at 1000^3, 1.04x at 16x8192x8192, against 0.40-0.46x for the best
+        # mma.sync pipeline at the large sizes)
+        bm, bn, stages = ((128, 256, 4) if waves(128, 256) >= 1 else (64, 64, 6) if m <= 64
+                          else (64, 128, 5))
+        return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 64), micro=(64, bn), mma=True,
+                        wgmma=True, vec=8, stages=stages, group=hints.group or (8 if waves(bm, bn) >= 4 else 0),
+                        index64=p.index64)
     if vec == 8:
         if waves(128, 256) >= 2 and k > 1024:
             tile, warp, stages = (128, 256, 32), (64, 64), 3
@@ -458,6 +484,8 @@ def fits(p: Problem, s: Schedule) -> str:
     if s.kind != "pointwise" and p.group.kind == "pointwise":
         return "a reduction schedule for a pointwise group"
     inner = p.inner
+    if s.wgmma and p.arch != "sm_90a":
+        return "wgmma needs an sm_90a GPU (Hopper)"
     if s.kind == "matmul" and s.vec > 1:
         if s.vec != 8 or matmul_vector(p) != 8:
             return "matmul operands move in 16-byte vectors only where extents and alignment allow"
@@ -476,9 +504,10 @@ def fits(p: Problem, s: Schedule) -> str:
 
 
 def plan(group: Group, layout: Layout, extents: dict[str, int], misaligned: set[int],
-         hints: Hints, sm_count: int = 132, override: Optional[Schedule] = None) -> list[Launch]:
+         hints: Hints, sm_count: int = 132, override: Optional[Schedule] = None,
+         arch: str = "sm_90a") -> list[Launch]:
     """The launches for one group at these sizes: `override` if given, else the default."""
-    p = problem(group, layout, extents, misaligned, sm_count)
+    p = problem(group, layout, extents, misaligned, sm_count, arch)
     s = override if override is not None else default(p, hints)
     if override is not None:
         why = fits(p, override)

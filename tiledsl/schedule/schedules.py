@@ -45,6 +45,7 @@ class Schedule:
     mma: bool = False           # matmul: tensor cores (mma.sync m16n8k16) for f16/bf16 operands
     stages: int = 1             # matmul (mma, 16-byte operands): cp.async pipeline depth; 1 = register prefetch
     group: int = 0              # matmul: launch blocks this many block rows at a time (L2 reuse); 0 = row by row
+    wgmma: bool = False         # matmul (sm_90a): warpgroup tensor cores reading swizzled shared memory
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -73,7 +74,17 @@ class Schedule:
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
             if bm % tm or bn % tn:
                 return f"the microtile {tm}x{tn} must divide the tile {bm}x{bn}"
-            if self.mma:
+            if self.wgmma:
+                if not self.mma or self.vec != 8 or not 3 <= self.stages <= 8:
+                    return "wgmma tiles move by cp.async (mma, vec=8) through 3 to 8 stages"
+                if bk != 64 or bm not in (64, 128) or bn % 64 or not 64 <= bn <= 256:
+                    return "wgmma tiles are 64 or 128 rows by 64 to 256 columns (a multiple of 64), BK = 64"
+                if (tm, tn) != (64, bn) or self.block != 128 * (bm // 64):
+                    return "each warpgroup (128 threads) owns 64 rows and every column of the tile"
+                if self.shared_bytes > MAX_SHARED_BYTES:
+                    return (f"{self.stages} stages of {bm}x{bn}x{bk} tiles need {self.shared_bytes // 1024} KB "
+                            f"of shared memory, more than the {MAX_SHARED_BYTES // 1024} KB a block can have")
+            elif self.mma:
                 if bk % 16 or tm % 16 or tn % 8:
                     return "mma tiles need BK a multiple of 16 and warp tiles of 16x8 multiples"
                 if (bm // tm) * (bn // tn) * 32 != self.block:
@@ -115,6 +126,8 @@ class Schedule:
         if self.kind != "matmul" or not self.mma or self.stages < 2:
             return 0
         (bm, bn, bk), pad = self.tile, 8
+        if self.wgmma:    # unpadded swizzled stages, aligned to 1024 bytes in the kernel
+            return self.stages * (bm + bn) * bk * 2 + 1024
         return self.stages * (bm * (bk + pad) + max(bn * (bk + pad), bk * (bn + pad))) * 2
 
     @property
@@ -126,6 +139,9 @@ class Schedule:
     def tag(self) -> str:
         if self.kind == "matmul":
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
+            if self.wgmma:
+                return (f"mm_wg_m{bm}n{bn}k{bk}_s{self.stages}_" + (f"g{self.group}_" if self.group else "")
+                        + ("x64" if self.index64 else "x32"))
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
                     f"v{self.vec}_" + (f"s{self.stages}_" if self.stages > 1 else "")
                     + (f"g{self.group}_" if self.group else "")
