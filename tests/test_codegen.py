@@ -204,6 +204,24 @@ def test_pipeline_schedules_that_cannot_fit_are_refused_with_the_reason():
         Schedule("matmul", block=256, tile=(128, 256, 32), micro=(64, 64), mma=True, vec=1, stages=3)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("weight", ["w: f32[N, K]", "w: f32[K, N]"])
+def test_tf32_is_opt_in_and_needs_k_contiguous_operands(weight, arch):
+    expr = "x @ w.T" if "[N, K]" in weight else "x @ w"
+    body = f"kernel lin(x: f32[M, K], {weight}) -> f32[M, N] {{ return {expr} }}"
+    extents = dict(M=4096, K=4096, N=4096)
+    [exact] = sources_for(tiledsl.compile(body), extents, arch=arch)
+    [opted] = sources_for(tiledsl.compile(body + "\nschedule lin { tf32(true) }"), extents, arch=arch)
+    assert not exact.schedule.mma          # f32 stays exact IEEE unless asked
+    if arch == "sm_90a" and expr == "x @ w.T":
+        assert opted.schedule.wgmma and opted.schedule.vec == 4
+        compiled = toolchain.compile_cuda(opted.source, arch=arch)
+        assert "tf32" in opted.source and toolchain.has_instruction(toolchain.sass(compiled.cubin), "HGMMA")
+        assert compiled.resources[opted.name].spill_stores == 0
+    else:                                  # wgmma reads TF32 K-major only; mma.sync TF32 is not built
+        assert opted.schedule == exact.schedule
+
+
 def test_f32_matmul_stays_exact_on_cuda_cores():
     k = tiledsl.compile("kernel mm(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }")
     [ks] = sources_for(k, dict(M=512, K=512, N=512))

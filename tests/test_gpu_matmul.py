@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import tiledsl
-from tiledsl.inputs import random_arguments
+from tiledsl.inputs import TOLERANCE, random_arguments
 
 from gpu_helpers import check, gpu_status
 
@@ -106,18 +106,28 @@ def test_large_tiles(dtype):
 
 
 def _tensor_core_candidates():
-    from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
     for dtype, layout in (("f16", "a @ b"), ("f16", "a @ bt.T"), ("bf16", "a @ b")):
         b_decl = "b: {t}[K, N]" if layout == "a @ b" else "bt: {t}[N, K]"
         src = (f"kernel tc(a: {dtype}[M, K], {b_decl.format(t=dtype)}, bias: f32[N]) -> {dtype}[M, N] "
                f"{{ return relu({layout} + bias) }}")
-        k = tiledsl.compile(src)
-        launcher = launcher_for(k)
-        p = problem(launcher.groups[0], launcher.layouts[0], TAIL_SHAPE, frozenset(), 132, "sm_90a")
-        for s in candidates(p):
-            if s.mma and s.vec == 8:
-                yield pytest.param(src, s, id=f"{dtype}-{layout.replace(' ', '')}-{s.tag}")
+        yield from _pipelined(src, f"{dtype}-{layout.replace(' ', '')}")
+    yield from _pipelined(TF32, "tf32")
+
+
+def _pipelined(src, label):
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    k = tiledsl.compile(src)
+    launcher = launcher_for(k)
+    p = problem(launcher.groups[0], launcher.layouts[0], TAIL_SHAPE, frozenset(), 132, "sm_90a")
+    for s in candidates(p, k.hints):
+        if s.mma and s.vec > 1:
+            yield pytest.param(src, s, id=f"{label}-{s.tag}")
+
+
+# f32 operands read as TF32 by wgmma: opted in by the schedule block
+TF32 = ("kernel lin(x: f32[M, K], w: f32[N, K], b: f32[N]) -> f32[M, N] { return relu(x @ w.T + b) }\n"
+        "schedule lin { tf32(true) }")
 
 
 # K leaves a partial 64-wide tile; M and N leave partial block tiles.
@@ -134,4 +144,18 @@ def test_every_pipelined_tensor_core_schedule(src, schedule):
     k = tiledsl.compile(src)
     k._launcher = launcher_for(k)
     set_overrides(k._launcher, {0: schedule})
-    check(k, random_arguments(k.graph, TAIL_SHAPE), TAIL_SHAPE, "out")
+    tolerance = TOLERANCE["tf32"] if k.hints.tf32 else None
+    check(k, random_arguments(k.graph, TAIL_SHAPE), TAIL_SHAPE, "out", tolerance=tolerance)
+
+
+@pytest.mark.parametrize("extents", [dict(M=1, K=4, N=1), dict(M=1000, K=1000, N=1000),
+                                     dict(M=2048 + 3, K=516, N=2048 - 5)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_tf32_opt_in(extents):
+    from tiledsl.codegen import sources_for
+    k = tiledsl.compile(TF32)
+    [ks] = sources_for(k, extents)
+    assert ks.schedule.wgmma and ks.schedule.vec == 4    # TF32 tensor cores, not the exact SIMT path
+    errors = check(k, random_arguments(k.graph, extents), extents, "out", tolerance=TOLERANCE["tf32"])
+    if extents["K"] >= 512:    # TF32 really rounds: an exact f32 GEMM would be far closer
+        assert errors[0] > 1e-6

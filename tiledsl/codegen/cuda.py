@@ -538,7 +538,8 @@ class _Renderer:
             fast, slow = (lk, row_loop) if inner == lk else (row_loop, lk)
             # A plain input of the mma type moves as 16-byte vectors (the launcher
             # asks for vec=8 only where extents and alignment allow it).
-            vector = bool(inputs) and self.s.vec == 8 and operand.dtype.name == a.dtype.name
+            vector = (bool(inputs) and self.s.vec * operand.dtype.itemsize == 16
+                      and operand.dtype.name == a.dtype.name)
             # A tile whose contiguous dim is not K is kept [k][rows] in shared
             # memory (B of x @ w with w[K, N]), so its 16-byte loads store whole.
             return dict(name=name, rows=sizes[row_loop], cols=bk, fast=fast, slow=slow,
@@ -559,7 +560,9 @@ class _Renderer:
                                    f"as plain 16-byte-vector inputs, A contiguous along K")
         base.update(stages=self.s.stages, buffers=2, group=self.s.group, pipelined=pipelined,
                     a_tile=a_tile, b_tile=b_tile, warps_n=bn // wn, wm=wm, wn=wn,
-                    to16="f32_to_f16" if half == "f16" else "f32_to_bf16", ptx_type=half)
+                    to16="f32_to_f16" if half == "f16" else "f32_to_bf16",
+                    ptx_type={"f32": "tf32"}.get(half, half), elem_bytes=a.dtype.itemsize,
+                    elem_t=storage_type(a.dtype))
         return base
 
     def matmul_wgmma(self) -> dict:

@@ -169,10 +169,26 @@ PIPELINE_TILES = (((128, 256, 32), (64, 64)), ((256, 128, 32), (64, 64)), ((128,
                   ((128, 64, 32), (64, 32)))
 
 
+def _wgmma_schedules(p: Problem, vec: int) -> list[Schedule]:
+    """Warpgroup GEMMs over WGMMA_TILES: rows of 128 bytes along K (64
+    16-bit or 32 TF32 values), 3 to 8 stages where they fit."""
+    out, bk = [], 8 * vec
+    for bm, bn in WGMMA_TILES:
+        for stages in (3, 4, 5, 6, 8):
+            if stages * (bm + bn) * 128 + 1024 > MAX_SHARED_BYTES:
+                continue
+            for group in (0, 8):
+                out.append(Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, bk), micro=(64, bn), mma=True,
+                                    wgmma=True, vec=vec, stages=stages, group=group, index64=p.index64))
+    return out
+
+
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
     if p.group.kind == "matmul":
         out = []
+        if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":   # opted in: f32 as TF32
+            out += _wgmma_schedules(p, vec=4)
         if uses_tensor_cores(p):
             for tile, warp in (((128, 128, 32), (64, 32)), ((64, 64, 32), (32, 32)),
                                ((128, 64, 32), (64, 32)), ((128, 128, 32), (32, 64)),
@@ -181,15 +197,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                     out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
                                         tile=tile, micro=warp, mma=True, vec=vec, index64=p.index64))
             if matmul_vector(p) == 8 and p.arch == "sm_90a":     # warpgroup tensor cores
-                for bm, bn in WGMMA_TILES:
-                    for stages in (3, 4, 5, 6, 8):
-                        if stages * (bm + bn) * 64 * 2 + 1024 > MAX_SHARED_BYTES:
-                            continue
-                        for group in (0, 8):
-                            s = Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 64), micro=(64, bn),
-                                         mma=True, wgmma=True, vec=8, stages=stages, group=group,
-                                         index64=p.index64)
-                            out.append(s)
+                out += _wgmma_schedules(p, vec=8)
             if matmul_vector(p) == 8:     # cp.async pipelines
                 for tile, warp in PIPELINE_TILES:
                     for stages in (3, 4):
@@ -371,6 +379,20 @@ def matmul_vector(p: Problem) -> int:
     return 8
 
 
+def tf32_operands(p: Problem) -> bool:
+    """Both operands plain f32 inputs, contiguous along K (A as [M, K], B as
+    an nn.Linear-style [N, K] used as `w.T`: wgmma reads TF32 K-major only),
+    rows a multiple of 4 long and 16-byte aligned."""
+    mm = next(v for v in p.group.values if v.op == "matmul")
+    for operand in mm.operands:
+        op = operand_input(p.layout, operand)
+        if op is None or operand.dtype.name != "f32" or id(op) in p.misaligned:
+            return False
+        if op.loops[-1] != p.layout.n_kept or p.loops[op.loops[-1]] % 4:
+            return False
+    return True
+
+
 def matmul_default(p: Problem, hints: Hints) -> Schedule:
     """Tensor cores for f16/bf16 operands, else register-microtiled SIMT tiles
     (128x128, 8x8 per thread, for large products; 64x64, 4x4, where a 128-tile
@@ -380,6 +402,11 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
     big = batch * -(-m // 128) * -(-n // 128) >= p.sm_count
     if uses_tensor_cores(p):
         return _tensor_core_default(p, hints)
+    if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":
+        # opted in: f32 operands read as TF32 by wgmma (K-contiguous A and B only)
+        bm, bn, stages = (128, 256, 4) if batch * -(-m // 128) * -(-n // 256) >= p.sm_count else (64, 128, 5)
+        return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 32), micro=(64, bn), mma=True,
+                        wgmma=True, vec=4, stages=stages, group=hints.group or 0, index64=p.index64)
     bm = bn = 128 if big else 64
     bk = 16                      # measured: 128x128x16 beats x8 by 10% at 4096^3 (H200)
     tm = tn = 8 if big else 4
@@ -486,7 +513,10 @@ def fits(p: Problem, s: Schedule) -> str:
     inner = p.inner
     if s.wgmma and p.arch != "sm_90a":
         return "wgmma needs an sm_90a GPU (Hopper)"
-    if s.kind == "matmul" and s.vec > 1:
+    if s.kind == "matmul" and s.wgmma and s.vec == 4:
+        if not tf32_operands(p):
+            return "TF32 wgmma needs plain f32 operands contiguous along K, 16-byte aligned"
+    elif s.kind == "matmul" and s.vec > 1 and s.mma:
         if s.vec != 8 or matmul_vector(p) != 8:
             return "matmul operands move in 16-byte vectors only where extents and alignment allow"
     elif s.vec > 1:

@@ -75,10 +75,12 @@ class Schedule:
             if bm % tm or bn % tn:
                 return f"the microtile {tm}x{tn} must divide the tile {bm}x{bn}"
             if self.wgmma:
-                if not self.mma or self.vec != 8 or not 3 <= self.stages <= 8:
-                    return "wgmma tiles move by cp.async (mma, vec=8) through 3 to 8 stages"
-                if bk != 64 or bm not in (64, 128) or bn % 64 or not 64 <= bn <= 256:
-                    return "wgmma tiles are 64 or 128 rows by 64 to 256 columns (a multiple of 64), BK = 64"
+                # vec is the 16-byte chunk's element count: 8 for f16/bf16, 4 for TF32
+                if not self.mma or self.vec not in (4, 8) or not 3 <= self.stages <= 8:
+                    return "wgmma tiles move by cp.async in 16-byte chunks (vec 8 or 4) through 3 to 8 stages"
+                if bk != 8 * self.vec or bm not in (64, 128) or bn % 64 or not 64 <= bn <= 256:
+                    return ("wgmma tiles are 64 or 128 rows by 64 to 256 columns (a multiple of 64), "
+                            "with 128 bytes of K (BK = 64 16-bit or 32 TF32 values)")
                 if (tm, tn) != (64, bn) or self.block != 128 * (bm // 64):
                     return "each warpgroup (128 threads) owns 64 rows and every column of the tile"
                 if self.shared_bytes > MAX_SHARED_BYTES:
@@ -126,8 +128,8 @@ class Schedule:
         if self.kind != "matmul" or not self.mma or self.stages < 2:
             return 0
         (bm, bn, bk), pad = self.tile, 8
-        if self.wgmma:    # unpadded swizzled stages, aligned to 1024 bytes in the kernel
-            return self.stages * (bm + bn) * bk * 2 + 1024
+        if self.wgmma:    # unpadded swizzled 128-byte rows, aligned to 1024 bytes in the kernel
+            return self.stages * (bm + bn) * 128 + 1024
         return self.stages * (bm * (bk + pad) + max(bn * (bk + pad), bk * (bn + pad))) * 2
 
     @property
@@ -140,7 +142,7 @@ class Schedule:
         if self.kind == "matmul":
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
             if self.wgmma:
-                return (f"mm_wg_m{bm}n{bn}k{bk}_s{self.stages}_" + (f"g{self.group}_" if self.group else "")
+                return (f"mm_wg{'_tf32' if self.vec == 4 else ''}_m{bm}n{bn}k{bk}_s{self.stages}_" + (f"g{self.group}_" if self.group else "")
                         + ("x64" if self.index64 else "x32"))
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
                     f"v{self.vec}_" + (f"s{self.stages}_" if self.stages > 1 else "")
