@@ -23,8 +23,9 @@ KERNELS = {
     "ab": "kernel mm(a: {t}[M, K], b: {t}[K, N]) -> {t}[M, N] {{ return a @ b }}",
     "abT": "kernel mm(a: {t}[M, K], b: {t}[N, K]) -> {t}[M, N] {{ return a @ b.T }}",
     "relu": "kernel mm(a: {t}[M, K], b: {t}[K, N], bias: f32[N]) -> {t}[M, N] {{ return relu(a @ b + bias) }}",
+    "tf32": "kernel mm(a: {t}[M, K], b: {t}[N, K]) -> {t}[M, N] {{ return a @ b.T }}\nschedule mm {{ tf32(true) }}",
 }
-CASES = [("f16", "ab", (4096, 4096, 4096)), ("f16", "abT", (4096, 4096, 4096)),
+CASES = [("f32", "tf32", (4096, 4096, 4096)), ("f32", "tf32", (8192, 8192, 8192)), ("f16", "ab", (4096, 4096, 4096)), ("f16", "abT", (4096, 4096, 4096)),
          ("f16", "ab", (8192, 8192, 8192)), ("f16", "ab", (1000, 1000, 1000)),
          ("f16", "ab", (16, 8192, 8192)), ("f16", "ab", (8192, 8192, 1024)),
          ("bf16", "ab", (4096, 4096, 4096)), ("f16", "ab", (4000, 4000, 4000))]
@@ -60,7 +61,7 @@ def main():
         src = KERNELS[kind].format(t=dtype)
         kern = tiledsl.compile(src)
         _, p = _problem(kern, shape)
-        cands = [s for s in candidates(p) if s.mma or not args.mma_only]
+        cands = [s for s in candidates(p, kern.hints) if s.mma or not args.mma_only]
         plan.append((dtype, kind, shape, src, cands, default(p)))
         jobs += [(src, shape, s) for s in cands]
     t0 = time.perf_counter()
@@ -75,23 +76,30 @@ def main():
     from benchmarks.common import time_cuda
     from tiledsl.runtime.launcher import set_overrides
     for dtype, kind, (m, n, k), src, cands, base in plan:
-        np_t = np.float16
+        np_t = np.float32 if dtype == "f32" else np.float16
         kern = tiledsl.compile(src)
         rng = np.random.default_rng()
         if dtype == "bf16":
             import ml_dtypes
             np_t = ml_dtypes.bfloat16
         a = cp.asarray(rng.standard_normal((m, k)).astype(np_t))
-        b_shape = (k, n) if kind != "abT" else (n, k)
+        b_shape = (k, n) if kind not in ("abT", "tf32") else (n, k)
         b = cp.asarray(rng.standard_normal(b_shape).astype(np_t))
         extra = [cp.asarray(rng.standard_normal(n).astype(np.float32))] if kind == "relu" else []
-        bm = b if kind != "abT" else b.T
+        bm = b if kind not in ("abT", "tf32") else b.T
         ref = cp.matmul(a.astype(cp.float32), bm.astype(cp.float32))
         if kind == "relu":
             ref = cp.maximum(ref + extra[0], 0)
         out = cp.empty((m, n), a.dtype)
         flop = 2 * m * n * k
-        t_cublas = time_cuda(lambda i: cp.matmul(a, bm, out=out), repeats=10).median_us
+        if kind == "tf32":     # cuBLAS with TF32 allowed, through torch
+            import torch
+            torch.backends.cuda.matmul.allow_tf32 = True
+            ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(bm, device="cuda")
+            tout = torch.empty((m, n), device="cuda")
+            t_cublas = time_cuda(lambda i: torch.matmul(ta, tb, out=tout), repeats=10).median_us
+        else:
+            t_cublas = time_cuda(lambda i: cp.matmul(a, bm, out=out), repeats=10).median_us
         launcher = kern._launcher = launcher_for(kern)
         rows = []
         for s in cands:
@@ -100,7 +108,7 @@ def main():
                 out.fill(float("nan"))
                 kern(a, b, *extra, out=out)
                 err = float(cp.linalg.norm(out.astype(cp.float32) - ref) / cp.linalg.norm(ref))
-                ok = err <= (2e-3 if dtype == "f16" else 1e-2)
+                ok = err <= {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-3}[dtype]
                 t = time_cuda(lambda i: kern(a, b, *extra, out=out), repeats=10).median_us
                 rows.append((t, s.tag + ("" if ok else f" WRONG err={err:.1e}"), s == base))
             except Exception as err:  # noqa: BLE001
