@@ -112,6 +112,9 @@ def _tensor_core_candidates():
                f"{{ return relu({layout} + bias) }}")
         yield from _pipelined(src, f"{dtype}-{layout.replace(' ', '')}")
     yield from _pipelined(TF32, "tf32")
+    for layout in ("a @ b", "at.T @ bt.T"):    # vectorized f32 SIMT tiles, both fast-dim orientations
+        yield from _pipelined(f"kernel s(a: f32[M, K], b: f32[K, N], at: f32[K, M], bt: f32[N, K]) -> f32[M, N] "
+                              f"{{ return {layout} }}", f"f32-{layout.replace(' ', '')}")
 
 
 def _pipelined(src, label):
@@ -121,7 +124,7 @@ def _pipelined(src, label):
     launcher = launcher_for(k)
     p = problem(launcher.groups[0], launcher.layouts[0], TAIL_SHAPE, frozenset(), 132, "sm_90a")
     for s in candidates(p, k.hints):
-        if s.mma and s.vec > 1:
+        if s.vec > 1:
             yield pytest.param(src, s, id=f"{label}-{s.tag}")
 
 

@@ -509,7 +509,15 @@ class _Renderer:
             outs.append(f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};")
         epilogue = self.direct_body([op.value for op in lay.outputs],
                                     lambda v: available(v) or v.id == mm.id)
+        vector = None
+        if not self.s.mma and self.s.vec == 4:     # plain f32 operands in 16-byte vectors
+            vector = dict(a=dict(self.operand_tile(a, lm, "As"), p="a"),
+                          b=dict(self.operand_tile(b, ln, "Bs"), p="b"))
+            if not (vector["a"]["vector"] and vector["b"]["vector"]):
+                raise TdslCompileError(f"schedule {self.s.tag}: vectorized SIMT tiles need both operands "
+                                       f"as plain f32 inputs in 16-byte vectors")
         return dict(
+            vector=vector,
             acc_t=acc_t, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, uniform=uniform,
             batch_coords=self.coords(list(range(n_kept - 2)), "(idx_t)blockIdx.z"),
             lm=lm, ln=ln, lk=lk, mm=mm.id,
@@ -517,38 +525,45 @@ class _Renderer:
             b_tile=tile_load(b, lk, ln, bk, bn, "Bs"),   # Bs[k][n]
             epilogue=epilogue, stores=outs)
 
+    def operand_tile(self, operand: Value, row_loop: int, name: str) -> dict:
+        """How one GEMM operand's tile is read: its input (looking through
+        transposes), its contiguous ("fast") loop, and whether it moves in the
+        schedule's 16-byte vectors."""
+        lay = self.layout
+        mm = next(v for v in self.group.values if v.op == "matmul")
+        lm, ln, lk = lay.n_kept - 2, lay.n_kept - 1, lay.n_kept
+        bm, bn, bk = self.s.tile
+        bases = {lm: "base_m", ln: "base_n", lk: "base_k"}
+        sizes = {lm: bm, ln: bn, lk: bk}
+        uniform_ids = set(self.uniform_lines()[1])
+        source = operand_input(lay, operand)
+        inputs = [source] if source is not None else []
+        inner = inputs[0].loops[-1] if inputs else lk
+        fast, slow = (lk, row_loop) if inner == lk else (row_loop, lk)
+        # A plain input of the operand type moves as 16-byte vectors (the
+        # launcher asks for them only where extents and alignment allow).
+        vector = (bool(inputs) and self.s.vec * operand.dtype.itemsize == 16
+                  and operand.dtype.name == mm.operands[0].dtype.name)
+        # A tile whose contiguous dim is not K is kept [k][rows] in shared
+        # memory (B of x @ w with w[K, N]), so its 16-byte loads store whole.
+        return dict(name=name, rows=sizes[row_loop], cols=bk, fast=fast, slow=slow,
+                    k_major=fast != lk,
+                    n_fast=sizes[fast], fast_base=bases[fast], slow_base=bases[slow],
+                    row_loop=row_loop, row_base=bases[row_loop], vector=vector,
+                    input=inputs[0].index if inputs else -1,
+                    offset=self.offset(inputs[0]) if inputs else "0",
+                    body=self.direct_body([operand], lambda v: v.id in uniform_ids), value=operand.id)
+
     def matmul_mma(self) -> dict:
         """The tensor-core GEMM: as `matmul`, with 16-bit tiles, A as [M][K]
         and B as [N][K] in shared memory, and mma.sync fragments."""
         base = self.matmul()
-        lay = self.layout
         mm = next(v for v in self.group.values if v.op == "matmul")
         a, b = mm.operands
-        lm, ln, lk = base["lm"], base["ln"], base["lk"]
+        lm, ln = base["lm"], base["ln"]
         bm, bn, bk = self.s.tile
         wm, wn = self.s.micro
-        available = lambda v: v.id in set(self.uniform_lines()[1])  # noqa: E731
-        bases = {lm: "base_m", ln: "base_n", lk: "base_k"}
-        sizes = {lm: bm, ln: bn, lk: bk}
-
-        def tile(operand, row_loop, name):
-            source = operand_input(lay, operand)
-            inputs = [source] if source is not None else []
-            inner = inputs[0].loops[-1] if inputs else lk
-            fast, slow = (lk, row_loop) if inner == lk else (row_loop, lk)
-            # A plain input of the mma type moves as 16-byte vectors (the launcher
-            # asks for vec=8 only where extents and alignment allow it).
-            vector = (bool(inputs) and self.s.vec * operand.dtype.itemsize == 16
-                      and operand.dtype.name == a.dtype.name)
-            # A tile whose contiguous dim is not K is kept [k][rows] in shared
-            # memory (B of x @ w with w[K, N]), so its 16-byte loads store whole.
-            return dict(name=name, rows=sizes[row_loop], cols=bk, fast=fast, slow=slow,
-                        k_major=fast != lk,
-                        n_fast=sizes[fast], fast_base=bases[fast], slow_base=bases[slow],
-                        row_loop=row_loop, row_base=bases[row_loop], vector=vector,
-                        input=inputs[0].index if inputs else -1,
-                        offset=self.offset(inputs[0]) if inputs else "0",
-                        body=self.direct_body([operand], available), value=operand.id)
+        tile = self.operand_tile
         half = a.dtype.name
         a_tile = tile(a, lm, "As")
         if a_tile["k_major"]:   # A's fragments are read [m][k]: an M-contiguous A goes element by element

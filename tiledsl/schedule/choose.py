@@ -207,6 +207,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                          index64=p.index64)
                             if s.shared_bytes <= MAX_SHARED_BYTES:
                                 out.append(s)
+        if simt_vector(p) == 4:     # f32 tiles in 16-byte vectors, float4 fragment reads
+            for bm, bn, bk, tm, tn in SIMT_VECTOR_TILES:
+                out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk), micro=(tm, tn),
+                                    vec=4, index64=p.index64))
         for bm, bn, bk, tm, tn in ((64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
                                    (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (32, 32, 32, 2, 2)):
             out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk),
@@ -379,6 +383,22 @@ def matmul_vector(p: Problem) -> int:
     return 8
 
 
+# (BM, BN, BK, TM, TN) of the vectorized f32 SIMT GEMM
+SIMT_VECTOR_TILES = ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 4), (64, 128, 8, 4, 8),
+                     (64, 64, 16, 4, 4), (64, 64, 8, 4, 4), (128, 128, 8, 8, 4))
+
+
+def simt_vector(p: Problem) -> int:
+    """4 when both operands are plain f32 inputs whose contiguous dims are a
+    multiple of 4 long and 16-byte aligned (any orientation), else 1."""
+    mm = next(v for v in p.group.values if v.op == "matmul")
+    for operand in mm.operands:
+        op = operand_input(p.layout, operand)
+        if op is None or operand.dtype.name != "f32" or id(op) in p.misaligned or p.loops[op.loops[-1]] % 4:
+            return 1
+    return 4
+
+
 def tf32_operands(p: Problem) -> bool:
     """Both operands plain f32 inputs, contiguous along K (A as [M, K], B as
     an nn.Linear-style [N, K] used as `w.T`: wgmma reads TF32 K-major only),
@@ -422,8 +442,13 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
             tm *= 2
         tn = max(1, area // tm)
     tm, tn = micro.get(mdim, min(tm, bm)), micro.get(ndim, min(tn, bn))
+    vec = simt_vector(p) if tm % 4 == 0 and tn % 4 == 0 else 1
+    if vec == 4 and not (tiles or micro or hints.warps):
+        bk = 8 if big else 16
+    if vec == 4 and 2 * bk * (bm + bn + 8) * 4 > 48 * 1024:
+        vec = 1
     return Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk), micro=(tm, tn),
-                    index64=p.index64)
+                    vec=vec, index64=p.index64)
 
 
 def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
@@ -519,6 +544,9 @@ def fits(p: Problem, s: Schedule) -> str:
     elif s.kind == "matmul" and s.vec > 1 and s.mma:
         if s.vec != 8 or matmul_vector(p) != 8:
             return "matmul operands move in 16-byte vectors only where extents and alignment allow"
+    elif s.kind == "matmul" and s.vec > 1:
+        if s.vec != 4 or simt_vector(p) != 4:
+            return "f32 SIMT tiles move in 16-byte vectors only where extents and alignment allow"
     elif s.vec > 1:
         if inner is None or p.loops[inner] % s.vec:
             return f"the innermost extent is not a multiple of {s.vec}"

@@ -107,6 +107,10 @@ class Schedule:
                 return "only the tensor-core GEMM has a cp.async pipeline"
             elif (bm // tm) * (bn // tn) != self.block:
                 return f"a {bm}x{bn} tile of {tm}x{tn} microtiles takes {(bm // tm) * (bn // tn)} threads, not {self.block}"
+            if not self.mma and self.vec not in (1, 4):
+                return "SIMT tiles load f32 one at a time or in 16-byte vectors (vec 1 or 4)"
+            if not self.mma and self.vec == 4 and (tm % 4 or tn % 4 or 2 * bk * (bm + bn + 8) * 4 > 48 * 1024):
+                return "vectorized SIMT tiles need microtiles of 4x4 blocks and two buffers within 48 KB"
             if not self.mma and bk * (bm + bn + 2) * 4 > 48 * 1024:
                 return (f"tiles {bm}x{bn}x{bk} need {bk * (bm + bn + 2) * 4 // 1024} KB of shared "
                         f"memory, more than the 48 KB a block gets without opting in")
