@@ -1,8 +1,18 @@
 """The autotuner: search a kernel's schedules on the GPU, keep the winners.
 
+    space.py     the candidates per group and the static pruning (fits, limits)
+    compile.py   parallel NVRTC compilation into the compilation cache (worker.py)
+    timing.py    CUDA-event timing with input rotation past the L2
+    safety.py    poisoned outputs, the float64 check, test-only fault injection
     select.py    the deterministic, noise-aware choice (pure)
     db.py        the tuning database (JSON, locked, merged, atomic)
+    runner.py    autotune() and dry_run(): the search itself
+    report.py    TuneReport: table, JSON; plot.py the roofline plot
+    roofline.py  work from the IR, device peaks, % of the roofline
+    peers.py     cuBLAS / CuPy (cupy_eval.py) / Triton peers for `bench`
 """
 from .db import TuningDB, default_db_path, resolve_db_path
+from .report import TuneReport
+from .runner import autotune, dry_run
 
-__all__ = ["TuningDB", "default_db_path", "resolve_db_path"]
+__all__ = ["autotune", "dry_run", "TuneReport", "TuningDB", "default_db_path", "resolve_db_path"]
