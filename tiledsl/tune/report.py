@@ -62,9 +62,14 @@ class TuneReport:
                 out[c.status] = out.get(c.status, 0) + 1
         return out
 
+    def rate_columns(self, seconds: Optional[float]) -> tuple[str, str]:
+        if seconds is None or not seconds > 0:
+            return "-", "-"
+        return rate(seconds, self.work, self.peak, self.copy_bandwidth).columns()
+
     def rate_text(self, seconds: Optional[float]) -> str:
         if seconds is None or not seconds > 0:
-            return ""
+            return "-"
         return rate(seconds, self.work, self.peak, self.copy_bandwidth).text()
 
     # -- text -----------------------------------------------------------------
@@ -90,7 +95,7 @@ class TuneReport:
                     lines.append(f"  {c.tag + mark:44s} {c.status:9s} {regs:>4s} {smem:>6s} {c.reason}")
                 continue
             timed = sorted(g.by_status("timed"), key=lambda c: (c.median, c.tag))
-            lines.append(f"  {'rank':>4s}  {'config':44s} {'time':>10s} {unit:>12s} {'% roof':>7s} "
+            lines.append(f"  {'rank':>4s}  {'config':44s} {'time':>10s} {unit:>8s} {'% roof':>7s} "
                          f"{'regs':>4s}  note")
             shown = timed if top is None else timed[:top]
             for rank, c in enumerate(timed, 1):
@@ -103,8 +108,9 @@ class TuneReport:
                     notes.append("default")
                 if c.spread == c.spread and c.spread > 0.05:
                     notes.append(f"noisy ({c.spread:.0%})")
-                lines.append(f"  {rank:4d}  {c.tag:44s} {_time(c.median):>10s} "
-                             f"{self.rate_text(c.median):>20s} {c.registers:4d}  {' '.join(notes)}")
+                value, pct = self.rate_columns(c.median)
+                lines.append(f"  {rank:4d}  {c.tag:44s} {_time(c.median):>10s} {value:>8s} {pct:>7s} "
+                             f"{c.registers:4d}  {' '.join(notes)}")
             if top is not None and len(timed) > len(shown):
                 lines.append(f"        ... {len(timed) - len(shown)} more timed")
             for c in g.candidates:
@@ -121,9 +127,12 @@ class TuneReport:
                 lines.append(f"  vs {p.name}: {p.note}")
                 continue
             ours = self.tuned_seconds
-            ratio = f"tiledsl is {p.seconds / ours:.2f}x its speed" if ours else ""
-            err = f", rel. error {p.error:.1e}" if p.error is not None else ""
-            lines.append(f"  vs {p.name}: {_time(p.seconds)} {self.rate_text(p.seconds)}; {ratio}{err}")
+            parts = [f"{_time(p.seconds)}, {self.rate_text(p.seconds)}"]
+            if ours and p.seconds > 0:
+                parts.append(f"tiledsl is {p.seconds / ours:.2f}x its speed")
+            if p.error is not None:
+                parts.append(f"rel. error {p.error:.1e}")
+            lines.append(f"  vs {p.name}: {'; '.join(parts)}")
         for c in self.wrong:
             lines.append(f"!! REJECTED {c.tag}: {c.reason}. This is a tiledsl compiler bug; please "
                          f"report it with this kernel and shape.")

@@ -13,6 +13,7 @@ come first. An unknown device has no compute peak: '%' is left blank.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -89,10 +90,15 @@ class Rate:
     unit: str              # 'TFLOP/s' or 'TB/s'
     fraction: Optional[float]   # of the roofline, None when the peak is unknown
 
+    def columns(self) -> tuple[str, str]:
+        """('226.10', '22.9%'): the rate in T-units and the fraction, for tables."""
+        if self.value != self.value:
+            return "-", "-"
+        return f"{self.value / 1e12:.2f}", (f"{self.fraction:.1%}" if self.fraction is not None else "?")
+
     def text(self) -> str:
-        scaled = self.value / 1e12
-        pct = f"{self.fraction:6.1%}" if self.fraction is not None else "     ?"
-        return f"{scaled:8.2f} {self.unit} {pct}"
+        value, pct = self.columns()
+        return f"{value} {self.unit} ({pct} of the roofline)"
 
 
 def roof(w: Work, peak: Optional[Peak], copy_bandwidth: Optional[float]) -> Optional[float]:
@@ -108,6 +114,8 @@ def roof(w: Work, peak: Optional[Peak], copy_bandwidth: Optional[float]) -> Opti
 
 def rate(seconds: float, w: Work, peak: Optional[Peak], copy_bandwidth: Optional[float]) -> Rate:
     bound = roof(w, peak, copy_bandwidth)
+    if not seconds > 0:          # nothing measurable (an empty call)
+        return Rate(math.nan, "TFLOP/s" if w.matmul else "TB/s", None)
     if w.matmul:
         value, unit = w.flops / seconds, "TFLOP/s"
     else:

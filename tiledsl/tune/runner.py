@@ -17,19 +17,16 @@ import time
 import warnings
 from typing import Optional
 
-import numpy as np
-
 from ..errors import TdslError, TdslRuntimeError
-from ..inputs import TOLERANCE, random_arguments
 from .db import dtypes_text, kernel_fingerprint, make_record, open_db, resolve_db_path
 from .compile import Compilation
 from .progress import Progress
 from .report import TuneReport
 from .roofline import peak_for, work
-from .safety import as_float64, copy_of, corrupt, fault_tag, poison, relative_error, to_device
+from .safety import corrupt, fault_tag
 from .select import Timed, choose
 from .space import MAX_CANDIDATES, Candidate, DeviceLimits, search_space
-from .timing import input_sets_needed, time_call
+from .workload import Workload
 
 
 def dry_run(kernel, extents: dict, *, arch: str = "sm_90a", sm_count: int = 132,
@@ -129,14 +126,15 @@ class _Tuner:
             t0 = time.monotonic()
             prog.set_phase("compiling")
             comp = Compilation(self.kernel, self.spaces, self.arch, self.workers, self.limits).start()
-            host, expected = self._reference()           # while the workers compile
+            self.load = Workload(self.kernel, self.extents, seed=self.seed, scalars=self.scalars,
+                                 device=self.device)      # inputs and reference, while the workers compile
             comp.finish(self.deadline, lambda c: prog.count(c.status, finished=c.status != "compiled"))
             report.compile_seconds = time.monotonic() - t0
             report.compiled_now, report.from_cache = comp.compiled, comp.cached
             report.stopped_by_budget = any(c.status == "skipped" for g in self.spaces for c in g.candidates)
             report.copy_bandwidth = copy_bandwidth(self.device)
             prog.set_phase("timing")
-            self._prepare(host, expected)
+            self.load.upload()
             winners: dict = {}
             for g in self.spaces:
                 self._tune_group(g, winners, prog)
@@ -170,33 +168,6 @@ class _Tuner:
         self.report.origin = "database"
         return True
 
-    # -- inputs -------------------------------------------------------------------
-    def _reference(self):
-        host = random_arguments(self.kernel.graph, self.extents, self.seed)
-        for index, value in self.scalars.items():
-            host[index] = value
-        expected = self.kernel.reference(*host, compute="f64")
-        return host, expected if isinstance(expected, tuple) else (expected,)
-
-    def _prepare(self, host, expected) -> None:
-        import cupy
-        args = [to_device(a) if isinstance(a, np.ndarray) else a for a in host]
-        l2 = _attribute("cudaDevAttrL2CacheSize", 38, self.device, 50 << 20)
-        free = cupy.cuda.runtime.memGetInfo()[0]
-        self.n_sets = input_sets_needed(int(self.report.work.bytes), l2, free)
-        self.sets = [args] + [[copy_of(a) if isinstance(h, np.ndarray) else a for a, h in zip(args, host)]
-                              for _ in range(self.n_sets - 1)]
-        self.outs = [self._outputs() for _ in range(self.n_sets)]
-        self.expected = [cupy.asarray(np.asarray(e, dtype=np.float64)) for e in expected]
-        self.tolerances = [TOLERANCE[r.dtype.name] for r in self.kernel.graph.results]
-
-    def _outputs(self) -> list:
-        return [v.owner for v in self.launcher._outputs(None, self.extents, self.device)]
-
-    @staticmethod
-    def _out_arg(outs: list):
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
     # -- one group ----------------------------------------------------------------
     def _tune_group(self, g, winners: dict, prog: Progress) -> None:
         from ..runtime.launcher import set_overrides
@@ -213,10 +184,10 @@ class _Tuner:
                 prog.count("skipped")
                 continue
             set_overrides(self.launcher, {**others, g.index: c.schedule})
-            faulty = self.fault is not None and self.fault == c.tag
+            after = _corrupt_all if self.fault is not None and self.fault == c.tag else None
             try:
-                if self._check(c, faulty):
-                    m = time_call(lambda i: self._call(i, faulty), self.n_sets, slower_than=best)
+                if self._check(c, after):
+                    m = self.load.time(lambda i: self.load.call(i, after), slower_than=best)
                     c.median, c.samples = m.median, m.samples
                     c.spread = math.nan if m.cut_short else m.spread
                     c.mark("timed", "cut short: over 1.5x the best so far" if m.cut_short else "")
@@ -235,32 +206,17 @@ class _Tuner:
             self.report.warnings.append(f"group {g.index}: no candidate gave a correct, timed result; "
                                         f"the default {g.default.tag} stays (not stored)")
 
-    def _call(self, i: int, faulty: bool) -> None:
-        outs = self.outs[i]
-        self.kernel(*self.sets[i], out=self._out_arg(outs))
-        if faulty:
-            for o in outs:
-                corrupt(o)
-
-    def _check(self, c: Candidate, faulty: bool) -> bool:
-        """Fresh poisoned outputs, one call on input set 0, compare with the
-        float64 reference; False (and a loud warning) when wrong."""
-        import cupy
-        fresh = self._outputs()
-        for o in fresh:
-            poison(o)
-        self.kernel(*self.sets[0], out=self._out_arg(fresh))
-        if faulty:
-            for o in fresh:
-                corrupt(o)
-        errors = [relative_error(cupy, as_float64(o), e) for o, e in zip(fresh, self.expected)]
-        del fresh
+    def _check(self, c: Candidate, after) -> bool:
+        """One call into fresh poisoned outputs against the float64 reference;
+        False (and a loud warning) when wrong."""
+        errors = self.load.check(after)
         c.error = max(errors)
-        bad = [(k, e) for k, e in enumerate(errors) if not e <= self.tolerances[k]]
+        tolerances = self.load.tolerances
+        bad = [(k, e) for k, e in enumerate(errors) if not e <= tolerances[k]]
         if not bad:
             return True
         k, e = bad[0]
-        c.mark("wrong", f"result {k} is wrong: relative error {e:.2e} > {self.tolerances[k]:.0e} "
+        c.mark("wrong", f"result {k} is wrong: relative error {e:.2e} > {tolerances[k]:.0e} "
                         f"against the float64 reference")
         warnings.warn(f"tiledsl autotune: schedule {c.tag} of {self.kernel.name} gives a WRONG result "
                       f"({c.reason}); it was rejected. This is a tiledsl compiler bug; please report it.",
@@ -280,18 +236,16 @@ class _Tuner:
 
     # -- peers and the database ----------------------------------------------------
     def _time_peers(self) -> None:
-        import cupy
         from .peers import PeerResult, runners
+        load = self.load
         for name, fn, note in runners(self.kernel, list(self.peers), self.extents):
             result = PeerResult(name, note=note)
             self.report.peers.append(result)
             if fn is None:
                 continue
             try:
-                got = fn(self.sets[0])
-                got = got if isinstance(got, tuple) else (got,)
-                result.error = max(relative_error(cupy, as_float64(o), e) for o, e in zip(got, self.expected))
-                result.seconds = time_call(lambda i: fn(self.sets[i]), self.n_sets).median
+                result.error = max(load.errors_of(fn(load.sets[0])))
+                result.seconds = load.time(lambda i: fn(load.sets[i])).median
             except Exception as err:   # noqa: BLE001 - a peer that cannot run is reported, not fatal
                 result.note = f"n/a: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
 
@@ -317,10 +271,6 @@ class _Tuner:
             self.report.warnings.append(f"the winners were not stored: {err.message}")
 
 
-def _attribute(name: str, number: int, device: int, fallback: int) -> int:
-    import cupy
-    rt = cupy.cuda.runtime
-    try:
-        return int(rt.deviceGetAttribute(getattr(rt, name, number), device)) or fallback
-    except Exception:   # noqa: BLE001
-        return fallback
+def _corrupt_all(outs) -> None:
+    for o in outs:
+        corrupt(o)
