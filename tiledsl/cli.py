@@ -106,6 +106,12 @@ def cmd_autotune(args) -> int:
     if args.budget is not None and args.budget <= 0:
         raise TdslError("--budget takes a positive number of seconds")
     kernels = _kernels(args.file, args.kernel)
+    if args.plot and not args.dry_run:
+        try:
+            import matplotlib  # noqa: F401 - checked before a long search, not after
+        except ImportError:
+            raise TdslError("--plot needs matplotlib: pip install matplotlib (or pip install "
+                            "tiledsl[tune])") from None
     if not args.dry_run:
         ok, why = _gpu_available()
         if not ok:
