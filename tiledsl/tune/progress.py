@@ -36,11 +36,10 @@ class Progress:
     def count(self, what: str, finished: bool = True) -> None:
         """One more candidate `what` (a COUNTS name); finished ones advance the bar."""
         self.counts[what] = self.counts.get(what, 0) + 1
-        if finished:
-            self.done += 1
-            if self._bar is not None:
-                self._bar.update(1)
-        self._show()
+        self.done += finished
+        self._show()                     # postfix first, so the bar's redraw shows it
+        if finished and self._bar is not None:
+            self._bar.update(1)
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
