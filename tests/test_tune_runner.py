@@ -5,6 +5,7 @@ The real thing runs in test_tune_gpu.py and benchmarks/tune_check.py."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import numpy as np
@@ -230,3 +231,26 @@ def test_progress_counts_reach_the_stream(gpu, tmp_path):
     autotune(_kernel(), EXT, max_candidates=4, db=False, progress=True, stream=stream)
     last = stream.getvalue().strip().splitlines()[-1]
     assert "4/4 candidates" in last and "timed 4" in last and "compiled" in last
+
+
+def test_cli_run_reports_the_roofline_of_a_matmul(gpu, capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "_gpu_available", lambda: (True, ""))
+    real_compile = cli.compile_program
+
+    def with_fake_launcher(*a, **kw):
+        program = real_compile(*a, **kw)
+        program._launcher = fake_gpu.FakeLauncher(program)
+        return program
+    monkeypatch.setattr(cli, "compile_program", with_fake_launcher)
+    src = tmp_path / "mm.tdsl"
+    src.write_text(MATMUL)
+    rc = cli.main(["run", str(src), "--shape", "M=64,N=32,K=48"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert re.search(r"GPU: [\d.]+ us  [\d.]+ TFLOP/s \([\d.]+% of the roofline: H200 SXM tensor-core peak 989 "
+                     r"TFLOP/s, bandwidth 4000 GB/s\)", out), out
+    src.write_text(SOFTMAX)
+    rc = cli.main(["run", str(src), "--shape", "M=64,N=32"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "of the roofline: measured copy bandwidth 4000 GB/s" in out
