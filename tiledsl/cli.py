@@ -107,11 +107,10 @@ def cmd_autotune(args) -> int:
         raise TdslError("--budget takes a positive number of seconds")
     kernels = _kernels(args.file, args.kernel)
     if args.plot and not args.dry_run:
-        try:
-            import matplotlib  # noqa: F401 - checked before a long search, not after
-        except ImportError:
+        import importlib.util
+        if importlib.util.find_spec("matplotlib") is None:     # before a long search, not after
             raise TdslError("--plot needs matplotlib: pip install matplotlib (or pip install "
-                            "tiledsl[tune])") from None
+                            "tiledsl[tune])")
     if not args.dry_run:
         ok, why = _gpu_available()
         if not ok:
