@@ -178,3 +178,26 @@ def test_candidates_come_from_the_schedule_module():
     p = space.problem
     want = [default(p, k.hints)] + [s for s in candidates(p, k.hints) if s != default(p, k.hints)]
     assert [c.schedule for c in space.candidates] == want[:64]
+
+
+def test_workers_that_cannot_start_leave_the_work_to_this_process(cache_dir, monkeypatch):
+    import sys
+    monkeypatch.setattr(sys, "executable", sys.executable + "-missing")   # Popen fails: no workers at all
+    k = tiledsl.compile(POINTWISE.replace("relu(", "exp("))
+    space = search_space(k, dict(N=1024), max_candidates=2)
+    Compilation(k, space, "sm_90a", workers=2).start().finish()
+    assert [c.status for c in space[0].candidates] == ["compiled", "compiled"]
+
+
+def test_workers_that_die_hand_their_jobs_back(cache_dir, monkeypatch):
+    import sys
+    import tiledsl.tune.compile as comp
+    real = comp.subprocess.Popen
+
+    def broken_worker(argv, **kw):     # a "worker" that exits at once, as if tiledsl failed to import
+        return real([sys.executable, "-c", "pass"], **kw)
+    monkeypatch.setattr(comp.subprocess, "Popen", broken_worker)
+    k = tiledsl.compile(POINTWISE.replace("relu(", "log("))
+    space = search_space(k, dict(N=1024), max_candidates=3)
+    Compilation(k, space, "sm_90a", workers=2).start().finish()
+    assert [c.status for c in space[0].candidates] == ["compiled"] * 3

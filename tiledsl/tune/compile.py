@@ -82,23 +82,26 @@ class WorkerPool:
         self.todo.put((job, json.dumps({"source": source, "arch": arch}) + "\n"))
 
     def _feed(self, proc) -> None:
+        alive = True
         while not self.stopping:
             item = self.todo.get()
             if item is None:
                 return
             job, request = item
-            line = b""
+            if not alive:                 # hand the job back: it is compiled in the tuner's process
+                self.done.put((job, {"error": "no compile worker", "retry_here": True}))
+                continue
             try:
                 proc.stdin.write(request.encode())
                 proc.stdin.flush()
                 line = proc.stdout.readline()
-                answer = json.loads(line) if line else \
-                    {"error": f"the compile worker exited (status {proc.poll()})"}
-            except (OSError, ValueError) as err:
-                answer = {"error": f"the compile worker failed: {err}"}
+                answer = json.loads(line) if line else None
+            except (OSError, ValueError):
+                answer = None
+            if answer is None:            # the worker died (or never started): not the kernel's fault
+                alive = False
+                answer = {"error": f"the compile worker exited (status {proc.poll()})", "retry_here": True}
             self.done.put((job, answer))
-            if "cubin" not in answer and not line:
-                return                       # this worker is gone; the others carry on
 
     def close(self) -> None:
         self.stopping = True
@@ -130,6 +133,7 @@ class Compilation:
         self.compiled = 0          # compiled by this run
         self._queue: list[tuple[_Job, str]] = []   # compiled in this process
         self._pool: Optional[WorkerPool] = None
+        self._sources: dict = {}
         self._in_flight = 0
         self.ir_text = format_graph(kernel.graph)
         for space in spaces:
@@ -167,11 +171,12 @@ class Compilation:
         if len(self._queue) > 1 and self.workers > 1:
             try:
                 self._pool = WorkerPool(min(self.workers, len(self._queue)))
-            except OSError:           # cannot start processes here: compile in this one
+            except (OSError, ValueError, TypeError):     # cannot start processes here: compile in this one
                 self._pool = None
             else:
                 for job, source in self._queue:
                     self._pool.submit(job, source, self.arch)
+                self._sources = {id(job): source for job, source in self._queue}
                 self._in_flight, self._queue = len(self._queue), []
         return self
 
@@ -195,6 +200,8 @@ class Compilation:
                 except queue.Empty:
                     break
                 self._in_flight -= 1
+                if answer.get("retry_here"):
+                    answer = _compile_here(self._sources[id(job)], self.arch)
                 self._take(job, answer)
                 self._settle(on_candidate)
         finally:
