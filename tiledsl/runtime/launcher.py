@@ -249,7 +249,6 @@ class Launcher:
             self._plans[key] = program
         return program
 
-
     def _tuned(self, index: int, p, extents: dict, device: int):
         """(schedule, 'db exact' | 'db nearest') from the tuning database, else
         (None, 'default'). Runs once per call class, never per call; the
