@@ -180,6 +180,12 @@ class Compilation:
                 self._in_flight, self._queue = len(self._queue), []
         return self
 
+    def abort(self) -> None:
+        """Stop the workers (the run failed before finish())."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
     def finish(self, deadline: Optional[float] = None, on_candidate: Callable = lambda c: None) -> None:
         """Wait for the compiles (until `deadline`, a time.monotonic() value),
         then mark each candidate compiled, failed, pruned (resources) or

@@ -126,8 +126,12 @@ class _Tuner:
             t0 = time.monotonic()
             prog.set_phase("compiling")
             comp = Compilation(self.kernel, self.spaces, self.arch, self.workers, self.limits).start()
-            self.load = Workload(self.kernel, self.extents, seed=self.seed, scalars=self.scalars,
-                                 device=self.device)      # inputs and reference, while the workers compile
+            try:                                          # inputs and reference, while the workers compile
+                self.load = Workload(self.kernel, self.extents, seed=self.seed, scalars=self.scalars,
+                                     device=self.device)
+            except BaseException:
+                comp.abort()
+                raise
             comp.finish(self.deadline, lambda c: prog.count(c.status, finished=c.status != "compiled"))
             report.compile_seconds = time.monotonic() - t0
             report.compiled_now, report.from_cache = comp.compiled, comp.cached
