@@ -123,6 +123,7 @@ class FakeLauncher:
         self.tuning_db = None
         self.fail_tags = set(fail_tags)
         self.calls = 0
+        self._results: dict = {}
         self._labels = None
         self._search_space = search_space
 
@@ -147,8 +148,12 @@ class FakeLauncher:
         tag = self.label(bound.extents)
         if tag in self.fail_tags:
             raise RuntimeError(f"cudaErrorLaunchOutOfResources: too many resources requested ({tag})")
-        got = self.kernel.reference(*args, **kwargs)
-        got = got if isinstance(got, tuple) else (got,)
+        key = tuple(id(a) if isinstance(a, np.ndarray) else a for a in args) + tuple(sorted(kwargs.items()))
+        got = self._results.get(key)
+        if got is None or any(r is not a for r, a in zip(got[1], args)):
+            got = (self.kernel.reference(*args, **kwargs), tuple(args))   # the same inputs give the same result
+            self._results[key] = got
+        got = got[0] if isinstance(got[0], tuple) else (got[0],)
         if out is None:
             out = tuple(np.empty_like(g) for g in got)
         outs = out if isinstance(out, tuple) else (out,)

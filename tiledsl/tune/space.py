@@ -66,6 +66,7 @@ class Candidate:
     median: Optional[float] = None                 # seconds per call
     samples: list = field(default_factory=list)
     spread: float = math.nan   # relative spread of the repeats
+    cut_short: bool = False    # timed only briefly: clearly slower than the best so far
     compile_seconds: float = 0.0
 
     label: str = ""            # config_label(schedule), unique within its group
