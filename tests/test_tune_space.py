@@ -85,7 +85,9 @@ def test_resource_problems():
     unknown = ResourceUsage(64, 0, 32, spill_stores=None, spill_loads=None)
     assert "32 bytes of local memory" in resource_problem(unknown, 256, limits)
     assert resource_problem(ResourceUsage(128, 0, 0, 0, 0), 1024, limits) == \
-        "128 registers x 1024 threads = 131072, more than the 65536 registers of a block"
+        "128 registers x 1024 threads = 131072 as allocated, more than the 65536 registers of a block"
+    assert resource_problem(ResourceUsage(64, 0, 0, 0, 0), 1024, limits) == ""      # exactly full
+    assert "as allocated" in resource_problem(ResourceUsage(65, 0, 0, 0, 0), 1000, limits)  # 72 x 1024
     assert "more than the 49152 a block may declare" in \
         resource_problem(ResourceUsage(32, 50000, 0, 0, 0), 128, limits)
     assert "more than 255" in resource_problem(ResourceUsage(256, 0, 0, 0, 0), 32, limits)
@@ -101,10 +103,12 @@ def test_dry_run_compiles_in_parallel_prunes_by_resources_and_fills_the_cache(ca
     pruned = [c for c in space.candidates if c.status == "pruned"]
     compiled = [c for c in space.candidates if c.status == "compiled"]
     assert pruned and compiled and len(pruned) + len(compiled) == 6
+    def allocated(c):
+        return -(-c.registers * 32 // 256) * 256 * (c.schedule.block // 32)
     for c in pruned:
-        assert c.registers * c.schedule.block > 5000 and "registers x" in c.reason
+        assert allocated(c) > 5000 and "registers x" in c.reason
     for c in compiled:
-        assert 0 < c.registers and c.registers * c.schedule.block <= 5000
+        assert 0 < c.registers and allocated(c) <= 5000
     # every cubin is in the disk cache, under the key the launcher looks up
     disk = cache.DiskCache(cache_dir)
     ir = k.ir_text()

@@ -186,8 +186,10 @@ def resource_problem(usage, block: int, limits: DeviceLimits) -> str:
         return f"uses {usage.local_bytes} bytes of local memory per thread (spills likely)"
     if usage.registers > limits.max_registers_per_thread:
         return f"{usage.registers} registers per thread, more than {limits.max_registers_per_thread}"
-    if usage.registers * block > limits.registers_per_block:
-        return (f"{usage.registers} registers x {block} threads = {usage.registers * block}, more "
+    # registers are allocated per warp, in units of 256
+    allocated = -(-usage.registers * 32 // 256) * 256 * -(-block // 32)
+    if allocated > limits.registers_per_block:
+        return (f"{usage.registers} registers x {block} threads = {allocated} as allocated, more "
                 f"than the {limits.registers_per_block} registers of a block")
     if usage.shared_bytes > limits.shared_bytes_per_block:
         return (f"{usage.shared_bytes} bytes of shared memory, more than the "
