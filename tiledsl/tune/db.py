@@ -130,11 +130,16 @@ def schedule_from_config(config: dict) -> Optional[Schedule]:
     known = {f.name for f in dataclasses.fields(Schedule)}
     if set(config) - known:
         return None
-    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
+    fields = {k: _tuples(v) for k, v in config.items()}
     try:
         return Schedule(**fields)
     except (TdslError, TypeError, ValueError):
         return None
+
+
+def _tuples(value):
+    """JSON arrays back to the tuples a frozen Schedule holds (at any depth)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def make_record(kernel, group: int, extents: dict, device: str, cc: str, schedule: Schedule,
