@@ -97,8 +97,8 @@ def gemm_search(args, db: str, name: str, src: str, extents: dict) -> dict:
                 rows.append(dict(tag=c.tag, wrong=True, error=max(errors)))
                 continue
             m = load.time(target=args.exhaustive_seconds)
-        except tiledsl.TdslError as err:
-            rows.append(dict(tag=c.tag, failed=str(err).splitlines()[0]))
+        except Exception as err:   # noqa: BLE001 - a CUDA error of one candidate: recorded, not fatal
+            rows.append(dict(tag=c.tag, failed=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"))
             continue
         rows.append(dict(tag=c.tag, seconds=m.median, search_seconds=c.median, spread=m.spread,
                          repeats=len(m.samples)))
@@ -229,6 +229,16 @@ def planted(args, db: str, name: str, src: str, extents: dict, victim: str | Non
 
 # -- the whole check ------------------------------------------------------------------------------------------
 
+def _step(out: dict, key: str, fn):
+    """Run one must-show; an exception is recorded (and fails it), the rest go on."""
+    try:
+        out[key] = fn()
+    except Exception as err:   # noqa: BLE001
+        out[key] = dict(error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc(), ok=False)
+        say(f"  ERROR in {key}: {out[key]['error']}\n{out[key]['traceback']}")
+    return out[key]
+
+
 def device_check(args) -> dict:
     start = time.perf_counter()
     db = args.db or os.path.join(os.environ["TILEDSL_CACHE_DIR"], "tuning.json")
@@ -240,20 +250,25 @@ def device_check(args) -> dict:
     name, src, extents = workloads(args.small)[0]
 
     say(f"\n== (1) {name}: search (budget {args.budget:g} s, up to {args.max_candidates} candidates)")
-    first = gemm_search(args, db, name, src, extents)
+    first = _step(out, "search", lambda: gemm_search(args, db, name, src, extents))
+    report = first.get("_report")
     out["search"] = {key: v for key, v in first.items() if not key.startswith("_")}
 
     say("\n== (2) the same search with the database warm")
-    out["warm"] = warm_rerun(db, src, extents, first["_report"], cli=not args.small)
+    if report is not None:
+        _step(out, "warm", lambda: warm_rerun(db, src, extents, report, cli=not args.small))
+    else:
+        out["warm"] = dict(error="no search to rerun", ok=False)
 
     say("\n== (3) tuned vs default")
-    out["sweep"] = shapes_sweep(args, db, first, start)
+    _step(out, "sweep", lambda: shapes_sweep(args, db, first if report is not None else None, start))
 
     say("\n== (4) a planted wrong schedule")
-    rows = {r["name"]: r for r in out["sweep"]["rows"]}
+    rows = {r["name"]: r for r in out["sweep"].get("rows", [])}
     p_name, p_src, p_ext = next(w for w in workloads(args.small) if w[0].startswith("softmax"))
     victim = rows.get(p_name, {}).get("tuned")
-    out["planted"] = planted(args, db, p_name, p_src, p_ext, victim if victim and "+" not in victim else None)
+    _step(out, "planted", lambda: planted(args, db, p_name, p_src, p_ext,
+                                          victim if victim and "+" not in victim else None))
     out["seconds"] = time.perf_counter() - start
     return out
 
@@ -261,6 +276,10 @@ def device_check(args) -> dict:
 def summary(out: dict) -> tuple[list[str], bool]:
     s, w, sw, p = out["search"], out["warm"], out["sweep"], out["planted"]
     verdict = lambda ok: "PASS" if ok else "FAIL"     # noqa: E731
+    broken = [f"({n}) {key}: FAIL: {part['error']}" for n, (key, part) in
+              enumerate((("search", s), ("warm", w), ("sweep", sw), ("planted", p)), 1) if "error" in part]
+    if broken:
+        return broken, False
     lines = [
         f"(1) {s['name']}: search {s['wall_s']:.1f} s wall incl. compiling {s['compile_s']:.1f} s "
         f"(<= {SEARCH_LIMIT_S:g} s: {verdict(s['search_ok'])}); {s['candidates']} candidates {s['counts']}",

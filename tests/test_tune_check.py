@@ -73,3 +73,23 @@ def test_summary_fails_what_fails():
            "planted": dict(planted="a", name="s", status="wrong", reason="r", winner="b", warned=True, ok=True)}
     lines, ok = tc.summary(out)
     assert not ok and "FAIL" in lines[0] and "FAIL" in lines[1] and "PASS" in lines[2]
+
+
+def test_a_step_that_raises_is_recorded_and_fails(tune_check, monkeypatch, capsys, tmp_path):
+    fake_gpu.install(monkeypatch)
+    real = tune_check.compile_kernel
+
+    def compile_with_fake_launcher(src):
+        k = real(src)
+        k._launcher = fake_gpu.FakeLauncher(k)
+        return k
+    monkeypatch.setattr(tune_check, "compile_kernel", compile_with_fake_launcher)
+    monkeypatch.setattr(tune_check, "warm_rerun", lambda *a, **k: 1 / 0)
+    out = tmp_path / "broken.json"
+    rc = tune_check.main(["--small", "--max-candidates", "2", "--only", "softmax", "--exhaustive-seconds", "0.001",
+                          "--ab-rounds", "1", "--json", str(out)])
+    data = json.loads(out.read_text())
+    assert rc == 1 and not data["ok"]
+    assert data["warm"]["error"].startswith("ZeroDivisionError")
+    assert data["summary"] == ["(2) warm: FAIL: ZeroDivisionError: division by zero"]
+    assert data["planted"]["ok"]                     # the later steps still ran
