@@ -259,3 +259,16 @@ def test_cli_run_reports_the_roofline_of_a_matmul(gpu, capsys, tmp_path, monkeyp
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "of the roofline: measured copy bandwidth 4000 GB/s" in out
+
+
+def test_when_nothing_passes_the_default_stays_and_nothing_is_stored(gpu, tmp_path):
+    probe = autotune(_kernel(), EXT, max_candidates=3, db=False)
+    tags = {c.tag for c in probe.groups[0].candidates}
+    db = tmp_path / "none.json"
+    k = _kernel(fail_tags=tags)
+    report = autotune(k, EXT, max_candidates=3, db=db)
+    [g] = report.groups
+    assert g.winner is None and {c.status for c in g.candidates} == {"failed"}
+    assert "no candidate gave a correct, timed result" in report.warnings[0]
+    assert not report.stored and not db.exists() and k._launcher.overrides == {}
+    assert "warning: group 0" in report.table()
