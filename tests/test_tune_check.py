@@ -16,15 +16,15 @@ pytestmark = pytest.mark.skipif(not toolchain.available(), reason="NVRTC is not 
 
 
 @pytest.fixture
-def tune_check(in_repo_root, monkeypatch):
+def tune_check(in_repo_root, monkeypatch, tmp_path):
     module = importlib.import_module("benchmarks.tune_check")
-    monkeypatch.setenv("TILEDSL_CACHE_DIR", "unused")      # main() points it at a fresh folder
+    monkeypatch.setenv("TILEDSL_CACHE_DIR", str(tmp_path / "cache"))    # with --keep-cache: no stray folders
     return module
 
 
 def test_cpu_smoke(tune_check, tmp_path, capsys):
     out = tmp_path / "smoke.json"
-    rc = tune_check.main(["--cpu-smoke", "--small", "--max-candidates", "1", "--only", "gemm f16 4096,softmax",
+    rc = tune_check.main(["--keep-cache", "--cpu-smoke", "--small", "--max-candidates", "1", "--only", "gemm f16 4096,softmax",
                           "--json", str(out)])
     assert rc == 0, capsys.readouterr().out
     rows = json.loads(out.read_text())["cpu_smoke"]
@@ -50,7 +50,7 @@ def test_device_path_on_a_pretend_gpu(tune_check, tmp_path, monkeypatch, capsys)
         return k
     monkeypatch.setattr(tune_check, "compile_kernel", compile_with_fake_launcher)
     out = tmp_path / "check.json"
-    rc = tune_check.main(["--small", "--max-candidates", "4", "--only", "gemm f16 4096,softmax",
+    rc = tune_check.main(["--keep-cache", "--small", "--max-candidates", "4", "--only", "gemm f16 4096,softmax",
                           "--exhaustive-seconds", "0.001", "--ab-rounds", "1", "--json", str(out)])
     text = capsys.readouterr().out
     data = json.loads(out.read_text())
@@ -86,7 +86,7 @@ def test_a_step_that_raises_is_recorded_and_fails(tune_check, monkeypatch, capsy
     monkeypatch.setattr(tune_check, "compile_kernel", compile_with_fake_launcher)
     monkeypatch.setattr(tune_check, "warm_rerun", lambda *a, **k: 1 / 0)
     out = tmp_path / "broken.json"
-    rc = tune_check.main(["--small", "--max-candidates", "2", "--only", "softmax", "--exhaustive-seconds", "0.001",
+    rc = tune_check.main(["--keep-cache", "--small", "--max-candidates", "2", "--only", "softmax", "--exhaustive-seconds", "0.001",
                           "--ab-rounds", "1", "--json", str(out)])
     data = json.loads(out.read_text())
     assert rc == 1 and not data["ok"]
