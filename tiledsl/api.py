@@ -68,6 +68,25 @@ class Kernel:
                      describe=lambda a: type(a).__name__)
         return "\n".join(s.source for s in sources_for(self, bound.extents))
 
+    def autotune(self, *args, budget: Optional[float] = None, db=None, store: bool = True,
+                 retune: bool = False, progress: bool = False, max_candidates: int = 64, **kwargs):
+        """Search this kernel's schedules at the call class of `args` on the GPU,
+        install the winners for later calls and store them in the tuning
+        database (`db`: a path, False for none, default $TILEDSL_TUNING_DB or
+        the cache folder's tuning.json). Only the arguments' shapes, dtypes and
+        scalar values are used: every candidate runs on fresh random inputs
+        and is checked against the float64 reference before it may win.
+        Returns a tiledsl.tune.TuneReport (print it for the table)."""
+        from .runtime.arrays import dtype_of
+        from .signature import bind
+        from .tune import autotune
+        bound = bind(self.graph, args, kwargs, dtype_of=dtype_of,
+                     shape_of=lambda a: tuple(a.shape) if hasattr(a, "shape") else None,
+                     describe=lambda a: type(a).__name__)
+        scalars = {p.index: bound.values[p.index] for p in self.graph.params if p.is_scalar}
+        return autotune(self, bound.extents, budget=budget, db=db, store=store, retune=retune,
+                        progress=progress, scalars=scalars, max_candidates=max_candidates)
+
     def __call__(self, *args, out=None, **kwargs):
         launcher = self._launcher
         if launcher is None:

@@ -1,4 +1,4 @@
-"""The `tiledsl` command line: check, emit, run (and later autotune, bench)."""
+"""The `tiledsl` command line: check, emit, run, autotune, bench."""
 from __future__ import annotations
 
 import argparse
@@ -90,6 +90,85 @@ def cmd_run(args) -> int:
     return status
 
 
+NO_GPU_STATUS = 2          # autotune / bench without a GPU
+WRONG_STATUS = 3           # autotune rejected a schedule that computed a wrong result
+
+
+def _db_option(args):
+    return False if args.no_db else args.db
+
+
+def cmd_autotune(args) -> int:
+    from .inputs import parse_shape
+    from .tune import autotune, dry_run
+    from .tune.peers import parse_peers
+    peers = parse_peers(args.vs)
+    if args.budget is not None and args.budget <= 0:
+        raise TdslError("--budget takes a positive number of seconds")
+    kernels = _kernels(args.file, args.kernel)
+    if args.plot and not args.dry_run:
+        import importlib.util
+        if importlib.util.find_spec("matplotlib") is None:     # before a long search, not after
+            raise TdslError("--plot needs matplotlib: pip install matplotlib (or pip install "
+                            "tiledsl[tune])")
+    if not args.dry_run:
+        ok, why = _gpu_available()
+        if not ok:
+            print(f"tiledsl autotune: needs an NVIDIA GPU ({why}). `tiledsl autotune --dry-run` lists "
+                  f"and compiles the search space, with the pruning reasons, without one.", file=sys.stderr)
+            return NO_GPU_STATUS
+    status, results = 0, []
+    for k in kernels:
+        extents = parse_shape(args.shape, k.graph)
+        if args.dry_run:
+            report = dry_run(k, extents, arch=args.arch, max_candidates=args.max_candidates,
+                             workers=args.workers, progress=not args.quiet)
+        else:
+            report = autotune(k, extents, budget=args.budget, db=_db_option(args), retune=args.retune,
+                              progress=not args.quiet, max_candidates=args.max_candidates,
+                              workers=args.workers, seed=args.seed, peers=tuple(peers))
+        print(report.table(top=args.top))
+        if args.plot and not args.dry_run:
+            path = args.plot if len(kernels) == 1 else _suffixed(args.plot, k.name)
+            print(f"roofline plot: {report.plot(path)}")
+        if report.wrong:
+            status = WRONG_STATUS
+        results.append(report.to_json())
+    if args.json:
+        _write_json(args.json, results)
+    return status
+
+
+def cmd_bench(args) -> int:
+    from .inputs import parse_shape
+    from .tune.bench import bench
+    from .tune.peers import parse_peers
+    peers = parse_peers(args.vs)
+    kernels = _kernels(args.file, args.kernel)
+    ok, why = _gpu_available()
+    if not ok:
+        print(f"tiledsl bench: needs an NVIDIA GPU ({why}).", file=sys.stderr)
+        return NO_GPU_STATUS
+    for k in kernels:
+        report = bench(k, parse_shape(args.shape, k.graph), peers, db=_db_option(args), seed=args.seed)
+        print(report.table())
+    return 0
+
+
+def _suffixed(path: str, name: str) -> str:
+    stem, dot, ext = path.rpartition(".")
+    return f"{stem}_{name}.{ext}" if dot else f"{path}_{name}"
+
+
+def _write_json(path: str, data) -> None:
+    import json
+    try:
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
+    except OSError as err:
+        raise TdslError(f"cannot write {path}: {err.strerror or err}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tiledsl", description="tiledsl: a tile-oriented kernel language for NVIDIA GPUs.")
@@ -125,6 +204,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
     p.add_argument("--cpu", action="store_true", help="run the reference only, even with a GPU")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("autotune", help="search schedules on the GPU, show progress, store the winner",
+                       description="Compile every candidate schedule of each kernel (in parallel), prune "
+                                   "those that cannot run, check each against the float64 reference and "
+                                   "time it on the GPU; print the table, store the winner in the tuning "
+                                   "database. A warm database answers at once (--retune searches again). "
+                                   "Exit status: 0, 1 on bad input, 2 without a GPU, 3 when a schedule "
+                                   "computed a wrong result (a compiler bug; it was rejected).")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--shape", help="dim sizes, e.g. M=4096,N=4096,K=4096 (dtypes come from the kernel's "
+                                   "signature)")
+    p.add_argument("--kernel", help="only this kernel of the file")
+    p.add_argument("--budget", type=float, metavar="SECONDS", help="stop the search after this long")
+    p.add_argument("--db", metavar="PATH", help="tuning database file (default: $TILEDSL_TUNING_DB, else "
+                                                "tuning.json in the cache folder)")
+    p.add_argument("--no-db", action="store_true", help="neither read nor write a tuning database")
+    p.add_argument("--retune", action="store_true", help="search even when the database has the answer")
+    p.add_argument("--plot", metavar="PNG", help="write a roofline plot of the candidates (needs matplotlib)")
+    p.add_argument("--vs", default="cublas,cupy,triton",
+                   help="peers to time the winner against (cublas,cupy,triton; '' for none)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="no GPU needed: list the search space, compiled, with pruning reasons")
+    p.add_argument("--arch", default="sm_90a", help="architecture for --dry-run (default sm_90a)")
+    p.add_argument("--max-candidates", type=int, default=64, metavar="N", help="per group (default 64)")
+    p.add_argument("--workers", type=int, metavar="N", help="compile processes (default: one per core)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="timed rows to show (default 10)")
+    p.add_argument("--seed", type=int, default=None, help="random seed of the inputs")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_autotune)
+
+    p = sub.add_parser("bench", help="time the kernel against cuBLAS / CuPy / Triton",
+                       description="Time the kernel (with the schedules its launcher picks: tuning "
+                                   "database, else default) side by side with its peers on the same "
+                                   "random inputs, each checked against the float64 reference.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--shape", help="dim sizes, e.g. M=4096,N=1024")
+    p.add_argument("--kernel", help="only this kernel of the file")
+    p.add_argument("--vs", default="cublas,cupy,triton", help="peers: cublas,cupy,triton")
+    p.add_argument("--db", metavar="PATH", help="tuning database to take schedules from")
+    p.add_argument("--no-db", action="store_true", help="default schedules only")
+    p.add_argument("--seed", type=int, default=None, help="random seed of the inputs")
+    p.set_defaults(func=cmd_bench)
     return parser
 
 

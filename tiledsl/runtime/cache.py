@@ -277,8 +277,43 @@ def cached_kernel(key_parts: tuple[str, ...], make_source, arch: str) -> CachedB
     fix the rendered text, so a warm cache hit renders nothing and never loads
     NVRTC: `make_source()` runs only on a miss.
     """
-    key = cache_key("kernel", tiledsl_source_hash(), arch, *key_parts)
+    key = kernel_key(key_parts, arch)
     return _get_or_build(key, lambda: toolchain.compile_cuda(make_source(), arch=arch, want="cubin"))
+
+
+def kernel_key(key_parts: tuple[str, ...], arch: str) -> str:
+    """The cache key `cached_kernel` files a kernel under."""
+    return cache_key("kernel", tiledsl_source_hash(), arch, *key_parts)
+
+
+def find_kernel(key_parts: tuple[str, ...], arch: str) -> Optional[CachedBinary]:
+    """What `cached_kernel` would return without compiling: from memory or
+    disk, else None (the autotuner compiles the misses in worker processes)."""
+    key = kernel_key(key_parts, arch)
+    with _lock:
+        hit = _memory.get(key)
+    if hit is not None:
+        return hit
+    disk = _disk()
+    entry = _decode(disk.get(key), key) if disk is not None else None
+    if entry is not None:
+        with _lock:
+            entry = _memory.setdefault(key, entry)
+    return entry
+
+
+def store_kernel(key_parts: tuple[str, ...], arch: str, cubin: bytes,
+                 resources: dict[str, ResourceUsage]) -> CachedBinary:
+    """File a kernel compiled elsewhere (a worker process) under the key
+    `cached_kernel` looks up, in memory and on disk, so launches load it as is."""
+    key = kernel_key(key_parts, arch)
+    entry = CachedBinary(cubin=bytes(cubin), resources=dict(resources), key=key, from_disk=False)
+    disk = _disk()
+    if disk is not None:
+        disk.put(key, _encode(entry))
+    with _lock:
+        _memory[key] = entry
+    return entry
 
 
 def _get_or_build(key: str, build) -> CachedBinary:

@@ -11,9 +11,9 @@ import threading
 import numpy as np
 
 from ..dtypes import float_max
-from ..errors import TdslArgumentError, TdslRuntimeError
+from ..errors import TdslArgumentError, TdslError, TdslRuntimeError
 from ..ir.graph import Graph
-from ..schedule.choose import Launch, plan
+from ..schedule.choose import Launch, plan, problem
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from ..signature import bind, scalar_value
@@ -46,6 +46,9 @@ class Launcher:
         self._fast: dict = {}
         self._ir_text = None
         self.overrides: dict = {}     # group index -> Schedule (the tuner's choice)
+        # Where tuned schedules are looked up when a call class is planned:
+        # None = $TILEDSL_TUNING_DB or the default file, False = never, else a path.
+        self.tuning_db = None
         self.param_value_id = {v.attr("index"): v.id for v in self.graph.values if v.op == "param"}
         self._n_params = len(self.graph.params)
         self._n_required = max((p.index + 1 for p in self.graph.params if p.default is None), default=0)
@@ -159,7 +162,7 @@ class Launcher:
         from .cache import cached_kernel
         if self._ir_text is None:
             self._ir_text = format_graph(self.graph)
-        return cached_kernel((self._ir_text, str(index), repr(schedule.code), str(stage)),
+        return cached_kernel(kernel_key_parts(self._ir_text, index, schedule, stage),
                              lambda: render(self.graph, self.groups[index], self.layouts[index],
                                             schedule, stage).source, arch)
 
@@ -235,18 +238,65 @@ class Launcher:
         program = self._plans.get(key)
         if program is None:
             sm_count = _sm_count(device)
-            launches = []
+            launches, choices = [], {}
             for i, (g, lay) in enumerate(zip(self.groups, self.layouts)):
                 bad = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned}
-                for launch in plan(g, lay, extents, bad, self.kernel.hints, sm_count, self.overrides.get(i),
-                                   device_arch(device)):
+                override, origin = self.overrides.get(i), "override"
+                arch = device_arch(device)
+                if override is None:
+                    override, origin = self._tuned(i, problem(g, lay, extents, bad, sm_count, arch), extents, device)
+                for launch in plan(g, lay, extents, bad, self.kernel.hints, sm_count, override, arch):
                     fn, args = self._function(i, launch, device)
                     launches.append((i, launch, fn, args))
+                    choices[i] = (launch.schedule, origin)
             program = Program(self, extents, launches, device)
+            program.choices = choices
             if len(self._plans) > 256:
                 self._plans.clear()
             self._plans[key] = program
         return program
+
+    def _tuned(self, index: int, p, extents: dict, device: int):
+        """(schedule, 'db exact' | 'db nearest') from the tuning database, else
+        (None, 'default'). Runs once per call class, never per call; the
+        database is a hint, so a problem reading it warns and falls back."""
+        if self.tuning_db is False:
+            return None, "default"
+        from ..tune.db import tuned_schedule
+        try:
+            found = tuned_schedule(self.kernel, index, p, extents, _device_identity(device), self.tuning_db)
+        except (OSError, ValueError, TypeError, KeyError, TdslError) as err:
+            _warn_once(f"tiledsl: the tuning database could not be used ({err}); using default schedules")
+            return None, "default"
+        return found if found is not None else (None, "default")
+
+
+def kernel_key_parts(ir_text: str, index: int, schedule, stage: int) -> tuple[str, ...]:
+    """What fixes a kernel's CUDA text (with tiledsl's own source hash, added
+    by the cache): shared by launches and the autotuner's compile workers, so
+    a cubin the tuner compiled is found again at launch."""
+    return (ir_text, str(index), repr(schedule.code), str(stage))
+
+
+_IDENTITIES: dict[int, tuple[str, str]] = {}
+_WARNED: set = set()
+
+
+def _device_identity(device: int) -> tuple[str, str]:
+    """(device name, compute capability) as the tuning database keys them."""
+    if device not in _IDENTITIES:
+        runtime = _cupy().cuda.runtime
+        name = runtime.getDeviceProperties(device)["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        _IDENTITIES[device] = (name, str(_cupy().cuda.Device(device).compute_capability))
+    return _IDENTITIES[device]
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        import warnings
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
 class Program:
@@ -261,6 +311,7 @@ class Program:
         graph = launcher.graph
         self.empty = launcher._cupy.empty
         self.device = device
+        self.extents = dict(extents)
         self.array_args = [p.index for p in graph.params if not p.is_scalar]
         self.scalar_params = [p for p in graph.params if p.is_scalar]
         self.out_shapes = [(tuple(extents[d] for d in r.dims), r.dtype) for r in graph.results]
@@ -294,6 +345,7 @@ class Program:
         self.graph_params = graph.params
         self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
         self.steps = []
+        self.choices: dict = {}    # group index -> (Schedule, where it came from)
         self.slots = (len(constants), len(self.array_args), len(launcher.result_ids), len(temp_keys))
         for group_index, launch, fn, args in launches:
             picks = []

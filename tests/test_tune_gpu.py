@@ -1,0 +1,148 @@
+"""The autotuner on a real GPU (marker gpu): a full search, a planted wrong
+schedule rejected, a warm database answering at once with the same config,
+the launcher planning with a database record, and the CLI."""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import tiledsl
+from tiledsl import cli
+from tiledsl.inputs import random_arguments, relative_error
+from tiledsl.tune import autotune
+from tiledsl.tune.db import TuningDB, make_record
+
+from conftest import EXAMPLES
+from gpu_helpers import check, gpu_status
+
+_ok, _why = gpu_status()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _ok, reason=_why)]
+
+SOFTMAX = str(EXAMPLES / "softmax.tdsl")
+MATMUL = "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }"
+
+
+@pytest.fixture(autouse=True)
+def private_db(tmp_path, monkeypatch):
+    """Every test gets its own tuning database; none reads the user's."""
+    monkeypatch.setenv("TILEDSL_TUNING_DB", str(tmp_path / "tuning.json"))
+    return tmp_path / "tuning.json"
+
+
+def _assert_correct_after(k, extents):
+    """Calls after tuning run the installed winners and are still right."""
+    check(k, random_arguments(k.graph, extents), extents, "out")
+
+
+def test_full_search_on_softmax(private_db):
+    k = tiledsl.compile(SOFTMAX)
+    ext = dict(M=4096, N=1024)
+    report = autotune(k, ext)
+    [g] = report.groups
+    timed = g.by_status("timed")
+    print(report.table())
+    assert report.origin == "search" and len(timed) >= len(g.candidates) // 2
+    assert all(c.error <= 1e-5 for c in timed) and not report.wrong
+    assert g.winner.median <= min(c.median for c in timed) * (1 + g.choice.band) + 1e-12
+    assert k._launcher.overrides == {0: g.winner.schedule}
+    assert report.stored and TuningDB(private_db).records()[0]["tag"] == g.winner.tag
+    assert report.copy_bandwidth and 0 < report.work.bytes / g.winner.median < 2 * report.copy_bandwidth
+    _assert_correct_after(k, ext)
+
+
+def test_full_search_on_a_matmul_with_cublas_alongside():
+    k = tiledsl.compile(MATMUL)
+    ext = dict(M=1024, N=1024, K=512)
+    report = autotune(k, ext, peers=("cublas", "cupy", "triton"))
+    print(report.table())
+    [g] = report.groups
+    assert g.winner is not None and not report.wrong
+    cublas = report.peers[0]
+    assert cublas.seconds and cublas.error < 2e-3
+    assert "TFLOP/s" in report.table()
+    _assert_correct_after(k, ext)
+
+
+def test_a_planted_wrong_schedule_is_rejected():
+    ext = dict(M=2048, N=2048)
+    honest = autotune(tiledsl.compile(SOFTMAX), ext, db=False)
+    victim = honest.groups[0].winner.tag
+    k = tiledsl.compile(SOFTMAX)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = autotune(k, ext, db=False, fault=victim)
+    [g] = report.groups
+    bad = next(c for c in g.candidates if c.tag == victim)
+    assert bad.status == "wrong" and bad.median is None
+    assert g.winner is not None and g.winner.tag != victim
+    assert any("WRONG" in str(w.message) and victim in str(w.message) for w in caught)
+    assert f"!! REJECTED {victim}" in report.table()
+    _assert_correct_after(k, ext)
+
+
+def test_a_warm_database_reruns_quickly_with_the_same_config(private_db):
+    ext = dict(M=512, N=512, K=512)
+    first = autotune(tiledsl.compile(MATMUL), ext)
+    k = tiledsl.compile(MATMUL)
+    t0 = time.perf_counter()
+    second = autotune(k, ext)
+    assert time.perf_counter() - t0 < 1.0
+    assert second.origin == "database" and second.winners == first.winners
+    assert k._launcher.overrides == first.winners
+    _assert_correct_after(k, ext)
+
+
+def test_the_launcher_plans_with_a_database_record(private_db, monkeypatch):
+    import cupy
+    from tiledsl.runtime.launcher import _device_identity
+    from tiledsl.tune.space import search_space
+    k = tiledsl.compile(SOFTMAX)
+    ext = dict(M=4096, N=1024)
+    [space] = search_space(k, ext, sm_count=cupy.cuda.runtime.deviceGetAttribute(16, 0))
+    pick = next(c.schedule for c in space.candidates if c.status == "pending" and c.schedule != space.default)
+    name, cc = _device_identity(0)
+    TuningDB(private_db).store([make_record(k, 0, ext, name, cc, pick, seconds=1e-4)])
+    x = cupy.asarray(np.random.default_rng(0).standard_normal((4096, 1024)).astype(np.float32))
+    y = k(x)
+    program = next(iter(k._launcher._plans.values()))
+    assert program.choices[0] == (pick, "db exact")
+    assert relative_error(cupy.asnumpy(y), k.reference(cupy.asnumpy(x), compute="f64")) <= 1e-5
+    k(x[:4000])                       # same bucket, nearest record
+    assert [p.choices[0][1] for p in k._launcher._plans.values()] == ["db exact", "db nearest"]
+    monkeypatch.setenv("TILEDSL_TUNING_DB", "off")
+    k2 = tiledsl.compile(SOFTMAX)
+    k2(x)
+    assert next(iter(k2._launcher._plans.values())).choices[0] == (space.default, "default")
+    _assert_correct_after(k, ext)
+
+
+def test_cli_autotune_bench_and_run(capsys, tmp_path):
+    src = tmp_path / "mm.tdsl"
+    src.write_text(MATMUL)
+    rc = cli.main(["autotune", str(src), "--shape", "M=512,N=512,K=256", "--db", str(tmp_path / "c.json"),
+                   "--budget", "60", "-q"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "WINNER" in out and "vs cuBLAS (cupy.matmul)" in out and "stored in" in out
+    rc = cli.main(["bench", str(src), "--shape", "M=512,N=512,K=256", "--db", str(tmp_path / "c.json")])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "cuBLAS (cupy.matmul)" in out and "(db exact)" in out
+    rc = cli.main(["run", str(src), "--shape", "M=512,N=512,K=256"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "TFLOP/s" in out and "of the roofline" in out
+
+
+def test_kernel_autotune_from_python_installs_the_winners():
+    import cupy
+    k = tiledsl.compile(MATMUL)
+    a = cupy.zeros((256, 128), cupy.float16)        # shapes only: the tuner draws its own inputs
+    b = cupy.zeros((128, 384), cupy.float16)
+    report = k.autotune(a, b, db=False, max_candidates=8)
+    assert report.extents == dict(M=256, K=128, N=384)
+    assert k._launcher.overrides == report.winners and report.groups[0].winner is not None
+    _assert_correct_after(k, report.extents)

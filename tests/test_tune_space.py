@@ -1,0 +1,207 @@
+"""The autotuner's search space on the CPU: static pruning with reasons,
+parallel compilation into the compilation cache, resource pruning from the
+cubin's report, compile failures and the budget."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import tiledsl
+from tiledsl.runtime import cache, toolchain
+from tiledsl.runtime.launcher import kernel_key_parts
+from tiledsl.runtime.toolchain import ResourceUsage
+from tiledsl.schedule.choose import candidates, default
+from tiledsl.schedule.schedules import Schedule
+from tiledsl.tune.compile import Compilation, WorkerPool, _compile_here
+from tiledsl.tune.runner import dry_run
+from tiledsl.tune.space import DeviceLimits, config_label, resource_problem, search_space
+
+pytestmark = pytest.mark.skipif(not toolchain.available(), reason="NVRTC is not installed")
+
+POINTWISE = "kernel f(x: f32[N], y: f32[N], s: f32, bias: f32[N]) -> f32[N] { return relu((x + y) * s + bias) }"
+SOFTMAX = "kernel softmax(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N) }"
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    """One compilation cache for this module, so each kernel compiles once."""
+    root = tmp_path_factory.mktemp("tdsl-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TILEDSL_CACHE_DIR", str(root))
+        mp.delenv("TILEDSL_CACHE", raising=False)
+        yield root
+
+
+def test_static_pruning_before_compiling_says_why():
+    k = tiledsl.compile(POINTWISE)
+    ext = dict(N=1000)
+    planted = [Schedule("pointwise", block=256, vec=8, items=1),                  # f32: at most 4 wide
+               Schedule("pointwise", block=1024, vec=4, items=1),                 # over the device's 512
+               Schedule("pointwise", block=256, vec=4, items=1, index64=True),   # wrong index width
+               Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1),
+               Schedule("pointwise", block=128, vec=4, items=2)]
+    [space] = search_space(k, ext, limits=DeviceLimits(max_threads_per_block=512), schedules={0: planted})
+    by_tag = {c.schedule: c for c in space.candidates}
+    assert space.candidates[0].is_default and space.candidates[0].status == "pending"
+    assert by_tag[planted[0]].status == "pruned" and "vector width 8" in by_tag[planted[0]].reason
+    assert by_tag[planted[1]].reason == "1024 threads per block, more than the device's 512"
+    assert "index width" in by_tag[planted[2]].reason
+    assert "reduction schedule for a pointwise group" in by_tag[planted[3]].reason
+    assert by_tag[planted[4]].status == "pending" and by_tag[planted[4]].reason == ""
+    assert all(c.reason.startswith(("does not fit:", "1024 threads")) for c in space.candidates
+               if c.status == "pruned")
+
+
+def test_the_default_is_always_in_the_space_and_first_even_when_capped():
+    k = tiledsl.compile(SOFTMAX)
+    ext = dict(M=4096, N=1024)
+    [space] = search_space(k, ext, max_candidates=3)
+    assert len(space.candidates) == 3 and space.candidates[0].is_default
+    assert space.candidates[0].schedule == space.default
+    [space] = search_space(k, ext, schedules={0: [Schedule("reduce_row", block=1024, vec=1, items=0,
+                                                           row_threads=1024)]})
+    assert [c.is_default for c in space.candidates] == [True, False]
+
+
+def test_labels_are_unique_where_tags_repeat():
+    k = tiledsl.compile(SOFTMAX)
+    [space] = search_space(k, dict(M=4096, N=1024))
+    tags = [c.schedule.tag for c in space.candidates]
+    labels = [c.tag for c in space.candidates]
+    assert len(set(tags)) < len(tags)             # persistent-grid twins share a kernel (and its tag)
+    assert len(set(labels)) == len(labels)
+    twin = next(c for c in space.candidates if c.schedule.blocks_per_sm)
+    assert config_label(twin.schedule) == f"{twin.schedule.tag}_ps{twin.schedule.blocks_per_sm}"
+
+
+def test_resource_problems():
+    limits = DeviceLimits()
+    ok = ResourceUsage(registers=64, shared_bytes=1024, local_bytes=0, spill_stores=0, spill_loads=0)
+    assert resource_problem(ok, 256, limits) == ""
+    assert resource_problem(None, 256, limits) == ""
+    spill = ResourceUsage(64, 0, 16, spill_stores=16, spill_loads=8)
+    assert resource_problem(spill, 256, limits) == "spills registers (16 bytes stored, 8 bytes loaded per thread)"
+    unknown = ResourceUsage(64, 0, 32, spill_stores=None, spill_loads=None)
+    assert "32 bytes of local memory" in resource_problem(unknown, 256, limits)
+    assert resource_problem(ResourceUsage(128, 0, 0, 0, 0), 1024, limits) == \
+        "128 registers x 1024 threads = 131072 as allocated, more than the 65536 registers of a block"
+    assert resource_problem(ResourceUsage(64, 0, 0, 0, 0), 1024, limits) == ""      # exactly full
+    assert "as allocated" in resource_problem(ResourceUsage(65, 0, 0, 0, 0), 1000, limits)  # 72 x 1024
+    assert "more than the 49152 a block may declare" in \
+        resource_problem(ResourceUsage(32, 50000, 0, 0, 0), 128, limits)
+    assert "more than 255" in resource_problem(ResourceUsage(256, 0, 0, 0, 0), 32, limits)
+
+
+def test_dry_run_compiles_in_parallel_prunes_by_resources_and_fills_the_cache(cache_dir):
+    k = tiledsl.compile(POINTWISE)
+    ext = dict(N=1 << 20)
+    limits = DeviceLimits(registers_per_block=5000)      # small, so some blocks need too many
+    report = dry_run(k, ext, limits=limits, max_candidates=6, workers=2)
+    [space] = report.groups
+    assert report.origin == "dry run" and len(space.candidates) == 6
+    pruned = [c for c in space.candidates if c.status == "pruned"]
+    compiled = [c for c in space.candidates if c.status == "compiled"]
+    assert pruned and compiled and len(pruned) + len(compiled) == 6
+    def allocated(c):
+        return -(-c.registers * 32 // 256) * 256 * (c.schedule.block // 32)
+    for c in pruned:
+        assert allocated(c) > 5000 and "registers x" in c.reason
+    for c in compiled:
+        assert 0 < c.registers and allocated(c) <= 5000
+    # every cubin is in the disk cache, under the key the launcher looks up
+    disk = cache.DiskCache(cache_dir)
+    ir = k.ir_text()
+    for c in space.candidates:
+        key = cache.kernel_key(kernel_key_parts(ir, 0, c.schedule, 1), "sm_90a")
+        assert disk.get(key) is not None, c.tag
+    assert report.compiled_now >= 1
+    text = report.table()
+    assert "pruned" in text and "registers x" in text and "(default)" in text
+    # a second run compiles nothing
+    cache._clear_memory_cache()
+    again = dry_run(k, ext, limits=limits, max_candidates=6, workers=2)
+    assert again.compiled_now == 0 and again.from_cache == report.compiled_now + report.from_cache
+    assert [(c.tag, c.status, c.registers) for c in again.groups[0].candidates] == \
+        [(c.tag, c.status, c.registers) for c in space.candidates]
+
+
+def test_a_candidate_that_fails_to_compile_is_recorded_and_the_rest_go_on(cache_dir, monkeypatch):
+    import tiledsl.codegen.cuda as cuda
+    k = tiledsl.compile(POINTWISE.replace("relu(", "sigmoid("))
+    ext = dict(N=4096)
+    space = search_space(k, ext, max_candidates=3)
+    victim = space[0].candidates[1].schedule
+    real = cuda.render
+
+    def broken(graph, group, layout, schedule, stage=1):
+        src = real(graph, group, layout, schedule, stage)
+        if schedule == victim:
+            return cuda.KernelSource(src.name, src.source + "\nthis is not C++;\n", src.schedule, src.layout)
+        return src
+    monkeypatch.setattr(cuda, "render", broken)
+    Compilation(k, space, "sm_90a", workers=2).start().finish()
+    statuses = {c.schedule: (c.status, c.reason) for c in space[0].candidates}
+    assert statuses[victim][0] == "failed" and statuses[victim][1].startswith("compile: ")
+    assert [s for s, (st, _) in statuses.items() if st == "compiled"] == \
+        [c.schedule for c in space[0].candidates if c.schedule != victim]
+
+
+def test_a_spent_budget_skips_what_has_not_compiled(cache_dir):
+    k = tiledsl.compile(POINTWISE.replace("relu(", "tanh("))
+    space = search_space(k, dict(N=4096), max_candidates=4)
+    comp = Compilation(k, space, "sm_90a", workers=2).start()
+    t0 = time.monotonic()
+    comp.finish(deadline=time.monotonic() - 1)
+    assert time.monotonic() - t0 < 5
+    assert {c.status for c in space[0].candidates} == {"skipped"}
+    assert all(c.reason == "budget spent before it compiled" for c in space[0].candidates)
+
+
+def test_worker_pool_answers_cubins_and_errors():
+    ok = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2; }'
+    pool = WorkerPool(2)
+    try:
+        pool.submit("a", ok, "sm_80")
+        pool.submit("b", "not CUDA", "sm_80")
+        pool.submit("c", ok, "sm_90a")
+        answers = dict(pool.done.get(timeout=60) for _ in range(3))
+    finally:
+        pool.close()
+    assert "cubin" in answers["a"] and "cubin" in answers["c"] and answers["a"]["resources"]["k"]["registers"] > 0
+    assert "NVRTC rejected" in answers["b"]["error"]
+    assert all(p.poll() is not None for p in pool.procs)
+    here = _compile_here(ok, "sm_80")
+    assert here["resources"] == answers["a"]["resources"]
+
+
+def test_candidates_come_from_the_schedule_module():
+    # the tuner adds nothing of its own: the default plus candidates(), in order
+    k = tiledsl.compile(SOFTMAX)
+    [space] = search_space(k, dict(M=64, N=4096))
+    p = space.problem
+    want = [default(p, k.hints)] + [s for s in candidates(p, k.hints) if s != default(p, k.hints)]
+    assert [c.schedule for c in space.candidates] == want[:64]
+
+
+def test_workers_that_cannot_start_leave_the_work_to_this_process(cache_dir, monkeypatch):
+    import sys
+    monkeypatch.setattr(sys, "executable", sys.executable + "-missing")   # Popen fails: no workers at all
+    k = tiledsl.compile(POINTWISE.replace("relu(", "exp("))
+    space = search_space(k, dict(N=1024), max_candidates=2)
+    Compilation(k, space, "sm_90a", workers=2).start().finish()
+    assert [c.status for c in space[0].candidates] == ["compiled", "compiled"]
+
+
+def test_workers_that_die_hand_their_jobs_back(cache_dir, monkeypatch):
+    import sys
+    import tiledsl.tune.compile as comp
+    real = comp.subprocess.Popen
+
+    def broken_worker(argv, **kw):     # a "worker" that exits at once, as if tiledsl failed to import
+        return real([sys.executable, "-c", "pass"], **kw)
+    monkeypatch.setattr(comp.subprocess, "Popen", broken_worker)
+    k = tiledsl.compile(POINTWISE.replace("relu(", "log("))
+    space = search_space(k, dict(N=1024), max_candidates=3)
+    Compilation(k, space, "sm_90a", workers=2).start().finish()
+    assert [c.status for c in space[0].candidates] == ["compiled"] * 3

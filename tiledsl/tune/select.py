@@ -1,0 +1,88 @@
+"""Choosing the winner from measured times: deterministic and noise-aware.
+
+Timings of one schedule differ from run to run by a percent or so, so "the
+fastest" alone would flip between near-equal schedules from one tuning run to
+the next. Instead every candidate whose median is within the run's noise of
+the best median is a tie, and ties go to the one that uses the fewest
+resources (threads per block, tile area, pipeline stages, registers, shared
+memory), then to the schedule's tag: two runs pick the same winner unless
+their timings differ by more than the noise. The noise band is the median
+relative spread of the candidates' repeats, clamped to [NOISE_FLOOR,
+NOISE_CAP] so the winner is never more than NOISE_CAP slower than the best.
+
+Pure Python on plain numbers: unit-tested on synthetic timings.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+NOISE_FLOOR = 0.005
+NOISE_CAP = 0.015
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One candidate's measurement, as the choice sees it."""
+    tag: str
+    median: float                   # seconds per call
+    spread: float = 0.0             # relative spread of its repeats (IQR / median)
+    resources: tuple = ()           # resource_key(...): smaller is cheaper
+
+
+@dataclass(frozen=True)
+class Choice:
+    winner: Optional[Timed]
+    fastest: Optional[Timed]
+    band: float                     # relative tolerance used for ties
+    tied: tuple = field(default=())  # tags within the band, in rule order
+
+    @property
+    def reason(self) -> str:
+        if self.winner is None:
+            return "no candidate gave a correct, timed result"
+        if self.winner.tag == self.fastest.tag:
+            return "fastest" + (f" (of {len(self.tied)} within {self.band:.1%} noise: fewest resources)"
+                                if len(self.tied) > 1 else "")
+        slower = self.winner.median / self.fastest.median - 1
+        return (f"within {self.band:.1%} noise of the fastest ({slower:+.1%}) and uses fewer "
+                f"resources than {self.fastest.tag}")
+
+
+def resource_key(block: int = 0, tile: Sequence[int] = (), stages: int = 1, registers: int = 0,
+                 shared_bytes: int = 0) -> tuple:
+    """Cheaper first: threads per block, tile area then depth, pipeline stages,
+    registers per thread, shared memory per block."""
+    area = tile[0] * tile[1] if len(tile) >= 2 else 0
+    depth = tile[2] if len(tile) >= 3 else 0
+    return (block, area, depth, stages, registers, shared_bytes)
+
+
+def noise_band(timed: Sequence[Timed], floor: float = NOISE_FLOOR, cap: float = NOISE_CAP) -> float:
+    spreads = [t.spread for t in timed if t.spread == t.spread]   # drop NaN
+    noise = statistics.median(spreads) if spreads else 0.0
+    return min(cap, max(floor, noise))
+
+
+def choose(timed: Sequence[Timed], floor: float = NOISE_FLOOR, cap: float = NOISE_CAP) -> Choice:
+    """The winner among correct, timed candidates (order of `timed` does not matter)."""
+    timed = sorted((t for t in timed if t.median > 0 and t.median == t.median),
+                   key=lambda t: (t.median, t.resources, t.tag))
+    if not timed:
+        return Choice(None, None, 0.0)
+    fastest = timed[0]
+    band = noise_band(timed, floor, cap)
+    tied = sorted((t for t in timed if t.median <= fastest.median * (1 + band)),
+                  key=lambda t: (t.resources, t.tag))
+    return Choice(tied[0], fastest, band, tuple(t.tag for t in tied))
+
+
+def relative_spread(samples: Sequence[float]) -> float:
+    """Interquartile range over median: how much one candidate's repeats disagree."""
+    if len(samples) < 2:
+        return 0.0
+    ordered = sorted(samples)
+    q = statistics.quantiles(ordered, n=4, method="inclusive")
+    med = statistics.median(ordered)
+    return (q[2] - q[0]) / med if med > 0 else 0.0
