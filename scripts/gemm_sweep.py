@@ -57,6 +57,7 @@ def main():
     ap.add_argument("--all", action="store_true", help="also the scalar (vec=1) candidates")
     ap.add_argument("--cases", help="indices into CASES, e.g. 0,1,2")
     ap.add_argument("--compile-only", action="store_true", help="no GPU needed")
+    ap.add_argument("--sets", type=int, default=1, help="input sets to rotate among (past L2)")
     args = ap.parse_args()
     jobs, plan = [], []
     cases = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES[:2] if args.quick else CASES
@@ -103,6 +104,7 @@ def main():
             t_cublas = time_cuda(lambda i: torch.matmul(ta, tb, out=tout), repeats=10).median_us
         else:
             t_cublas = time_cuda(lambda i: cp.matmul(a, bm, out=out), repeats=10).median_us
+        sets = [(a, b)] + [(a.copy(), b.copy()) for _ in range(args.sets - 1)]
         launcher = kern._launcher = launcher_for(kern)
         rows = []
         for s in cands:
@@ -112,7 +114,8 @@ def main():
                 kern(a, b, *extra, out=out)
                 err = float(cp.linalg.norm(out.astype(cp.float32) - ref) / cp.linalg.norm(ref))
                 ok = err <= (1e-3 if kind == "tf32" else {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-5}[dtype])
-                t = time_cuda(lambda i: kern(a, b, *extra, out=out), repeats=10).median_us
+                t = time_cuda(lambda i: kern(*sets[i % len(sets)], *extra, out=out), repeats=10,
+                              n_sets=len(sets)).median_us
                 rows.append((t, s.tag + ("" if ok else f" WRONG err={err:.1e}"), s == base))
             except Exception as err:  # noqa: BLE001
                 rows.append((float("inf"), s.tag + " FAILED " + str(err).splitlines()[0][:90], s == base))

@@ -587,6 +587,7 @@ class _Renderer:
         bn = self.s.tile[1]
         ctx["a_tile"] = dict(ctx["a_tile"], p="a")
         ctx["b_tile"] = dict(ctx["b_tile"], p="b")
+        ctx["min_blocks_per_sm"] = self.s.min_blocks
         ctx["acc_list"] = "{" + ", ".join(f"%{i}" for i in range(bn // 2)) + "}"
         ctx["acc_operands"] = ", ".join(f'"+f"(acc[{i}])' for i in range(bn // 2))
         return ctx

@@ -180,6 +180,10 @@ def _wgmma_schedules(p: Problem, vec: int) -> list[Schedule]:
             for group in (0, 8):
                 out.append(Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, bk), micro=(64, bn), mma=True,
                                     wgmma=True, vec=vec, stages=stages, group=group, index64=p.index64))
+            # two blocks per SM: one's prologue and epilogue overlap the other's main loop
+            if bn <= 128 and 2 * (stages * (bm + bn) * 128 + 1024) <= MAX_SHARED_BYTES + 1024:
+                out.append(Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, bk), micro=(64, bn), mma=True,
+                                    wgmma=True, vec=vec, stages=stages, min_blocks=2, index64=p.index64))
     return out
 
 
@@ -471,9 +475,13 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # mma.sync pipeline at the large sizes)
         bm, bn, stages = ((128, 256, 4) if waves(128, 256) >= 1 else (64, 64, 6) if m <= 64
                           else (64, 128, 5))
+        # short K: two 128x128 blocks per SM hide each other's prologue and epilogue
+        two = k <= 1024 and waves(128, 128) >= 2
+        if two:
+            bm, bn, stages = 128, 128, 3
         return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 64), micro=(64, bn), mma=True,
-                        wgmma=True, vec=8, stages=stages, group=hints.group or (8 if waves(bm, bn) >= 4 else 0),
-                        index64=p.index64)
+                        wgmma=True, vec=8, stages=stages, min_blocks=2 if two else 1,
+                        group=hints.group or (8 if waves(bm, bn) >= 4 and not two else 0), index64=p.index64)
     if vec == 8:
         if waves(128, 256) >= 2 and k > 1024:
             tile, warp, stages = (128, 256, 32), (64, 64), 3

@@ -46,6 +46,7 @@ class Schedule:
     stages: int = 1             # matmul (mma, 16-byte operands): cp.async pipeline depth; 1 = register prefetch
     group: int = 0              # matmul: launch blocks this many block rows at a time (L2 reuse); 0 = row by row
     wgmma: bool = False         # matmul (sm_90a): warpgroup tensor cores reading swizzled shared memory
+    min_blocks: int = 1         # matmul (wgmma): blocks per SM the registers are budgeted for
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -86,6 +87,12 @@ class Schedule:
                 if self.shared_bytes > MAX_SHARED_BYTES:
                     return (f"{self.stages} stages of {bm}x{bn}x{bk} tiles need {self.shared_bytes // 1024} KB "
                             f"of shared memory, more than the {MAX_SHARED_BYTES // 1024} KB a block can have")
+                if self.min_blocks not in (1, 2) or self.min_blocks * self.shared_bytes > MAX_SHARED_BYTES + 1024:
+                    return "one or two blocks per SM, their stages within the SM's shared memory"
+                if self.min_blocks == 2 and bn // 2 > 64:
+                    return "two blocks per SM leave 128 registers a thread: at most 64 accumulators"
+            elif self.min_blocks != 1:
+                return "only the wgmma GEMM budgets registers for several blocks per SM"
             elif self.mma:
                 if bk % 16 or tm % 16 or tn % 8:
                     return "mma tiles need BK a multiple of 16 and warp tiles of 16x8 multiples"
@@ -146,7 +153,8 @@ class Schedule:
         if self.kind == "matmul":
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
             if self.wgmma:
-                return (f"mm_wg{'_tf32' if self.vec == 4 else ''}_m{bm}n{bn}k{bk}_s{self.stages}_" + (f"g{self.group}_" if self.group else "")
+                return (f"mm_wg{'_tf32' if self.vec == 4 else ''}_m{bm}n{bn}k{bk}_s{self.stages}_"
+                        + (f"b{self.min_blocks}_" if self.min_blocks > 1 else "") + (f"g{self.group}_" if self.group else "")
                         + ("x64" if self.index64 else "x32"))
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
                     f"v{self.vec}_" + (f"s{self.stages}_" if self.stages > 1 else "")
