@@ -588,6 +588,17 @@ class _Renderer:
         ctx["a_tile"] = dict(ctx["a_tile"], p="a")
         ctx["b_tile"] = dict(ctx["b_tile"], p="b")
         ctx["min_blocks_per_sm"] = self.s.min_blocks
+        # Accumulators 2q and 2q + 1 are neighbours along N: where the only output is
+        # N-contiguous, 2 or 4 bytes wide, a pair leaves in one store.
+        outs = self.layout.outputs
+        lm, ln = ctx["lm"], ctx["ln"]
+        pair = None
+        if len(outs) == 1 and outs[0].loops and outs[0].loops[-1] == ln and outs[0].dtype.itemsize in (2, 4):
+            op = outs[0]
+            pair = dict(out=op.index, offset=self.offset(op), ctype=storage_type(op.dtype),
+                        value=to_storage(f"v{op.value.id}", op.dtype), bytes=op.dtype.itemsize,
+                        packed="unsigned" if op.dtype.itemsize == 2 else "unsigned long long")
+        ctx["pair"] = pair
         ctx["acc_list"] = "{" + ", ".join(f"%{i}" for i in range(bn // 2)) + "}"
         ctx["acc_operands"] = ", ".join(f'"+f"(acc[{i}])' for i in range(bn // 2))
         return ctx
