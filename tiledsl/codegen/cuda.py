@@ -595,9 +595,13 @@ class _Renderer:
         pair = None
         if len(outs) == 1 and outs[0].loops and outs[0].loops[-1] == ln and outs[0].dtype.itemsize in (2, 4):
             op = outs[0]
+            bm, bn, _ = self.s.tile
+            ld = bn + 16 // op.dtype.itemsize     # rows padded 16 bytes: the pair stores miss each other's banks
             pair = dict(out=op.index, offset=self.offset(op), ctype=storage_type(op.dtype),
                         value=to_storage(f"v{op.value.id}", op.dtype), bytes=op.dtype.itemsize,
-                        packed="unsigned" if op.dtype.itemsize == 2 else "unsigned long long")
+                        # the block's results go out through shared memory (the spent stages) in
+                        # 16-byte row chunks, where the tile fits there
+                        staged=bm * ld * op.dtype.itemsize <= self.s.shared_bytes - 1024, ld=ld)
         ctx["pair"] = pair
         ctx["acc_list"] = "{" + ", ".join(f"%{i}" for i in range(bn // 2)) + "}"
         ctx["acc_operands"] = ", ".join(f'"+f"(acc[{i}])' for i in range(bn // 2))
