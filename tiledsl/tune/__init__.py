@@ -12,8 +12,16 @@
     roofline.py  work from the IR, device peaks, % of the roofline
     peers.py     cuBLAS / CuPy unfused (cupy_eval.py) / Triton; bench.py: `tiledsl bench`
 """
-from .db import TuningDB, default_db_path, resolve_db_path
-from .report import TuneReport
-from .runner import autotune, dry_run
-
 __all__ = ["autotune", "dry_run", "TuneReport", "TuningDB", "default_db_path", "resolve_db_path"]
+
+# Loaded on first use: a launch that only looks up the database (tune.db) must
+# not pay for importing the search, the compile workers and the reports.
+_HOMES = {"autotune": "runner", "dry_run": "runner", "TuneReport": "report", "TuningDB": "db",
+          "default_db_path": "db", "resolve_db_path": "db"}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        import importlib
+        return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
