@@ -591,7 +591,7 @@ class _Renderer:
         # Accumulators 2q and 2q + 1 are neighbours along N: where the only output is
         # N-contiguous, 2 or 4 bytes wide, a pair leaves in one store.
         outs = self.layout.outputs
-        lm, ln = ctx["lm"], ctx["ln"]
+        ln = ctx["ln"]
         pair = None
         if len(outs) == 1 and outs[0].loops and outs[0].loops[-1] == ln and outs[0].dtype.itemsize in (2, 4):
             op = outs[0]

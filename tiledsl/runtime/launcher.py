@@ -262,9 +262,13 @@ class Launcher:
         database is a hint, so a problem reading it warns and falls back."""
         if self.tuning_db is False:
             return None, "default"
-        from ..tune.db import tuned_schedule
+        from ..tune.paths import resolve_db_path
         try:
-            found = tuned_schedule(self.kernel, index, p, extents, _device_identity(device), self.tuning_db)
+            path = resolve_db_path(self.tuning_db)
+            if path is None or not path.is_file():    # no database: nothing to import or ask the driver
+                return None, "default"
+            from ..tune.db import tuned_schedule
+            found = tuned_schedule(self.kernel, index, p, extents, _device_identity(device), path)
         except (OSError, ValueError, TypeError, KeyError, TdslError) as err:
             _warn_once(f"tiledsl: the tuning database could not be used ({err}); using default schedules")
             return None, "default"

@@ -17,7 +17,7 @@ __all__ = ["autotune", "dry_run", "TuneReport", "TuningDB", "default_db_path", "
 # Loaded on first use: a launch that only looks up the database (tune.db) must
 # not pay for importing the search, the compile workers and the reports.
 _HOMES = {"autotune": "runner", "dry_run": "runner", "TuneReport": "report", "TuningDB": "db",
-          "default_db_path": "db", "resolve_db_path": "db"}
+          "default_db_path": "paths", "resolve_db_path": "paths"}
 
 
 def __getattr__(name: str):
