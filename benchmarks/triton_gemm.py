@@ -15,18 +15,8 @@ returns (False, why) and the benchmark shows these rows as n/a with that note.
 """
 from __future__ import annotations
 
-try:
-    import torch
-    import triton
-    import triton.language as tl
-    _WHY = "" if torch.cuda.is_available() else "torch has no CUDA device"
-except Exception as _err:  # noqa: BLE001 - ImportError, or a broken install
-    torch = triton = tl = None
-    _WHY = f"Triton peers skipped: {type(_err).__name__}: {_err}"
-
-
-def available() -> tuple[bool, str]:
-    return (triton is not None and not _WHY), (_WHY or "")
+# One place decides whether Triton can run here (the memory-bound peers' module).
+from triton_peers import available, tl, torch, triton  # noqa: F401 - torch is used by the wrappers
 
 
 def _configs():

@@ -289,7 +289,11 @@ def kernel_key(key_parts: tuple[str, ...], arch: str) -> str:
 def find_kernel(key_parts: tuple[str, ...], arch: str) -> Optional[CachedBinary]:
     """What `cached_kernel` would return without compiling: from memory or
     disk, else None (the autotuner compiles the misses in worker processes)."""
-    key = kernel_key(key_parts, arch)
+    return _cached(kernel_key(key_parts, arch))
+
+
+def _cached(key: str) -> Optional[CachedBinary]:
+    """The entry under `key` from memory, else from disk (then kept in memory)."""
     with _lock:
         hit = _memory.get(key)
     if hit is not None:
@@ -324,18 +328,15 @@ def _get_or_build(key: str, build) -> CachedBinary:
         key_lock = _key_locks.setdefault(key, threading.Lock())
     # Only this key waits: another thread compiling it fills _memory for us.
     with key_lock:
-        with _lock:
-            hit = _memory.get(key)
-        if hit is not None:
-            return hit
+        entry = _cached(key)
+        if entry is not None:
+            return entry
+        compiled = build()
+        entry = CachedBinary(cubin=bytes(compiled.cubin), resources=dict(compiled.resources),
+                             key=key, from_disk=False)
         disk = _disk()
-        entry = _decode(disk.get(key), key) if disk is not None else None
-        if entry is None:
-            compiled = build()
-            entry = CachedBinary(cubin=bytes(compiled.cubin), resources=dict(compiled.resources),
-                                 key=key, from_disk=False)
-            if disk is not None:
-                disk.put(key, _encode(entry))
+        if disk is not None:
+            disk.put(key, _encode(entry))
         with _lock:
             _memory[key] = entry
         return entry
