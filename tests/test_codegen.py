@@ -235,3 +235,22 @@ def test_matrix_vector_products_are_refused_clearly_on_the_gpu_path():
     with pytest.raises(tiledsl.TdslError, match="matrix-vector product"):
         sources_for(k, dict(K=8, N=4))
     assert k.reference(np.ones(8, np.float32), np.ones((8, 4), np.float32)).tolist() == [8.0] * 4
+
+
+def test_schedule_block_pins_the_gemm_on_every_gpu():
+    # examples/linear.tdsl pins 128x256x64, 4 stages, 8 warps: wgmma's two warpgroups on
+    # Hopper; on sm_80 mma.sync warp tiles as deep as 163 KB of shared memory allows;
+    # a call that cannot pipeline keeps an unpinned tile it can hold in 48 KB.
+    from pathlib import Path
+    k = tiledsl.compile(Path(__file__).resolve().parent.parent / "examples" / "linear.tdsl")
+    big = dict(M=4096, N=4096, K=4096)
+    [hopper] = sources_for(k, big, arch="sm_90a")
+    assert hopper.schedule.wgmma and hopper.schedule.tile == (128, 256, 64) and hopper.schedule.stages == 4
+    [ampere] = sources_for(k, big, arch="sm_80")
+    assert not ampere.schedule.wgmma and ampere.schedule.tile == (128, 256, 64)
+    assert ampere.schedule.stages == 3 and ampere.schedule.shared_bytes <= 163 * 1024
+    [odd] = sources_for(k, dict(M=100, N=70, K=50), arch="sm_90a")
+    assert odd.schedule.stages == 1 and odd.schedule.tile[2] == 32
+    with pytest.raises(tiledsl.TdslError, match="shared memory"):
+        sources_for(tiledsl.compile("kernel m(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }\n"
+                                    "schedule m { tile(M=256, N=256, K=128) warps(8) }"), big, arch="sm_80")

@@ -707,9 +707,9 @@ def test_kernel_repr_and_ir_text():
     k = tiledsl.compile(EXAMPLES / "linear.tdsl")
     assert repr(k) == "<tiledsl.Kernel linear_relu(x: f16[M, K], w: f16[K, N], b: f32[N]) -> f16[M, N]>"
     assert k.ir is k.graph
-    assert k.hints.tile == (("M", 128), ("N", 128), ("K", 32))
-    assert (k.hints.stages, k.hints.warps) == (3, 8)
-    assert k.hints.tile_of("K") == 32 and k.hints.tile_of("Q") is None
+    assert k.hints.tile == (("M", 128), ("N", 256), ("K", 64))
+    assert (k.hints.stages, k.hints.warps) == (4, 8)
+    assert k.hints.tile_of("K") == 64 and k.hints.tile_of("Q") is None
     plain = tiledsl.compile(EXAMPLES / "softmax.tdsl")
     assert plain.hints.tile == () and plain.hints.warps is None
 

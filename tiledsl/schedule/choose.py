@@ -469,6 +469,10 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
     vec = matmul_vector(p)
     waves = lambda bm, bn: batch * -(-m // bm) * -(-n // bn) / p.sm_count  # noqa: E731
     pinned_any = bool(hints.tile or hints.stages or hints.warps)
+    if vec == 8 and p.arch == "sm_90a" and pinned_any:
+        pinned_wgmma = _pinned_wgmma(p, hints)
+        if pinned_wgmma is not None:
+            return pinned_wgmma
     if vec == 8 and p.arch == "sm_90a" and not pinned_any:
         # Hopper: warpgroup tensor cores (measured 0.79-0.81x cuBLAS at 4096^3-8192^3,
         # 1.13x at 1000^3, 1.04x at 16x8192x8192, against 0.40-0.46x for the best
@@ -502,9 +506,49 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         stages = hints.stages if vec == 8 else 1
     if hints.warps is not None or pinned:
         warp = _warp_tile(tile, hints.warps or (tile[0] // warp[0]) * (tile[1] // warp[1]))
-    return Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile, micro=warp,
-                    mma=True, vec=8 if stages > 1 else vec, stages=stages, group=hints.group or 0,
-                    index64=p.index64)
+    make = lambda tile, warp, stages: Schedule(  # noqa: E731
+        "matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile, micro=warp, mma=True,
+        vec=8 if stages > 1 else vec, stages=stages, group=hints.group or 0, index64=p.index64)
+    if stages == 1 and 2 * (tile[0] + tile[1]) * (tile[2] + 8) * 2 > 48 * 1024:
+        # a pinned tile sized for the pipeline's dynamic shared memory, on a call that
+        # cannot pipeline (operands not in 16-byte vectors): the unpinned tile instead
+        tile, warp = ((128, 128, 32), (64, 32)) if waves(128, 128) >= 1 else ((64, 64, 32), (32, 32))
+    limit = shared_limit(p.arch)
+    while stages > 2 and make(tile, warp, stages).shared_bytes > limit:
+        stages -= 1         # a pipeline pinned for a larger shared memory: as deep as this GPU allows
+    s = make(tile, warp, stages)
+    if s.shared_bytes > limit:
+        from ..errors import TdslScheduleError
+        raise TdslScheduleError(f"tile({tile[0]}x{tile[1]}x{tile[2]}) needs {s.shared_bytes // 1024} KB of shared "
+                                f"memory even with 2 stages; {p.arch} gives a block {limit // 1024} KB")
+    return s
+
+
+def shared_limit(arch: str) -> int:
+    """Dynamic shared memory a block may opt in to on `arch`."""
+    cc = int("".join(ch for ch in arch if ch.isdigit()) or 0)
+    return {90: 227, 80: 163, 87: 163, 86: 99, 89: 99}.get(cc, 227 if cc > 90 else 48) * 1024
+
+
+def _pinned_wgmma(p: Problem, hints: Hints) -> Optional[Schedule]:
+    """A schedule block's tile()/stages()/warps() as a wgmma GEMM where they
+    describe one (BK 64 or left open, 64 or 128 rows, a multiple of 64 up to
+    256 columns, a warpgroup per 64 rows, 3 to 8 stages), else None (the
+    mma.sync warp tiles take them)."""
+    loops = p.layout.loops
+    mdim, ndim, kdim = (loops[p.layout.n_kept - 2][0], loops[p.layout.n_kept - 1][0],
+                        loops[p.layout.n_kept][0])
+    pinned = dict(hints.tile)
+    bm, bn, bk = pinned.get(mdim, 128), pinned.get(ndim, 256), pinned.get(kdim, 64)
+    stages = hints.stages if hints.stages is not None else 4
+    if bk != 64 or bm not in (64, 128) or bn % 64 or not 64 <= bn <= 256 or not 3 <= stages <= 8:
+        return None
+    if hints.warps is not None and hints.warps != 4 * (bm // 64):
+        return None
+    if stages * (bm + bn) * 128 + 1024 > MAX_SHARED_BYTES:
+        return None
+    return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 64), micro=(64, bn), mma=True, wgmma=True,
+                    vec=8, stages=stages, group=hints.group or 0, index64=p.index64)
 
 
 def _warp_tile(tile: tuple, warps: int) -> tuple:
