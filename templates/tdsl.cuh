@@ -106,10 +106,18 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
     asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
     return a;
 }
-// Four 8x8 16-bit matrices; lane i gives the address of row i % 8 of matrix i / 8.
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row) {
+// Four 8x8 16-bit matrices; lane i gives the (32-bit shared) address of row i % 8
+// of matrix i / 8. Kernels that step through stages by constants keep addresses.
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_address(row)));
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row) {
+    ldsm_x4(r, smem_address(row));
 }
 // Two matrices (lanes 0-15 give the rows), plain or transposed.
 __device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const void* row) {
@@ -123,28 +131,16 @@ __device__ __forceinline__ void ldmatrix_x2_trans(unsigned (&r)[2], const void* 
 
 // 16 bytes from global to shared memory without passing through registers;
 // with `valid` false the destination is zero-filled and nothing is read.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+__device__ __forceinline__ void cp_async16_at(unsigned smem, const void* gmem, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                 :: "r"(smem_address(smem)), "l"(gmem), "r"(valid ? 16 : 0));
+                 :: "r"(smem), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+    cp_async16_at(smem_address(smem), gmem, valid);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int pending> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(pending));
-}
-
-// The same on 32-bit shared-memory addresses, for kernels that compute them once
-// and step through stages and k by constants.
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], unsigned addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void cp_async16_at(unsigned smem, const void* gmem, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                 :: "r"(smem), "l"(gmem), "r"(valid ? 16 : 0));
 }
 
 // A wgmma shared-memory matrix descriptor, 128-byte swizzle: the start address,

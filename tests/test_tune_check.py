@@ -40,7 +40,8 @@ def test_the_full_size_workloads_are_the_issues():
     assert [w[0] for w in tc.workloads(True)][:4] == names[:4]
 
 
-def test_device_path_on_a_pretend_gpu(tune_check, tmp_path, monkeypatch, capsys):
+def _on_a_pretend_gpu(tune_check, monkeypatch) -> None:
+    """tune_check's device path with NumPy standing in for the GPU."""
     fake_gpu.install(monkeypatch)
     real = tune_check.compile_kernel
 
@@ -49,6 +50,10 @@ def test_device_path_on_a_pretend_gpu(tune_check, tmp_path, monkeypatch, capsys)
         k._launcher = fake_gpu.FakeLauncher(k)
         return k
     monkeypatch.setattr(tune_check, "compile_kernel", compile_with_fake_launcher)
+
+
+def test_device_path_on_a_pretend_gpu(tune_check, tmp_path, monkeypatch, capsys):
+    _on_a_pretend_gpu(tune_check, monkeypatch)
     out = tmp_path / "check.json"
     rc = tune_check.main(["--keep-cache", "--small", "--max-candidates", "4", "--only", "gemm f16 4096,softmax",
                           "--exhaustive-seconds", "0.001", "--ab-rounds", "1", "--json", str(out),
@@ -77,14 +82,7 @@ def test_summary_fails_what_fails():
 
 
 def test_a_step_that_raises_is_recorded_and_fails(tune_check, monkeypatch, capsys, tmp_path):
-    fake_gpu.install(monkeypatch)
-    real = tune_check.compile_kernel
-
-    def compile_with_fake_launcher(src):
-        k = real(src)
-        k._launcher = fake_gpu.FakeLauncher(k)
-        return k
-    monkeypatch.setattr(tune_check, "compile_kernel", compile_with_fake_launcher)
+    _on_a_pretend_gpu(tune_check, monkeypatch)
     monkeypatch.setattr(tune_check, "warm_rerun", lambda *a, **k: 1 / 0)
     out = tmp_path / "broken.json"
     rc = tune_check.main(["--keep-cache", "--small", "--max-candidates", "2", "--only", "softmax", "--exhaustive-seconds", "0.001",

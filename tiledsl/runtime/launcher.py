@@ -243,9 +243,10 @@ class Launcher:
                 bad = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned}
                 override, origin = self.overrides.get(i), "override"
                 arch = device_arch(device)
+                p = problem(g, lay, extents, bad, sm_count, arch)
                 if override is None:
-                    override, origin = self._tuned(i, problem(g, lay, extents, bad, sm_count, arch), extents, device)
-                for launch in plan(g, lay, extents, bad, self.kernel.hints, sm_count, override, arch):
+                    override, origin = self._tuned(i, p, extents, device)
+                for launch in plan(g, lay, extents, bad, self.kernel.hints, sm_count, override, arch, p):
                     fn, args = self._function(i, launch, device)
                     launches.append((i, launch, fn, args))
                     choices[i] = (launch.schedule, origin)

@@ -612,9 +612,10 @@ def fits(p: Problem, s: Schedule) -> str:
 
 def plan(group: Group, layout: Layout, extents: dict[str, int], misaligned: set[int],
          hints: Hints, sm_count: int = 132, override: Optional[Schedule] = None,
-         arch: str = "sm_90a") -> list[Launch]:
-    """The launches for one group at these sizes: `override` if given, else the default."""
-    p = problem(group, layout, extents, misaligned, sm_count, arch)
+         arch: str = "sm_90a", p: Optional[Problem] = None) -> list[Launch]:
+    """The launches for one group at these sizes: `override` if given, else the
+    default. `p`, when the caller has it already, is this call's problem."""
+    p = p if p is not None else problem(group, layout, extents, misaligned, sm_count, arch)
     s = override if override is not None else default(p, hints)
     if override is not None:
         why = fits(p, override)
