@@ -865,3 +865,74 @@ def test_pointwise_over_2_to_the_31_elements(which, mode):
     # and every element, compared on the device with CuPy
     assert _device_mismatches(x, y, dtype) == 0
     del x, y, idx
+
+
+# ---- every row-reduction schedule ----------------------------------------------------------
+
+# Enough rows for the persistent (blocks_per_sm) and prefetching schedules to be candidates,
+# with row counts and row lengths that leave partial blocks and partial vectors.
+ROW_PROGRAMS = [("softmax.tdsl", dict(M=1001, N=781)), ("softmax.tdsl", dict(M=700, N=4100)),
+                ("layernorm.tdsl", dict(M=611, N=8192 + 8)), ("rmsnorm.tdsl", dict(M=999, N=1032))]
+
+
+def _row_candidates():
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    for name, extents in ROW_PROGRAMS:
+        k = compiled(name)
+        launcher = launcher_for(k)
+        p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
+        for s in candidates(p, k.hints):
+            if s.kind == "reduce_row":
+                label = "x".join(map(str, extents.values()))
+                yield pytest.param(name, extents, s, id=f"{name[:-5]}-{label}-{s.tag}-ps{s.blocks_per_sm}")
+
+
+@pytest.mark.parametrize("name,extents,schedule", list(_row_candidates()))
+def test_every_row_reduction_schedule(name, extents, schedule):
+    """Each candidate the tuner may pick (prefetching or not, persistent or not) is exact
+    at tails, on the device's own SM count (the grid may differ from the one planned)."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    k = tiledsl.compile(EXAMPLES / name)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    check(k, host_arguments(k, extents), extents, "out")
+
+
+def test_warm_calls_keep_every_check(rng):
+    """After a call class is warm (its launch specialized), calls of the same shapes still get
+    the checks that depend on the arrays themselves: overlapping out=, a non-contiguous or
+    misaligned view, another dtype; and fresh inputs give fresh, correct results."""
+    import cupy
+    from tiledsl.inputs import relative_error
+    soft = compiled("softmax.tdsl")
+    host = draw(rng, (64, 100), np.float32)
+    x = to_device(host)
+    want = soft.reference(host, compute="f64")
+    out = poison((64, 100), "f32")
+    for _ in range(3):                                  # the first call plans, the rest take the fast path
+        soft(x, out=out)
+    synchronize()
+    assert relative_error(to_host(out), want) <= 1e-5
+    with pytest.raises(TdslArgumentError):
+        soft(x, out=x)                                  # out= over its own (reduced) input
+    synchronize()
+    assert np.array_equal(to_host(x), host)             # and nothing was launched
+    big = to_device(draw(rng, (64, 202), np.float32))
+    view = big[:, 1:101]                                # same shape, strided rows, 4-byte aligned
+    res = soft(view)
+    synchronize()
+    assert relative_error(to_host(res), soft.reference(to_host(big)[:, 1:101], compute="f64")) <= 1e-5
+    flat = to_device(draw(rng, 64 * 100 + 1, np.float32))
+    shifted = flat[1:].reshape(64, 100)                 # contiguous but not 16-byte aligned
+    res = soft(shifted)
+    synchronize()
+    assert relative_error(to_host(res), soft.reference(to_host(flat)[1:].reshape(64, 100), compute="f64")) <= 1e-5
+    with pytest.raises((TdslArgumentError, TdslTypeError)):
+        soft(x.astype(cupy.float16), out=out)           # another dtype, same shape
+    for _ in range(3):                                  # allocating, fresh inputs each time
+        host = draw(rng, (64, 100), np.float32)
+        res = soft(to_device(host))
+        synchronize()
+        assert relative_error(to_host(res), soft.reference(host, compute="f64")) <= 1e-5

@@ -200,23 +200,23 @@ class _Renderer:
         return f"(c{l} + e)" if l == self.inner and self.vec > 1 else f"c{l}"
 
     # -- statements ----------------------------------------------------------
-    def load_lines(self, op: Operand, slot: str) -> list[str]:
+    def load_lines(self, op: Operand, slot: str, buf: str = "b") -> list[str]:
         S, V, k = storage_type(op.dtype), self.vec, op.index
         mode = self.mode(op)
         if mode == "vec":
             if V == 1:
-                return [f"b{k}[{slot}].v[0] = in{k}[{self.offset(op)}];"]
-            return [f"b{k}[{slot}] = tdsl::load<{S}, {V}>(in{k} + {self.offset(op)});"]
+                return [f"{buf}{k}[{slot}].v[0] = in{k}[{self.offset(op)}];"]
+            return [f"{buf}{k}[{slot}] = tdsl::load<{S}, {V}>(in{k} + {self.offset(op)});"]
         if mode == "bcast":
-            return [f"b{k}[{slot}] = in{k}[{self.offset(op)}];"]
+            return [f"{buf}{k}[{slot}] = in{k}[{self.offset(op)}];"]
         return ["#pragma unroll", f"for (int e = 0; e < {V}; ++e) "
-                f"b{k}[{slot}].v[e] = in{k}[{self.offset(op)} + e * ({self.inner_stride(op)})];"]
+                f"{buf}{k}[{slot}].v[e] = in{k}[{self.offset(op)} + e * ({self.inner_stride(op)})];"]
 
-    def buffer_decl(self, op: Operand, slots: int) -> str:
+    def buffer_decl(self, op: Operand, slots: int, buf: str = "b") -> str:
         S, k = storage_type(op.dtype), op.index
         if self.mode(op) == "bcast":
-            return f"{S} b{k}[{slots}];"
-        return f"tdsl::Vec<{S}, {self.vec}> b{k}[{slots}];"
+            return f"{S} {buf}{k}[{slots}];"
+        return f"tdsl::Vec<{S}, {self.vec}> {buf}{k}[{slots}];"
 
     def lane_value(self, op: Operand, slot: str) -> str:
         raw = f"b{op.index}[{slot}]" if self.mode(op) == "bcast" else f"b{op.index}[{slot}].v[e]"
@@ -415,6 +415,8 @@ class _Renderer:
         kept = set(lay.kept_loops)
         hoisted = [op for op in elem_inputs if cached and self.s.hoist and not set(op.loops) & kept]
         per_row = [op for op in elem_inputs if op not in hoisted]
+        # Prefetch: the next row's elements go to p<k> while this row is reduced from b<k>.
+        prefetch = cached and self.s.prefetch and bool(per_row)
         split = self.s.kind == "reduce_split"
         if split:   # stage 1: each phase ends by storing this block's partial for the row
             [phase] = phase_code            # split schedules take one reduction level only
@@ -434,6 +436,10 @@ class _Renderer:
             + [f"{reg_type(self.values[vid].dtype)} keep{vid}[{self.s.items}][{self.vec}];" for vid in keep_at],
             loads=[line for op in per_row for line in self.load_lines(op, slot)],
             hoisted_loads=[line for op in hoisted for line in self.load_lines(op, slot)],
+            prefetch=prefetch,
+            prefetch_buffers=[self.buffer_decl(op, self.s.items, "p") for op in per_row] if prefetch else [],
+            prefetch_loads=[line for op in per_row for line in self.load_lines(op, slot, "p")] if prefetch else [],
+            prefetch_moves=[f"b{op.index}[j] = p{op.index}[j];" for op in per_row] if prefetch else [],
             uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
             has_full_outputs=bool(full_outs) and not split,
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores,

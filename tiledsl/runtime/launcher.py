@@ -44,6 +44,7 @@ class Launcher:
         self.temp_values = [v for g in self.groups for v in g.outputs if v.id not in self.result_ids]
         self._plans: dict = {}
         self._fast: dict = {}
+        self._key_functions: dict = {}   # argument count -> key_of(args, out)
         self._ir_text = None
         self.overrides: dict = {}     # group index -> Schedule (the tuner's choice)
         # Where tuned schedules are looked up when a call class is planned:
@@ -57,6 +58,8 @@ class Launcher:
             self._cupy, self._ndarray = cupy, cupy.ndarray
         except ImportError:
             self._cupy = self._ndarray = None
+        if self._ndarray is not None and not hasattr(self._ndarray, "_c_contiguous"):
+            self._ndarray = None     # a CuPy without the flag the fast path reads: every call checked in full
         self._functions: dict = {}
         self._lock = threading.Lock()
 
@@ -169,7 +172,8 @@ class Launcher:
     # -- call --------------------------------------------------------------------
     def __call__(self, args: tuple, kwargs: dict, out):
         if not kwargs:
-            key = self._fast_key(args, out)
+            key_of = self._key_functions.get(len(args)) or self._key_function(len(args))
+            key = key_of(args, out)
             fast = self._fast.get(key) if key is not None else None
             if fast is not None:
                 return fast(args, out)
@@ -177,29 +181,62 @@ class Launcher:
             key = None
         return self._call(args, kwargs, out, key)
 
-    def _fast_key(self, args: tuple, out):
-        """The call's class when every array is a CuPy array: shapes, strides,
-        dtypes, 16-byte alignment and device. None sends the call down the slow path."""
-        ndarray = self._ndarray
-        if ndarray is None or not self._n_required <= len(args) <= self._n_params:
-            return None   # (left-out scalars take their defaults: len(args) is part of the key)
+    def _key_function(self, n_args: int):
+        """key_of(args, out): the call's class when every array is a C-contiguous
+        CuPy array (shapes, dtypes, 16-byte alignment, devices; scalars' types),
+        else None, which sends the call down the checked path (that path also
+        copies non-contiguous inputs). It runs on every call, so it is written
+        out for this many arguments, as attribute reads CuPy answers without
+        building objects."""
+        if self._ndarray is None or not self._n_required <= n_args <= self._n_params:
+            key_of = _no_key    # (left-out scalars take their defaults: each count has its own classes)
+        else:
+            params = self.graph.params[:n_args]
+            names = ", ".join(f"x{i}" for i in range(n_args)) + ("," if n_args == 1 else "")
+            lines = ["def key_of(args, out):", f"    {names} = args" if n_args else "    pass"]
+            parts = []
+            for i, p in enumerate(params):
+                if p.is_scalar:
+                    lines += [f"    t{i} = type(x{i})",
+                              f"    if t{i} is not float and t{i} is not int and t{i} is not bool: return None"]
+                    parts.append(f"t{i}")
+                else:
+                    lines += [f"    if type(x{i}) is not ndarray or not x{i}._c_contiguous: return None",
+                              f"    m{i} = x{i}.data"]
+                    parts += [f"x{i}.shape", f"x{i}.dtype.char", f"m{i}.ptr & 15", f"m{i}.device_id"]
+            lines += ["    if out is None:", "        o = None"]
+            if len(self.graph.results) == 1:
+                lines += ["    elif type(out) is ndarray and out._c_contiguous:",
+                          "        mo = out.data",
+                          "        o = (out.shape, out.dtype.char, mo.ptr & 15, mo.device_id)"]
+            lines += ["    else:", "        return several(args, out)"]
+            lines.append(f"    return ({', '.join(parts + ['o'])},)")
+            env = {"ndarray": self._ndarray, "several": self._several_outputs_key}
+            exec("\n".join(lines), env)   # noqa: S102 - indices only, never the user's text
+            key_of = env["key_of"]
+        self._key_functions[n_args] = key_of
+        return key_of
+
+    def _several_outputs_key(self, args: tuple, out):
+        """The class of a call whose out= is a tuple (or anything else: None)."""
+        if type(out) is not tuple:
+            return None
         parts = []
         for a in args:
-            if type(a) is ndarray:
+            if type(a) is self._ndarray:
+                if not a._c_contiguous:
+                    return None
                 mem = a.data
-                parts.append((a.shape, a.strides, a.dtype.char, mem.ptr & 15, mem.device_id))
+                parts += (a.shape, a.dtype.char, mem.ptr & 15, mem.device_id)
             elif type(a) in (float, int, bool):
                 parts.append(type(a))
             else:
                 return None
-        if out is None:
-            parts.append(None)
-        else:
-            for o in (out if type(out) is tuple else (out,)):
-                if type(o) is not ndarray:
-                    return None
-                mem = o.data
-                parts.append((o.shape, o.strides, o.dtype.char, mem.ptr & 15, mem.device_id))
+        for o in out:
+            if type(o) is not self._ndarray or not o._c_contiguous:
+                return None
+            mem = o.data
+            parts += (o.shape, o.dtype.char, mem.ptr & 15, mem.device_id)
         return tuple(parts)
 
     def _call(self, args: tuple, kwargs: dict, out, key):
@@ -429,23 +466,27 @@ class _FastCall:
     change from call to call.
 
     The call is a straight-line Python function written for this class (from
-    indices and sizes only, never from the user's text): read the pointers,
-    range-check the scalars, allocate or check the outputs, launch.
+    indices and sizes only, never from the user's text): range-check the
+    scalars, allocate or check the outputs, launch. Arrays go to CuPy's launch
+    as they are and sizes as prebuilt int64 scalars: CuPy converts those
+    faster than Python ints, and no pointer is read except for the overlap check.
     """
 
     def __init__(self, launcher: "Launcher", program: Program, views: dict, device: int, n_args: int):
         cupy = launcher._cupy
         params = launcher.graph.params
-        env = {"empty": cupy.empty, "get_device": cupy.cuda.runtime.getDevice, "slow": launcher._call,
+        env = {"ndarray": cupy.ndarray, "get_device": cupy.cuda.runtime.getDevice, "slow": launcher._call,
                "scalar_value": scalar_value, "overlap": _overlap_error, "params": params}
         n_const, n_in, n_out, n_temp = program.slots
-        names = [repr(c) for c in program.constants] + [f"a{k}" for k in range(n_in)]
-        names += [f"q{j}" for j in range(n_out)] + [f"u{k}" for k in range(n_temp)]
+        for n, c in enumerate(program.constants):
+            env[f"C{n}"] = np.int64(c)
+        names = [f"C{n}" for n in range(n_const)] + [f"x{k}" for k in range(n_in)]
+        names += [f"r{j}" for j in range(n_out)] + [f"t{k}" for k in range(n_temp)]
         names += [f"s{k}" for k in range(len(program.scalar_params))]
         lines = ["def fast(args, out):",
                  f"    if get_device() != {device}:",
                  "        return slow(args, {}, out, None)"]
-        lines += [f"    a{k} = args[{i}].data.ptr" for k, i in enumerate(program.array_args)]
+        lines += [f"    x{k} = args[{i}]" for k, i in enumerate(program.array_args)]
         for k, p in enumerate(program.scalar_params):
             if p.index >= n_args:          # left out: its default, checked when declared
                 env[f"D{k}"] = float(p.default) if p.dtype.is_float else p.default
@@ -461,11 +502,11 @@ class _FastCall:
         lines.append("    if out is None:")
         for j, (shape, dtype) in enumerate(program.out_shapes):
             env[f"SH{j}"], env[f"DT{j}"] = shape, dtype.numpy
-            lines.append(f"        r{j} = empty(SH{j}, DT{j})")
-        lines += [f"        q{j} = r{j}.data.ptr" for j in range(n_out)]
+            lines.append(f"        r{j} = ndarray(SH{j}, DT{j})")
         lines.append("    else:")
         lines.append(f"        {results}{',' if n_out == 1 else ''} = {'(out,)' if n_out == 1 else 'out'}")
         lines += [f"        q{j} = r{j}.data.ptr" for j in range(n_out)]
+        lines += [f"        a{k} = x{k}.data.ptr" for k in range(n_in)]
         out_bytes = [_nbytes(shape, dtype.itemsize) for shape, dtype in program.out_shapes]
         for j in range(n_out):
             for j2 in range(j + 1, n_out):
@@ -480,8 +521,7 @@ class _FastCall:
                              f"overlap(params[{i}], 'an output')")
         for k, (shape, dtype) in enumerate(program.temps):
             env[f"TS{k}"], env[f"TD{k}"] = shape, dtype
-            lines.append(f"    t{k} = empty(TS{k}, TD{k})")
-            lines.append(f"    u{k} = t{k}.data.ptr")
+            lines.append(f"    t{k} = ndarray(TS{k}, TD{k})")
         for n, (fn, grid, block, picks, shared) in enumerate(program.steps):
             env[f"F{n}"], env[f"G{n}"], env[f"B{n}"] = fn, grid, block
             extra = f", shared_mem={int(shared)}" if shared else ""
@@ -493,6 +533,10 @@ class _FastCall:
 
     def __call__(self, args, out):    # replaced per instance by the generated function
         raise NotImplementedError
+
+
+def _no_key(args, out):
+    return None
 
 
 def _overlap_error(param, what) -> None:

@@ -17,6 +17,8 @@ from .schedules import MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, Schedule
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
 THREADS_PER_SM = 2048
+PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
+PREFETCH_ROW_BYTES = 16384  # rows at least this long are prefetched by default (persistent grids only)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,12 @@ class Problem:
         reduced = set(self.layout.reduced_loops)
         words = sum(op.dtype.itemsize / 4 for op in self.layout.inputs if set(op.loops) & reduced)
         return max(words, 0.5)
+
+    def words_per_row_element_per_row(self) -> float:
+        """The part of words_per_row_element that changes from row to row (what a prefetch doubles)."""
+        reduced, kept = set(self.layout.reduced_loops), set(self.layout.kept_loops)
+        return sum(op.dtype.itemsize / 4 for op in self.layout.inputs if set(op.loops) & reduced
+                   and set(op.loops) & kept)
 
 
 def problem(group: Group, layout: Layout, extents: dict[str, int], misaligned=frozenset(),
@@ -256,6 +264,14 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                             out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
                                                 row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
                                                 keep=keep, index64=p.index64))
+                    # a persistent block loads its next row while it reduces this one
+                    if (hoist and p.rows > 4 * p.sm_count and items * vec <= (MAX_ROW_ELEMENTS // 4 if vec == 1 else MAX_ROW_ELEMENTS // 2) and
+                            items * vec * (words + p.words_per_row_element_per_row()) <= PREFETCH_REGISTERS):
+                        for per_sm in sorted({max(1, THREADS_PER_SM // 2 // block), THREADS_PER_SM // block}):
+                            for keep in keeps:
+                                out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
+                                                    row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
+                                                    keep=keep, prefetch=True, index64=p.index64))
             if tpr >= 256:
                 out.append(Schedule("reduce_row", block=tpr, vec=vec, items=0, row_threads=tpr,
                                     index64=p.index64))
@@ -300,8 +316,15 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     hoist = invariant > per_row
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
     keep = 2 * items * vec * p.words_per_row_element() <= row_register_budget(vec)
+    # A persistent block over long rows loads its next row while it reduces this one
+    # (H100, 2026-11-22: layernorm f16 4096x8192 8% faster; at 16384x4096 2% slower).
+    prefetch = bool(per_sm) and per_row * p.row_length >= PREFETCH_ROW_BYTES and (
+        items * vec * (p.words_per_row_element() + p.words_per_row_element_per_row()) <= PREFETCH_REGISTERS)
+    if prefetch:
+        keep = False
     return Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
-                    hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, index64=p.index64)
+                    hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, prefetch=prefetch,
+                    index64=p.index64)
 
 
 def split_schedule(p: Problem) -> Optional[Schedule]:

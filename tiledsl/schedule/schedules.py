@@ -39,6 +39,7 @@ class Schedule:
     hoist: bool = True          # reduce_row: load row-invariant inputs once per thread
     blocks_per_sm: int = 0      # reduce_row: persistent grid of this many blocks per SM (0: a block per row group)
     keep: bool = False          # reduce_row: keep costly element values in registers between phases
+    prefetch: bool = False      # reduce_row (cached): load the block's next row while this one is reduced
     splits: int = 0             # reduce_split: chunks of the reduced dims, reduced by separate blocks
     tile: tuple = ()            # matmul: block tile (BM, BN, BK)
     micro: tuple = ()           # matmul: microtile (TM, TN) per thread; with mma, the warp tile (WM, WN)
@@ -61,11 +62,15 @@ class Schedule:
             return "block must be a multiple of 32 between 32 and 1024"
         if self.vec not in (1, 2, 4, 8, 16):
             return "vec must be 1, 2, 4, 8 or 16"
+        if self.prefetch and self.kind != "reduce_row":
+            return "only a row reduction prefetches its next row"
         if self.kind == "reduce_row":
             if self.row_threads not in (32, self.block):
                 return "row_threads must be 32 (a warp per row) or the block size"
             if self.items * self.vec > MAX_ROW_ELEMENTS:
                 return "too many elements per thread to keep in registers"
+            if self.prefetch and self.items < 1:
+                return "only a row kept in registers can be prefetched (items >= 1)"
         elif self.kind == "reduce_col":
             if self.row_threads != 1 or self.items != 0 or self.vec != 1:
                 return "a column reduction has one thread per row, loops, and no vectors"
@@ -170,6 +175,8 @@ class Schedule:
                 parts.append("nh")
             if self.keep:
                 parts.append("k")
+            if self.prefetch:
+                parts.append("p")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 

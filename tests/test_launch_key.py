@@ -1,0 +1,95 @@
+"""The launcher's call-class key (no GPU): what a warm call is matched on.
+
+A warm call skips the checks its class already passed, so every property that
+changes the plan or the checks' outcome must change the key (or send the call
+down the checked path), and nothing else may."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import tiledsl
+from tiledsl.runtime.launcher import Launcher
+
+
+@dataclass
+class _Memory:
+    ptr: int
+    device_id: int = 0
+
+
+class FakeArray:
+    """The attributes of a cupy.ndarray the key reads."""
+
+    def __init__(self, shape, dtype="float32", ptr=1 << 20, device=0, contiguous=True):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.data, self._c_contiguous = _Memory(ptr, device), contiguous
+
+
+SRC = "kernel f(x: f32[M, N], w: f32[N], s: f32 = 2.0) -> f32[M, N] { return x * w * s }"
+TWO = "kernel g(x: f32[N]) -> (f32[N], f32[N]) { return sin(x), cos(x) }"
+
+
+@pytest.fixture
+def launcher():
+    lau = Launcher(tiledsl.compile(SRC))
+    lau._ndarray = FakeArray
+    return lau
+
+
+def test_the_same_class_gives_the_same_key(launcher):
+    k2, k3 = launcher._key_function(2), launcher._key_function(3)
+    a = k2((FakeArray((4, 8)), FakeArray((8,), ptr=4096)), None)
+    b = k2((FakeArray((4, 8), ptr=1 << 30), FakeArray((8,), ptr=8192)), None)
+    assert a is not None and a == b and hash(a) == hash(b)
+    assert k3((FakeArray((4, 8)), FakeArray((8,)), 1.5), None) == k3((FakeArray((4, 8)), FakeArray((8,)), 3.0), None)
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "alignment", "device", "scalar type", "out", "out shape"])
+def test_what_changes_the_plan_changes_the_key(launcher, change):
+    k3 = launcher._key_function(3)
+    x, w, s, out = FakeArray((4, 8)), FakeArray((8,)), 1.5, FakeArray((4, 8), ptr=1 << 25)
+    base = k3((x, w, s), out)
+    if change == "shape":
+        x = FakeArray((8, 4))
+    elif change == "dtype":
+        w = FakeArray((8,), "float16")
+    elif change == "alignment":
+        w = FakeArray((8,), ptr=(1 << 20) + 4)
+    elif change == "device":
+        x = FakeArray((4, 8), device=1)
+    elif change == "scalar type":
+        s = 2
+    elif change == "out":
+        out = None
+    else:
+        out = FakeArray((4, 9))
+    assert k3((x, w, s), out) != base
+
+
+def test_anything_unusual_takes_the_checked_path(launcher):
+    k2, k3 = launcher._key_function(2), launcher._key_function(3)
+    x, w = FakeArray((4, 8)), FakeArray((8,))
+    assert k2((FakeArray((4, 8), contiguous=False), w), None) is None         # strided input
+    assert k2((x, w), FakeArray((4, 8), contiguous=False)) is None            # strided out=
+    assert k2((x, np.ones(8, np.float32)), None) is None                      # host array
+    assert k3((x, w, np.float32(2)), None) is None                            # NumPy scalar
+    assert k3((x, w, FakeArray(())), None) is None                            # array for a scalar
+    assert k2((1.0, w), None) is None                                         # scalar for an array
+    assert k2((x, w), [FakeArray((4, 8))]) is None                            # a list as out=
+    assert launcher._key_function(1)((x,), None) is None                      # too few arguments
+    assert launcher._key_function(4)((x, w, 1.0, 2.0), None) is None          # too many
+
+
+def test_a_tuple_of_outputs_has_its_own_key():
+    lau = Launcher(tiledsl.compile(TWO))
+    lau._ndarray = FakeArray
+    k1 = lau._key_function(1)
+    x = FakeArray((100,))
+    pair = (FakeArray((100,), ptr=1 << 24), FakeArray((100,), ptr=1 << 26))
+    assert k1((x,), pair) is not None and k1((x,), pair) == k1((FakeArray((100,), ptr=64),), pair)
+    assert k1((x,), pair) != k1((x,), None)
+    assert k1((x,), pair[0]) is None           # one array for two results: the checked path says why
+    assert k1((x,), (pair[0], FakeArray((100,), contiguous=False))) is None
