@@ -636,7 +636,7 @@ def main(argv: Optional[list] = None) -> int:
 
     launch = []
     if not args.skip_launch:
-        print(f"\n## Launch overhead (tiny x + y, sizes 1000..1063 in turn, {n_calls} calls)\n", flush=True)
+        print(f"\n## Launch overhead (tiny x + y, sizes 1000..1063 in turn, best of 5 rounds of {n_calls} calls)\n", flush=True)
         launch = C.launch_overhead(n_calls, peers)
         print(C.simple_table(["impl", "mode", "µs per call", "note"],
                              [[r["impl"], r["mode"], "—" if r["us_per_call"] is None else

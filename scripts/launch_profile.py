@@ -44,7 +44,7 @@ k(x, y, out=o)
 k(x, y)
 assert bool(cp.allclose(o, x + y))
 L = k._launcher
-key_of = L._key_functions[2]
+key_of = L._key_function(2)
 fast = L._fast[key_of((x, y), o)]
 report("k(x, y, out=o)", lambda: k(x, y, out=o))
 report("k(x, y)", lambda: k(x, y))

@@ -35,6 +35,8 @@ PROGRAMS = {
     "column_sum": ("examples/column_sum.tdsl", dict(M=64, N=100000)),
     "column_sum_split": ("examples/column_sum.tdsl", dict(M=16384, N=1024)),
     "total_split": ("kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=4096, N=4096)),
+    "linear_f32": ("kernel mm(a: f32[M, K], b: f32[K, N], bias: f32[N]) -> f32[M, N] { return relu(a @ b + bias) }",
+                   dict(M=1000, K=512, N=768)),
     "linear": ("kernel lin(x: f16[M, K], w: f16[N, K], b: f32[N]) -> f16[M, N] { return relu(x @ w.T + b) }",
                dict(M=1000, K=512, N=768)),
     "linear_kn": ("kernel lin(x: f16[M, K], w: f16[K, N], b: f32[N]) -> f16[M, N] { return relu(x @ w + b) }",

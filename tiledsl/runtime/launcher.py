@@ -44,7 +44,7 @@ class Launcher:
         self.temp_values = [v for g in self.groups for v in g.outputs if v.id not in self.result_ids]
         self._plans: dict = {}
         self._fast: dict = {}
-        self._key_functions: dict = {}   # argument count -> key_of(args, out)
+        self._dispatchers: dict = {}     # argument count -> dispatch(args, out)
         self._ir_text = None
         self.overrides: dict = {}     # group index -> Schedule (the tuner's choice)
         # Where tuned schedules are looked up when a call class is planned:
@@ -172,14 +172,21 @@ class Launcher:
     # -- call --------------------------------------------------------------------
     def __call__(self, args: tuple, kwargs: dict, out):
         if not kwargs:
-            key_of = self._key_functions.get(len(args)) or self._key_function(len(args))
+            return (self._dispatchers.get(len(args)) or self._dispatcher(len(args)))(args, out)
+        return self._call(args, kwargs, out, None)
+
+    def _dispatcher(self, n_args: int):
+        """dispatch(args, out) for calls with this many arguments: the warm call
+        of its class, else the checked path (told the class, to make it warm)."""
+        key_of, fast, checked = self._key_function(n_args), self._fast, self._call
+
+        def dispatch(args, out):
             key = key_of(args, out)
-            fast = self._fast.get(key) if key is not None else None
-            if fast is not None:
-                return fast(args, out)
-        else:
-            key = None
-        return self._call(args, kwargs, out, key)
+            warm = fast.get(key) if key is not None else None
+            return warm(args, out) if warm is not None else checked(args, {}, out, key)
+
+        self._dispatchers[n_args] = dispatch
+        return dispatch
 
     def _key_function(self, n_args: int):
         """key_of(args, out): the call's class when every array is a C-contiguous
@@ -214,7 +221,6 @@ class Launcher:
             env = {"ndarray": self._ndarray, "several": self._several_outputs_key}
             exec("\n".join(lines), env)   # noqa: S102 - indices only, never the user's text
             key_of = env["key_of"]
-        self._key_functions[n_args] = key_of
         return key_of
 
     def _several_outputs_key(self, args: tuple, out):

@@ -126,7 +126,7 @@ class Schedule:
             if not self.mma and bk * (bm + bn + 2) * 4 > 48 * 1024:
                 return (f"tiles {bm}x{bn}x{bk} need {bk * (bm + bn + 2) * 4 // 1024} KB of shared "
                         f"memory, more than the 48 KB a block gets without opting in")
-            if not self.mma and tm * tn > 64:
+            if not self.mma and tm * tn > (128 if self.vec == 4 else 64):
                 return f"a {tm}x{tn} microtile does not fit in registers"
             if self.group < 0 or self.group > 64:
                 return "group must be between 0 and 64 block rows"
