@@ -915,6 +915,11 @@ def test_warm_calls_keep_every_check(rng):
         soft(x, out=out)
     synchronize()
     assert relative_error(to_host(out), want) <= 1e-5
+    for _ in range(2):                                  # out= as a 1-tuple, twice: the checked path
+        out1 = poison((64, 100), "f32")
+        soft(x, out=(out1,))
+        synchronize()
+        assert relative_error(to_host(out1), want) <= 1e-5
     with pytest.raises(TdslArgumentError):
         soft(x, out=x)                                  # out= over its own (reduced) input
     synchronize()

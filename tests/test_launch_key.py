@@ -79,6 +79,7 @@ def test_anything_unusual_takes_the_checked_path(launcher):
     assert k3((x, w, FakeArray(())), None) is None                            # array for a scalar
     assert k2((1.0, w), None) is None                                         # scalar for an array
     assert k2((x, w), [FakeArray((4, 8))]) is None                            # a list as out=
+    assert k2((x, w), (FakeArray((4, 8)),)) is None                           # a 1-tuple for one result
     assert launcher._key_function(1)((x,), None) is None                      # too few arguments
     assert launcher._key_function(4)((x, w, 1.0, 2.0), None) is None          # too many
 

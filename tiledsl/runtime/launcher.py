@@ -211,39 +211,24 @@ class Launcher:
                     lines += [f"    if type(x{i}) is not ndarray or not x{i}._c_contiguous: return None",
                               f"    m{i} = x{i}.data"]
                     parts += [f"x{i}.shape", f"x{i}.dtype.char", f"m{i}.ptr & 15", f"m{i}.device_id"]
+            n_out = len(self.graph.results)
+            outs = [f"o{j}" for j in range(n_out)]
             lines += ["    if out is None:", "        o = None"]
-            if len(self.graph.results) == 1:
-                lines += ["    elif type(out) is ndarray and out._c_contiguous:",
-                          "        mo = out.data",
-                          "        o = (out.shape, out.dtype.char, mo.ptr & 15, mo.device_id)"]
-            lines += ["    else:", "        return several(args, out)"]
+            if n_out == 1:      # one result: a bare array (a 1-tuple takes the checked path)
+                lines += ["    elif type(out) is ndarray:", "        o0 = out"]
+            else:
+                lines += [f"    elif type(out) is tuple and len(out) == {n_out}:", f"        {', '.join(outs)} = out"]
+            for o in outs:
+                lines += [f"        if type({o}) is not ndarray or not {o}._c_contiguous: return None",
+                          f"        m{o} = {o}.data"]
+            lines.append("        o = (" + ", ".join(f"{o}.shape, {o}.dtype.char, m{o}.ptr & 15, m{o}.device_id"
+                                              for o in outs) + ")")
+            lines += ["    else:", "        return None"]
             lines.append(f"    return ({', '.join(parts + ['o'])},)")
-            env = {"ndarray": self._ndarray, "several": self._several_outputs_key}
+            env = {"ndarray": self._ndarray}
             exec("\n".join(lines), env)   # noqa: S102 - indices only, never the user's text
             key_of = env["key_of"]
         return key_of
-
-    def _several_outputs_key(self, args: tuple, out):
-        """The class of a call whose out= is a tuple (or anything else: None)."""
-        if type(out) is not tuple:
-            return None
-        parts = []
-        for a in args:
-            if type(a) is self._ndarray:
-                if not a._c_contiguous:
-                    return None
-                mem = a.data
-                parts += (a.shape, a.dtype.char, mem.ptr & 15, mem.device_id)
-            elif type(a) in (float, int, bool):
-                parts.append(type(a))
-            else:
-                return None
-        for o in out:
-            if type(o) is not self._ndarray or not o._c_contiguous:
-                return None
-            mem = o.data
-            parts += (o.shape, o.dtype.char, mem.ptr & 15, mem.device_id)
-        return tuple(parts)
 
     def _call(self, args: tuple, kwargs: dict, out, key):
         """The checked path: every argument validated, then the planned program runs."""
