@@ -47,14 +47,8 @@ def import_cupy():
 
 def optional_torch():
     """torch when it imports and has CUDA, else None."""
-    try:
-        import torch
-    except Exception:  # noqa: BLE001
-        return None
-    try:
-        return torch if torch.cuda.is_available() else None
-    except Exception:  # noqa: BLE001
-        return None
+    from tiledsl.runtime.arrays import torch_with_cuda
+    return torch_with_cuda()
 
 
 def _version(module: str) -> str:

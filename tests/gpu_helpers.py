@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from tiledsl.dtypes import DType, from_numpy
+from tiledsl.runtime.arrays import torch_with_cuda
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
 
 # ---- what is available ---------------------------------------------------------------
@@ -61,15 +62,8 @@ def device_count() -> int:
 
 @functools.lru_cache(maxsize=None)
 def torch_cuda():
-    """The torch module when it imports and has CUDA, else None."""
-    try:
-        import torch
-    except Exception:  # noqa: BLE001
-        return None
-    try:
-        return torch if torch.cuda.is_available() else None
-    except Exception:  # noqa: BLE001
-        return None
+    """The torch module when it imports and has CUDA, else None (asked once)."""
+    return torch_with_cuda()
 
 
 def require_torch():

@@ -169,6 +169,13 @@ def _write_json(path: str, data) -> None:
         raise TdslError(f"cannot write {path}: {err.strerror or err}") from None
 
 
+def _add_workload(p, shape_help: str = "dim sizes, e.g. M=4096,N=1024") -> None:
+    """FILE, --shape and --kernel: what emit, run, autotune and bench all take."""
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--shape", help=shape_help)
+    p.add_argument("--kernel", help="only this kernel of the file")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tiledsl", description="tiledsl: a tile-oriented kernel language for NVIDIA GPUs.")
@@ -187,10 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Print what a compiler stage makes of each kernel of FILE. "
                                    "--stage ir needs no shape; the GPU stages need --shape to pick "
                                    "a schedule.")
-    p.add_argument("file", metavar="FILE")
+    _add_workload(p)
     p.add_argument("--stage", default="ir", choices=("ir", "schedule", "cuda", "ptx", "cubin", "sass"))
-    p.add_argument("--kernel", help="only this kernel of the file")
-    p.add_argument("--shape", help="dim sizes, e.g. M=4096,N=1024")
     p.add_argument("--arch", default="sm_90a", help="GPU architecture for cubin/sass (default sm_90a)")
     p.set_defaults(func=cmd_emit)
 
@@ -198,9 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Draw random inputs of the given shape, run the kernel on the GPU, "
                                    "compare with the NumPy reference (in float64) and time it. "
                                    "Without a GPU, run the reference only and say so.")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--shape", help="dim sizes, e.g. M=4096,N=1024")
-    p.add_argument("--kernel", help="only this kernel of the file")
+    _add_workload(p)
     p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
     p.add_argument("--cpu", action="store_true", help="run the reference only, even with a GPU")
     p.set_defaults(func=cmd_run)
@@ -212,10 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "database. A warm database answers at once (--retune searches again). "
                                    "Exit status: 0, 1 on bad input, 2 without a GPU, 3 when a schedule "
                                    "computed a wrong result (a compiler bug; it was rejected).")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--shape", help="dim sizes, e.g. M=4096,N=4096,K=4096 (dtypes come from the kernel's "
-                                   "signature)")
-    p.add_argument("--kernel", help="only this kernel of the file")
+    _add_workload(p, "dim sizes, e.g. M=4096,N=4096,K=4096 (dtypes come from the kernel's signature)")
     p.add_argument("--budget", type=float, metavar="SECONDS", help="stop the search after this long")
     p.add_argument("--db", metavar="PATH", help="tuning database file (default: $TILEDSL_TUNING_DB, else "
                                                 "tuning.json in the cache folder)")
@@ -239,9 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Time the kernel (with the schedules its launcher picks: tuning "
                                    "database, else default) side by side with its peers on the same "
                                    "random inputs, each checked against the float64 reference.")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--shape", help="dim sizes, e.g. M=4096,N=1024")
-    p.add_argument("--kernel", help="only this kernel of the file")
+    _add_workload(p)
     p.add_argument("--vs", default="cublas,cupy,triton", help="peers: cublas,cupy,triton")
     p.add_argument("--db", metavar="PATH", help="tuning database to take schedules from")
     p.add_argument("--no-db", action="store_true", help="default schedules only")

@@ -76,6 +76,19 @@ def _cai_view(obj) -> DeviceArray:
     return DeviceArray(ptr, shape, strides, dtype, device, obj)
 
 
+def torch_with_cuda():
+    """The torch module when it imports and has a CUDA device, else None (no error:
+    torch is optional everywhere it is used)."""
+    try:
+        import torch
+    except Exception:  # noqa: BLE001 - a broken torch install is the same as none
+        return None
+    try:
+        return torch if torch.cuda.is_available() else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def dtype_of(array) -> Optional[DType]:
     """The language's dtype of a NumPy, CuPy or torch array (None: none of ours)."""
     dtype = array.dtype
