@@ -39,3 +39,13 @@ def in_repo_root(monkeypatch):
     """Run with the repository root as the working directory (stable relative paths)."""
     monkeypatch.chdir(ROOT)
     return ROOT
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    """One compilation cache per test module, so each kernel compiles once there."""
+    root = tmp_path_factory.mktemp("tdsl-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TILEDSL_CACHE_DIR", str(root))
+        mp.delenv("TILEDSL_CACHE", raising=False)
+        yield root

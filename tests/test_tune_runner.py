@@ -28,15 +28,6 @@ TWO_GROUPS = "kernel two(x: f32[M, N]) -> f32[M] { c = x - mean(x, axis=M)\n ret
 EXT = dict(M=64, N=256)
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tdsl-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TILEDSL_CACHE_DIR", str(root))
-        mp.delenv("TILEDSL_CACHE", raising=False)
-        yield root
-
-
 @pytest.fixture
 def gpu(monkeypatch, cache_dir, tmp_path):
     monkeypatch.setenv("TILEDSL_TUNING_DB", str(tmp_path / "tuning.json"))

@@ -23,16 +23,6 @@ POINTWISE = "kernel f(x: f32[N], y: f32[N], s: f32, bias: f32[N]) -> f32[N] { re
 SOFTMAX = "kernel softmax(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N) }"
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    """One compilation cache for this module, so each kernel compiles once."""
-    root = tmp_path_factory.mktemp("tdsl-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TILEDSL_CACHE_DIR", str(root))
-        mp.delenv("TILEDSL_CACHE", raising=False)
-        yield root
-
-
 def test_static_pruning_before_compiling_says_why():
     k = tiledsl.compile(POINTWISE)
     ext = dict(N=1000)

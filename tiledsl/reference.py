@@ -58,28 +58,37 @@ def _erfc(x: np.ndarray) -> np.ndarray:
         return np.asarray(np.frompyfunc(math.erfc, 1, 1)(x), dtype=x.dtype)
 
 
-def _sigmoid(x):
-    return 1 / (1 + np.exp(-x))
+def unary_functions(xp, erf, erfc) -> dict:
+    """The elementwise functions by IR op name, written once for any NumPy-like
+    library `xp` (NumPy here, CuPy for the tuner's unfused peer)."""
+    def sigmoid(x):
+        return 1 / (1 + xp.exp(-x))
+    return {
+        "neg": xp.negative, "abs": xp.abs, "exp": xp.exp, "exp2": xp.exp2, "log": xp.log,
+        "log2": xp.log2, "sqrt": xp.sqrt, "rsqrt": lambda x: 1 / xp.sqrt(x), "sin": xp.sin,
+        "cos": xp.cos, "tanh": xp.tanh, "sigmoid": sigmoid,
+        "relu": lambda x: xp.maximum(x, xp.zeros((), x.dtype)),
+        # 1 + erf(z) as erfc(-z): accurate where erf(z) is close to -1
+        "gelu": lambda x: 0.5 * x * erfc(-x / np.sqrt(x.dtype.type(2))),
+        "gelu_tanh": lambda x: 0.5 * x * (1 + xp.tanh(x.dtype.type(math.sqrt(2 / math.pi))
+                                                      * (x + x.dtype.type(0.044715) * x * x * x))),
+        "silu": lambda x: x * sigmoid(x), "erf": erf, "floor": xp.floor, "ceil": xp.ceil,
+        "not": xp.logical_not,
+    }
 
 
-_UNARY = {
-    "neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log,
-    "log2": np.log2, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin,
-    "cos": np.cos, "tanh": np.tanh, "sigmoid": _sigmoid,
-    "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
-    # 1 + erf(z) as erfc(-z): accurate where erf(z) is close to -1
-    "gelu": lambda x: 0.5 * x * _erfc(-x / np.sqrt(x.dtype.type(2))),
-    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(x.dtype.type(math.sqrt(2 / math.pi))
-                                                  * (x + x.dtype.type(0.044715) * x * x * x))),
-    "silu": lambda x: x * _sigmoid(x), "erf": _erf, "floor": np.floor, "ceil": np.ceil,
-    "not": np.logical_not,
-}
-_BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
-    "maximum": np.maximum, "minimum": np.minimum, "and": np.logical_and, "or": np.logical_or,
-    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-    "eq": np.equal, "ne": np.not_equal,
-}
+_UNARY = unary_functions(np, _erf, _erfc)
+def binary_functions(xp) -> dict:
+    """The two-operand elementwise functions by IR op name, for any NumPy-like `xp`."""
+    return {
+        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": xp.divide, "pow": xp.power,
+        "maximum": xp.maximum, "minimum": xp.minimum, "and": xp.logical_and, "or": xp.logical_or,
+        "lt": xp.less, "le": xp.less_equal, "gt": xp.greater, "ge": xp.greater_equal,
+        "eq": xp.equal, "ne": xp.not_equal,
+    }
+
+
+_BINARY = binary_functions(np)
 
 
 class _Interpreter:

@@ -310,7 +310,11 @@ def store_kernel(key_parts: tuple[str, ...], arch: str, cubin: bytes,
                  resources: dict[str, ResourceUsage]) -> CachedBinary:
     """File a kernel compiled elsewhere (a worker process) under the key
     `cached_kernel` looks up, in memory and on disk, so launches load it as is."""
-    key = kernel_key(key_parts, arch)
+    return _file(kernel_key(key_parts, arch), cubin, resources)
+
+
+def _file(key: str, cubin: bytes, resources: dict) -> CachedBinary:
+    """A freshly compiled kernel, kept on disk and in memory under `key`."""
     entry = CachedBinary(cubin=bytes(cubin), resources=dict(resources), key=key, from_disk=False)
     disk = _disk()
     if disk is not None:
@@ -332,14 +336,7 @@ def _get_or_build(key: str, build) -> CachedBinary:
         if entry is not None:
             return entry
         compiled = build()
-        entry = CachedBinary(cubin=bytes(compiled.cubin), resources=dict(compiled.resources),
-                             key=key, from_disk=False)
-        disk = _disk()
-        if disk is not None:
-            disk.put(key, _encode(entry))
-        with _lock:
-            _memory[key] = entry
-        return entry
+        return _file(key, compiled.cubin, compiled.resources)
 
 
 def compile_cubin(source: str, arch: str, options: tuple[str, ...] = (),

@@ -168,6 +168,14 @@ def row_register_budget(vec: int) -> int:
     return 24 if vec == 1 else 40
 
 
+def prefetch_fits(p: Problem, items: int, vec: int) -> bool:
+    """Whether a thread can hold its row and the next one's without spilling (measured
+    with ptxas: at most 16 elements, 8 without vectors, and PREFETCH_REGISTERS words)."""
+    elements = items * vec
+    return (elements <= (MAX_ROW_ELEMENTS // 4 if vec == 1 else MAX_ROW_ELEMENTS // 2) and
+            elements * (p.words_per_row_element() + p.words_per_row_element_per_row()) <= PREFETCH_REGISTERS)
+
+
 # Block tiles (BM, BN) of the warpgroup GEMM (BK = 64).
 WGMMA_TILES = ((128, 256), (128, 128), (64, 256), (64, 128), (128, 192), (64, 64))
 # Block tile (BM, BN, BK) and warp tile (WM, WN) of the pipelined tensor-core GEMM.
@@ -265,8 +273,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                                 row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
                                                 keep=keep, index64=p.index64))
                     # a persistent block loads its next row while it reduces this one
-                    if (hoist and p.rows > 4 * p.sm_count and items * vec <= (MAX_ROW_ELEMENTS // 4 if vec == 1 else MAX_ROW_ELEMENTS // 2) and
-                            items * vec * (words + p.words_per_row_element_per_row()) <= PREFETCH_REGISTERS):
+                    if hoist and p.rows > 4 * p.sm_count and prefetch_fits(p, items, vec):
                         for per_sm in sorted({max(1, THREADS_PER_SM // 2 // block), THREADS_PER_SM // block}):
                             for keep in keeps:
                                 out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
@@ -318,8 +325,7 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     keep = 2 * items * vec * p.words_per_row_element() <= row_register_budget(vec)
     # A persistent block over long rows loads its next row while it reduces this one
     # (H100, 2026-11-22: layernorm f16 4096x8192 8% faster; at 16384x4096 2% slower).
-    prefetch = bool(per_sm) and per_row * p.row_length >= PREFETCH_ROW_BYTES and (
-        items * vec * (p.words_per_row_element() + p.words_per_row_element_per_row()) <= PREFETCH_REGISTERS)
+    prefetch = bool(per_sm) and per_row * p.row_length >= PREFETCH_ROW_BYTES and prefetch_fits(p, items, vec)
     if prefetch:
         keep = False
     return Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .peers import runners
+from .peers import runners, time_peer
 from .roofline import Work, peak_for, rate
 from .workload import Workload
 
@@ -81,10 +81,6 @@ def bench(kernel, extents: dict, peers: list, *, db=None, seed: Optional[int] = 
         report.rows.append(row)
         if fn is None:
             continue
-        try:
-            row.error = max(load.errors_of(fn(load.sets[0])))
-            row.seconds = load.time(lambda i: fn(load.sets[i])).median
-        except Exception as err:   # noqa: BLE001 - a peer that cannot run is reported, not fatal
-            row.note = f"n/a: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
-            row.seconds = None
+        row.error, row.seconds, why = time_peer(load, fn)
+        row.note = why or row.note
     return report

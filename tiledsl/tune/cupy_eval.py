@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from ..ir.graph import Graph, Value
+from ..reference import binary_functions, unary_functions
 
 
 def _special(xp, name: str):
@@ -36,29 +37,7 @@ def _unary(xp):
 
     def erf(x):
         return _special(xp, "erf")(x)
-
-    def sigmoid(x):
-        return 1 / (1 + xp.exp(-x))
-    return {
-        "neg": xp.negative, "abs": xp.abs, "exp": xp.exp, "exp2": xp.exp2, "log": xp.log,
-        "log2": xp.log2, "sqrt": xp.sqrt, "rsqrt": lambda x: 1 / xp.sqrt(x), "sin": xp.sin,
-        "cos": xp.cos, "tanh": xp.tanh, "sigmoid": sigmoid,
-        "relu": lambda x: xp.maximum(x, xp.zeros((), x.dtype)),
-        "gelu": lambda x: 0.5 * x * erfc(-x / np.sqrt(x.dtype.type(2))),
-        "gelu_tanh": lambda x: 0.5 * x * (1 + xp.tanh(x.dtype.type(math.sqrt(2 / math.pi))
-                                                      * (x + x.dtype.type(0.044715) * x * x * x))),
-        "silu": lambda x: x * sigmoid(x), "erf": erf, "floor": xp.floor,
-        "ceil": xp.ceil, "not": xp.logical_not,
-    }
-
-
-def _binary(xp):
-    return {
-        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": xp.divide, "pow": xp.power,
-        "maximum": xp.maximum, "minimum": xp.minimum, "and": xp.logical_and, "or": xp.logical_or,
-        "lt": xp.less, "le": xp.less_equal, "gt": xp.greater, "ge": xp.greater_equal,
-        "eq": xp.equal, "ne": xp.not_equal,
-    }
+    return unary_functions(xp, erf, erfc)
 
 
 class Evaluator:
@@ -66,7 +45,7 @@ class Evaluator:
 
     def __init__(self, graph: Graph, xp):
         self.graph, self.xp = graph, xp
-        self.unary, self.binary = _unary(xp), _binary(xp)
+        self.unary, self.binary = _unary(xp), binary_functions(xp)
 
     def __call__(self, values: list, extents: dict):
         xp, env = self.xp, {}

@@ -25,6 +25,16 @@ class PeerResult:
     note: str = ""                 # why it did not run
 
 
+def time_peer(load, fn) -> tuple[Optional[float], Optional[float], str]:
+    """(largest error against the reference, median seconds, '') for a peer on the
+    workload's inputs, or (None, None, why) when it cannot run: reported, not fatal."""
+    try:
+        error = max(load.errors_of(fn(load.sets[0])))
+        return error, load.time(lambda i: fn(load.sets[i])).median, ""
+    except Exception as err:   # noqa: BLE001 - a peer that cannot run is reported, not fatal
+        return None, None, f"n/a: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+
+
 def parse_peers(text: Optional[str]) -> list[str]:
     from ..errors import TdslArgumentError
     names = [n.strip().lower() for n in (text or "").split(",") if n.strip()]

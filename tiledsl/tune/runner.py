@@ -287,18 +287,14 @@ class _Tuner:
 
     # -- peers and the database ----------------------------------------------------
     def _time_peers(self) -> None:
-        from .peers import PeerResult, runners
-        load = self.load
+        from .peers import PeerResult, runners, time_peer
         for name, fn, note in runners(self.kernel, list(self.peers), self.extents):
             result = PeerResult(name, note=note)
             self.report.peers.append(result)
             if fn is None:
                 continue
-            try:
-                result.error = max(load.errors_of(fn(load.sets[0])))
-                result.seconds = load.time(lambda i: fn(load.sets[i])).median
-            except Exception as err:   # noqa: BLE001 - a peer that cannot run is reported, not fatal
-                result.note = f"n/a: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+            result.error, result.seconds, why = time_peer(self.load, fn)
+            result.note = why or result.note
 
     def _store(self) -> None:
         if not self.store or self.db_path is None:
