@@ -851,7 +851,10 @@ def main(argv: Optional[list] = None) -> int:
     p.add_argument("--ref64-max-gflop", type=float, default=2 * 4096 ** 3 / 1e9,
                    help="float64 reference up to this many GFLOP (default: 4096³), float32 cuBLAS above")
     p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
+    p.add_argument("--tuning-db", default="off", metavar="PATH",
+                   help="tuning database tiledsl's calls read (default off: the untuned defaults are measured)")
     args = p.parse_args(argv)
+    os.environ["TILEDSL_TUNING_DB"] = args.tuning_db
     args.repeats = args.repeats or (10 if args.quick else 30)
     args.warmup = args.warmup if args.warmup is not None else (3 if args.quick else 5)
     t_start = time.perf_counter()

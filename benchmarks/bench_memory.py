@@ -13,6 +13,7 @@ compile-time numbers. --json saves all of it. See benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -109,6 +110,8 @@ def tiledsl_builder(kernel_key: str, family_ref: list):
         args = [inp[a] for a in fam.order]
         shape, dtype = fam.out(ctx.cupy, inp)
         out = ctx.cupy.empty(shape, dtype=dtype)
+        k(*args, out=out)
+        ctx.notes["schedule"] = C.ran_schedules(k)
 
         def run():
             k(*args, out=out)
@@ -573,7 +576,10 @@ def main(argv: Optional[list] = None) -> int:
     p.add_argument("--skip-launch", action="store_true", help="leave out the launch-overhead loops")
     p.add_argument("--skip-compile", action="store_true", help="leave out the compile-time runs")
     p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
+    p.add_argument("--tuning-db", default="off", metavar="PATH",
+                   help="tuning database tiledsl's calls read (default off: the untuned defaults are measured)")
     args = p.parse_args(argv)
+    os.environ["TILEDSL_TUNING_DB"] = args.tuning_db
     args.repeats = args.repeats or (5 if args.quick else 30)
     args.warmup = args.warmup if args.warmup is not None else (2 if args.quick else 5)
     n_calls = args.launch_calls or (1000 if args.quick else 10_000)

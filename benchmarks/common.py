@@ -252,6 +252,18 @@ class Row:
         return asdict(self)
 
 
+def ran_schedules(kernel) -> str:
+    """The schedules of a tiledsl kernel's most recently planned call, each with
+    where it came from when that is not the default rule (a tuning database)."""
+    launcher = getattr(kernel, "_launcher", None)
+    plans = list(getattr(launcher, "_plans", {}).values())
+    if not plans:
+        return ""
+    choices = getattr(plans[-1], "choices", {})
+    return " + ".join(s.tag + ("" if origin == "default" else f" ({origin})")
+                      for _, (s, origin) in sorted(choices.items()))
+
+
 def is_tiledsl(impl: str) -> bool:
     return impl.startswith("tiledsl")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: launch rowtests mmtests memtests gpu sweep relu f32 memory launchbench gemm tune.
+# Phases: launch rowtests mmtests memtests gpu sweep relu f32sweep f32 memory launchbench gemm tune.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -13,6 +13,8 @@ for phase in "$@"; do
     launch) timeout 120 python3 scripts/launch_profile.py ;;
     rowtests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_memory.py -k every_row_reduction -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;
     mmtests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
+    probe) timeout 300 python3 scripts/probe_rows.py ;;
+    f32sweep) timeout 400 python3 scripts/gemm_sweep.py --cases 0,2 --top 12 ;;
     f32) timeout 300 python3 benchmarks/bench_gemm.py --only f32 --no-triton --json $OUT/gemm_f32.json ;;
     sweep) timeout 400 python3 benchmarks/sweep.py --only norm --json $OUT/sweep_norm.json ;;
     memtests) timeout 300 python3 -m pytest -q -n 12 -m "gpu and not slow" tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;
@@ -21,7 +23,7 @@ for phase in "$@"; do
     memory) timeout 300 python3 benchmarks/bench_memory.py --json $OUT/memory.json ;;
     launchbench) timeout 300 python3 benchmarks/bench_memory.py --only nothing-at-all --skip-compile --json $OUT/launch.json ;;
     gemm) timeout 300 python3 benchmarks/bench_gemm.py --json $OUT/gemm.json --markdown ;;
-    tune) timeout 300 python3 benchmarks/tune_check.py --json $OUT/tune.json ;;
+    tune) timeout 590 python3 benchmarks/tune_check.py --max-minutes 8 --json $OUT/tune.json ;;
   esac
 done 2>&1 | tee -a $OUT/run.log
 echo "=== done $(date +%T)"

@@ -1,7 +1,9 @@
 """Where a warm launch's microseconds go (device run).
 
 Each line is the best of 5 rounds of 20000 calls (the host's clocks wander
-between rounds); the launch queue is drained at the end of each round.
+between rounds); the rounds go round-robin over every line, so a slow stretch
+of the host costs every line a round rather than one line its result; the
+launch queue is drained at the end of each round.
 
     python scripts/launch_profile.py
 
@@ -21,20 +23,20 @@ N, ROUNDS = 20000, 5
 
 
 def loop(f):
-    best = float("inf")
-    for _ in range(ROUNDS):
+    f()
+    cp.cuda.runtime.deviceSynchronize()
+    t = time.perf_counter()
+    for _ in range(N):
         f()
-        cp.cuda.runtime.deviceSynchronize()
-        t = time.perf_counter()
-        for _ in range(N):
-            f()
-        cp.cuda.runtime.deviceSynchronize()
-        best = min(best, (time.perf_counter() - t) / N * 1e6)
-    return best
+    cp.cuda.runtime.deviceSynchronize()
+    return (time.perf_counter() - t) / N * 1e6
+
+
+LINES = []
 
 
 def report(label, f):
-    print(f"{label:44s} {loop(f):6.2f} us", flush=True)
+    LINES.append((label, f))
 
 
 k = tiledsl.compile("kernel add(x: f32[N], y: f32[N]) -> f32[N] { return x + y }")
@@ -51,6 +53,16 @@ report("k(x, y)", lambda: k(x, y))
 report("L((x, y), {}, o)", lambda: L((x, y), {}, o))
 report("key_of (the call class)", lambda: key_of((x, y), o))
 report("generated fast(args, o)", lambda: fast((x, y), o))
+noop_env = dict(fast.__globals__, F0=lambda *a, **kw: None)
+exec(fast.source, noop_env)
+report("generated fast(args, o), launch left out", lambda: noop_env["fast"]((x, y), o))
+k2 = tiledsl.compile("kernel add(x: f32[N], y: f32[N]) -> f32[N] { return x + y }")
+k2(x, y, out=o)
+key2 = k2._launcher._key_function(2)((x, y), o)
+noop_env2 = dict(k2._launcher._fast[key2].__globals__, F0=lambda *a, **kw: None)
+exec(fast.source, noop_env2)
+k2._launcher._fast[key2] = noop_env2["fast"]
+report("k(x, y, out=o), launch left out", lambda: k2(x, y, out=o))
 report("cp.cuda.runtime.getDevice()", cp.cuda.runtime.getDevice)
 report("x.data.ptr", lambda: x.data.ptr)
 report("x.shape, x.dtype.char, x._c_contiguous", lambda: (x.shape, x.dtype.char, x._c_contiguous))
@@ -62,6 +74,27 @@ xp, yp, op = x.data.ptr, y.data.ptr, o.data.ptr
 n64 = np.int64(1000)
 report("Function(grid, block, (ints...))", lambda: fn(grid, block, (xp, yp, op, 1000)))
 report("Function(grid, block, (arrays, np.int64))", lambda: fn(grid, block, (x, y, o, n64)))
+# The driver's launch through CuPy's thin wrapper: an argument block built once,
+# the pointers written into it per call (cuLaunchKernel copies it at launch).
+drv = cp.cuda.driver
+params = np.zeros(len(picks), np.int64)
+slots = np.array([params.ctypes.data + 8 * i for i in range(len(picks))], np.int64)
+slots_at, fptr = int(slots.ctypes.data), fn.ptr
+(gx, gy, gz), (bx, by, bz) = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+params[:] = [xp, yp, op, 1000]
+current_stream = getattr(cp.cuda.stream, "get_current_stream_ptr", None) or (lambda: cp.cuda.get_current_stream().ptr)
+report("driver.launchKernel(prebuilt block)", lambda: drv.launchKernel(fptr, gx, gy, gz, bx, by, bz, 0, 0, slots_at, 0))
+
+
+def driver_launch():
+    params[0] = x.data.ptr
+    params[1] = y.data.ptr
+    params[2] = o.data.ptr
+    drv.launchKernel(fptr, gx, gy, gz, bx, by, bz, 0, current_stream(), slots_at, 0)
+
+
+report("driver.launchKernel(pointers written, stream)", driver_launch)
+report("current stream pointer", current_stream)
 raw = cp.RawKernel(r'extern "C" __global__ void add(const float* x, const float* y, float* o, long long n)'
                    r'{ long long i = blockIdx.x * 256 + threadIdx.x; if (i < n) o[i] = x[i] + y[i]; }', "add")
 report("RawKernel(x, y, o, np.int64)", lambda: raw((4,), (256,), (x, y, o, n64)))
@@ -80,5 +113,11 @@ def cycling(alloc):
 
 report("k(...) cycling 64 sizes, out=", lambda: cycling(False))
 report("k(...) cycling 64 sizes, allocating", lambda: cycling(True))
+best = {label: float("inf") for label, _ in LINES}
+for _ in range(ROUNDS):
+    for label, f in LINES:
+        best[label] = min(best[label], loop(f))
+for label, _ in LINES:
+    print(f"{label:44s} {best[label]:6.2f} us", flush=True)
 ok = all(bool(cp.allclose(outs[j], xs[j] + ys[j])) for j in range(64))
 print("cycling results correct:", ok)

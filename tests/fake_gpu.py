@@ -120,6 +120,7 @@ class FakeLauncher:
         self.overrides: dict = {}
         self._plans: dict = {}
         self._fast: dict = {}
+        self._dispatchers: dict = {}     # none: every call goes through __call__
         self.tuning_db = None
         self.fail_tags = set(fail_tags)
         self.calls = 0

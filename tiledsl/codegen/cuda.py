@@ -300,8 +300,10 @@ class _Renderer:
         # Asking for 1024 resident threads caps registers at 64: it keeps two
         # 512-thread blocks per SM (measured faster), and without it ptxas
         # sometimes squeezes a 512-thread block into 32 registers and spills.
+        # A row reduction's schedule may ask for all 2048 (32 registers).
         common = dict(name=name, params=decls, block=self.s.block, vec=self.vec, helpers=_helpers(),
-                      min_blocks=max(1, 1024 // self.s.block),
+                      min_blocks=(self.s.min_blocks if self.s.kind == "reduce_row" and self.s.min_blocks > 1
+                                  else max(1, 1024 // self.s.block)),
                       index_t="long long" if self.s.index64 else "int",
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise":
@@ -525,6 +527,7 @@ class _Renderer:
         return dict(
             vector=vector,
             acc_t=acc_t, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, uniform=uniform,
+            min_blocks_per_sm=self.s.min_blocks,
             batch_coords=self.coords(list(range(n_kept - 2)), "(idx_t)blockIdx.z"),
             lm=lm, ln=ln, lk=lk, mm=mm.id,
             a_tile=tile_load(a, lk, lm, bk, bm, "As"),   # As[k][m]

@@ -176,59 +176,76 @@ class Launcher:
         return self._call(args, kwargs, out, None)
 
     def _dispatcher(self, n_args: int):
-        """dispatch(args, out) for calls with this many arguments: the warm call
-        of its class, else the checked path (told the class, to make it warm)."""
-        key_of, fast, checked = self._key_function(n_args), self._fast, self._call
-
-        def dispatch(args, out):
-            key = key_of(args, out)
-            warm = fast.get(key) if key is not None else None
-            return warm(args, out) if warm is not None else checked(args, {}, out, key)
-
+        """dispatch(args, out) for calls with this many arguments: the call class's
+        key (see `_key_function`) and its warm call, else the checked path (told
+        the class, to make it warm). One generated function: every frame and
+        attribute read here is paid on each call."""
+        lines = self._key_lines(n_args, fail="return checked(args, {}, out, None)")
+        lines += ["    warm = fast_get(key)",
+                  "    return warm(args, out) if warm is not None else checked(args, {}, out, key)"]
+        dispatch = self._generate("dispatch", lines, checked=self._call, fast_get=self._fast.get)
         self._dispatchers[n_args] = dispatch
         return dispatch
 
     def _key_function(self, n_args: int):
-        """key_of(args, out): the call's class when every array is a C-contiguous
-        CuPy array (shapes, dtypes, 16-byte alignment, devices; scalars' types),
-        else None, which sends the call down the checked path (that path also
-        copies non-contiguous inputs). It runs on every call, so it is written
+        """key_of(args, out): the call's class, or None where the call must take
+        the checked path (dispatch's key, for tests and tools)."""
+        return self._generate("key_of", self._key_lines(n_args, fail="return None") + ["    return key"])
+
+    def _generate(self, name: str, body: list, **env):
+        env["ndarray"] = self._ndarray
+        exec("\n".join([f"def {name}(args, out):"] + body), env)   # noqa: S102 - indices only, never the user's text
+        return env[name]
+
+    def _key_lines(self, n_args: int, fail: str) -> list:
+        """Lines that set `key`, the call's class when every array is a C-contiguous
+        CuPy array on one device (shapes, dtypes, 16-byte alignment, the device;
+        scalars' types), else run `fail`: the checked path (which also copies
+        non-contiguous inputs and names the devices of arrays on several). Written
         out for this many arguments, as attribute reads CuPy answers without
-        building objects."""
+        building objects; aligned pointers, the usual case, add one small int."""
         if self._ndarray is None or not self._n_required <= n_args <= self._n_params:
-            key_of = _no_key    # (left-out scalars take their defaults: each count has its own classes)
-        else:
-            params = self.graph.params[:n_args]
-            names = ", ".join(f"x{i}" for i in range(n_args)) + ("," if n_args == 1 else "")
-            lines = ["def key_of(args, out):", f"    {names} = args" if n_args else "    pass"]
-            parts = []
-            for i, p in enumerate(params):
-                if p.is_scalar:
-                    lines += [f"    t{i} = type(x{i})",
-                              f"    if t{i} is not float and t{i} is not int and t{i} is not bool: return None"]
-                    parts.append(f"t{i}")
-                else:
-                    lines += [f"    if type(x{i}) is not ndarray or not x{i}._c_contiguous: return None",
-                              f"    m{i} = x{i}.data"]
-                    parts += [f"x{i}.shape", f"x{i}.dtype.char", f"m{i}.ptr & 15", f"m{i}.device_id"]
-            n_out = len(self.graph.results)
-            outs = [f"o{j}" for j in range(n_out)]
-            lines += ["    if out is None:", "        o = None"]
-            if n_out == 1:      # one result: a bare array (a 1-tuple takes the checked path)
-                lines += ["    elif type(out) is ndarray:", "        o0 = out"]
+            return [f"    {fail}"]    # (left-out scalars take their defaults: each count has its own classes)
+        params = self.graph.params[:n_args]
+        names = ", ".join(f"x{i}" for i in range(n_args)) + ("," if n_args == 1 else "")
+        lines = [f"    {names} = args" if n_args else "    pass"]
+        parts, arrays = [str(n_args)], []
+        for i, p in enumerate(params):
+            if p.is_scalar:
+                lines += [f"    t{i} = type(x{i})",
+                          f"    if t{i} is not float and t{i} is not int and t{i} is not bool: {fail}"]
+                parts.append(f"t{i}")
             else:
-                lines += [f"    elif type(out) is tuple and len(out) == {n_out}:", f"        {', '.join(outs)} = out"]
-            for o in outs:
-                lines += [f"        if type({o}) is not ndarray or not {o}._c_contiguous: return None",
-                          f"        m{o} = {o}.data"]
-            lines.append("        o = (" + ", ".join(f"{o}.shape, {o}.dtype.char, m{o}.ptr & 15, m{o}.device_id"
-                                              for o in outs) + ")")
-            lines += ["    else:", "        return None"]
-            lines.append(f"    return ({', '.join(parts + ['o'])},)")
-            env = {"ndarray": self._ndarray}
-            exec("\n".join(lines), env)   # noqa: S102 - indices only, never the user's text
-            key_of = env["key_of"]
-        return key_of
+                lines.append(f"    if type(x{i}) is not ndarray or not x{i}._c_contiguous: {fail}")
+                parts += [f"x{i}.shape", f"x{i}.dtype.char"]
+                arrays.append(f"x{i}")
+        n_out = len(self.graph.results)
+        outs = [f"o{j}" for j in range(n_out)]
+        lines.append("    if out is None:")
+        lines += self._class_lines(arrays, parts + ["None"], fail)
+        if n_out == 1:      # one result: a bare array (a 1-tuple takes the checked path)
+            lines += ["    elif type(out) is ndarray:", "        o0 = out"]
+        else:
+            lines += [f"    elif type(out) is tuple and len(out) == {n_out}:", f"        {', '.join(outs)} = out"]
+        lines += [f"        if {'' if n_out == 1 else f'type({o}) is not ndarray or '}not {o}._c_contiguous: {fail}"
+                  for o in outs]
+        lines += self._class_lines(arrays + outs, parts + [x for o in outs for x in (f"{o}.shape", f"{o}.dtype.char")], fail)
+        lines += ["    else:", f"        {fail}"]
+        return lines
+
+    @staticmethod
+    def _class_lines(arrays: list, parts: list, fail: str) -> list:
+        """(indented for an if-branch) key = (parts..., alignment, device) of these arrays."""
+        if not arrays:
+            return [f"        key = ({', '.join(parts)},)"]
+        ptrs = [f"{a}.data" for a in arrays]
+        lines = [f"        m{n} = {m}" for n, m in enumerate(ptrs)]
+        lines.append(f"        d = m0.device_id")
+        lines += [f"        if m{n}.device_id != d: {fail}" for n in range(1, len(arrays))]
+        lines.append("        al = (" + " | ".join(f"m{n}.ptr" for n in range(len(arrays))) + ") & 15")
+        lines.append("        if al: al = (" + ", ".join(f"m{n}.ptr & 15" for n in range(len(arrays))) + ",)")
+        lines.append(f"        key = ({', '.join(parts + ['al', 'd'])})")
+        return lines
 
     def _call(self, args: tuple, kwargs: dict, out, key):
         """The checked path: every argument validated, then the planned program runs."""
@@ -520,7 +537,7 @@ class _FastCall:
         lines.append(f"    return {results if n_out > 1 else 'r0'}")
         exec("\n".join(lines), env)   # noqa: S102 - our own integers and names only
         self.__call__ = env["fast"]
-        self.source = "\n".join(lines)
+        self.source = env["fast"].source = "\n".join(lines)     # (profiling reads it back)
 
     def __call__(self, args, out):    # replaced per instance by the generated function
         raise NotImplementedError

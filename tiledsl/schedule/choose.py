@@ -12,11 +12,10 @@ from typing import Optional
 from .hints import Hints
 from .layout import operand_input, Layout
 from .partition import Group
-from .schedules import MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, Schedule
+from .schedules import MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THREADS_PER_SM, Schedule
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
-THREADS_PER_SM = 2048
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
 PREFETCH_ROW_BYTES = 16384  # rows at least this long are prefetched by default (persistent grids only)
 
@@ -176,6 +175,17 @@ def prefetch_fits(p: Problem, items: int, vec: int) -> bool:
             elements * (p.words_per_row_element() + p.words_per_row_element_per_row()) <= PREFETCH_REGISTERS)
 
 
+def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
+    """Whether a thread's share of its row fits the 32 registers that let every
+    thread slot of an SM be resident: scalar loads (rows that cannot move in
+    vectors) of at most 8 elements, 16 registers with the kept values (an
+    element takes a register even when 16 bits wide; measured with ptxas).
+    Such a thread has few bytes in flight, so the SM needs all its threads to
+    hide the latency (H100, 2026-11-22: softmax f32 32768x781 0.88x -> 0.93x copy)."""
+    held = items * max(1.0, p.words_per_row_element()) * (2 if keep else 1)
+    return vec == 1 and items <= 8 and held <= 16
+
+
 # Block tiles (BM, BN) of the warpgroup GEMM (BK = 64).
 WGMMA_TILES = ((128, 256), (128, 128), (64, 256), (64, 128), (128, 192), (64, 64))
 # Block tile (BM, BN, BK) and warp tile (WM, WN) of the pipelined tensor-core GEMM.
@@ -228,9 +238,9 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                             if s.shared_bytes <= MAX_SHARED_BYTES:
                                 out.append(s)
         if simt_vector(p) == 4:     # f32 tiles in 16-byte vectors, float4 fragment reads
-            for bm, bn, bk, tm, tn in SIMT_VECTOR_TILES:
+            for bm, bn, bk, tm, tn, blocks in SIMT_VECTOR_TILES:
                 out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk), micro=(tm, tn),
-                                    vec=4, index64=p.index64))
+                                    vec=4, min_blocks=blocks, index64=p.index64))
         for bm, bn, bk, tm, tn in ((64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
                                    (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (32, 32, 32, 2, 2)):
             out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk),
@@ -272,6 +282,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                             out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
                                                 row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
                                                 keep=keep, index64=p.index64))
+                            if not per_sm and full_occupancy_fits(p, items, vec, keep):
+                                out.append(replace(out[-1], min_blocks=THREADS_PER_SM // block))
                     # a persistent block loads its next row while it reduces this one
                     if hoist and p.rows > 4 * p.sm_count and prefetch_fits(p, items, vec):
                         for per_sm in sorted({max(1, THREADS_PER_SM // 2 // block), THREADS_PER_SM // block}):
@@ -328,9 +340,10 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     prefetch = bool(per_sm) and per_row * p.row_length >= PREFETCH_ROW_BYTES and prefetch_fits(p, items, vec)
     if prefetch:
         keep = False
+    full = not per_sm and not prefetch and full_occupancy_fits(p, items, vec, keep)
     return Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
                     hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, prefetch=prefetch,
-                    index64=p.index64)
+                    min_blocks=THREADS_PER_SM // tpr if full else 1, index64=p.index64)
 
 
 def split_schedule(p: Problem) -> Optional[Schedule]:
@@ -416,12 +429,13 @@ def matmul_vector(p: Problem) -> int:
     return 8
 
 
-# (BM, BN, BK, TM, TN) of the vectorized f32 SIMT GEMM
-SIMT_VECTOR_TILES = ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 4), (64, 128, 8, 4, 8),
-                     (64, 64, 16, 4, 4), (64, 64, 8, 4, 4), (128, 128, 8, 8, 4),
+# (BM, BN, BK, TM, TN, blocks per SM the registers are budgeted for) of the vectorized f32 SIMT GEMM
+SIMT_VECTOR_TILES = ((128, 128, 8, 8, 8, 1), (128, 128, 16, 8, 8, 1), (128, 64, 8, 8, 4, 1), (64, 128, 8, 4, 8, 1),
+                     (64, 64, 16, 4, 4, 1), (64, 64, 8, 4, 4, 1), (128, 128, 8, 8, 4, 1),
                      # 128 accumulators a thread: twice the multiply-adds per shared-memory read
-                     (128, 128, 8, 8, 16), (128, 128, 8, 16, 8), (128, 256, 8, 8, 16), (256, 128, 8, 16, 8),
-                     (128, 128, 16, 8, 16))
+                     (128, 128, 8, 8, 16, 1), (128, 128, 8, 16, 8, 1), (128, 256, 8, 8, 16, 1), (256, 128, 8, 16, 8, 1),
+                     # 16-deep K tiles (half the barriers), registers capped so two blocks share an SM
+                     (128, 128, 16, 8, 8, 2), (128, 128, 16, 8, 16, 2), (128, 128, 16, 16, 8, 2))
 
 
 def simt_vector(p: Problem) -> int:

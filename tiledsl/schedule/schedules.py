@@ -26,6 +26,8 @@ from ..errors import TdslScheduleError
 
 _KINDS = ("pointwise", "reduce_row", "reduce_col", "reduce_split", "matmul")
 MAX_ROW_ELEMENTS = 32      # elements of a row one thread may keep in registers
+THREADS_PER_SM = 2048      # resident threads an SM holds (sm_80, sm_90)
+REGISTERS_PER_SM = 65536
 MAX_SHARED_BYTES = 227 * 1024   # dynamic shared memory per block on sm_90 (sm_80: 163 KB)
 
 
@@ -47,7 +49,7 @@ class Schedule:
     stages: int = 1             # matmul (mma, 16-byte operands): cp.async pipeline depth; 1 = register prefetch
     group: int = 0              # matmul: launch blocks this many block rows at a time (L2 reuse); 0 = row by row
     wgmma: bool = False         # matmul (sm_90a): warpgroup tensor cores reading swizzled shared memory
-    min_blocks: int = 1         # matmul (wgmma): blocks per SM the registers are budgeted for
+    min_blocks: int = 1         # matmul (wgmma, SIMT vec 4), reduce_row: blocks per SM the registers are budgeted for
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -71,6 +73,11 @@ class Schedule:
                 return "too many elements per thread to keep in registers"
             if self.prefetch and self.items < 1:
                 return "only a row kept in registers can be prefetched (items >= 1)"
+            if self.min_blocks not in (1, THREADS_PER_SM // self.block):
+                return (f"a row reduction budgets registers for 1024 threads per SM (min_blocks 1) "
+                        f"or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
+        elif self.kind != "matmul" and self.min_blocks != 1:
+            return "only row reductions and GEMMs choose the blocks per SM their registers are budgeted for"
         elif self.kind == "reduce_col":
             if self.row_threads != 1 or self.items != 0 or self.vec != 1:
                 return "a column reduction has one thread per row, loops, and no vectors"
@@ -96,8 +103,8 @@ class Schedule:
                     return "one or two blocks per SM, their stages within the SM's shared memory"
                 if self.min_blocks == 2 and bn // 2 > 64:
                     return "two blocks per SM leave 128 registers a thread: at most 64 accumulators"
-            elif self.min_blocks != 1:
-                return "only the wgmma GEMM budgets registers for several blocks per SM"
+            elif self.min_blocks != 1 and (self.mma or self.vec != 4 or self.min_blocks != 2):
+                return "only the wgmma and vectorized SIMT GEMMs budget registers for two blocks per SM"
             elif self.mma:
                 if bk % 16 or tm % 16 or tn % 8:
                     return "mma tiles need BK a multiple of 16 and warp tiles of 16x8 multiples"
@@ -163,6 +170,7 @@ class Schedule:
                         + ("x64" if self.index64 else "x32"))
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
                     f"v{self.vec}_" + (f"s{self.stages}_" if self.stages > 1 else "")
+                    + (f"b{self.min_blocks}_" if self.min_blocks > 1 else "")
                     + (f"g{self.group}_" if self.group else "")
                     + ("x64" if self.index64 else "x32"))
         parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col", "reduce_split": "split"}[self.kind],
@@ -177,6 +185,8 @@ class Schedule:
                 parts.append("k")
             if self.prefetch:
                 parts.append("p")
+            if self.min_blocks > 1:     # registers capped for every thread slot of the SM
+                parts.append(f"r{REGISTERS_PER_SM // THREADS_PER_SM}")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 
