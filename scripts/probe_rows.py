@@ -33,8 +33,80 @@ NOSYNC_NEW = """    v = warp_reduce<Op, warps>(v);
     return v;"""
 
 
+CHAN_HELPER = """
+namespace tdsl {
+// (count, mean, M2) of two disjoint sets merged (Chan et al.): one block-wide
+// reduction gives a row's mean and variance, stable as the two-pass form.
+__device__ __forceinline__ void chan_merge(float& n, float& m, float& q, float n2, float m2, float q2) {
+    const float t = n + n2;
+    if (t == 0.0f) return;
+    const float d = m2 - m, f = n2 / t;
+    m += d * f;
+    q += q2 + d * d * n * f;
+    n = t;
+}
+template <int threads>
+__device__ __forceinline__ void block_chan(float& n, float& m, float& q, float* scratch) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        chan_merge(n, m, q, __shfl_xor_sync(0xffffffffu, n, o), __shfl_xor_sync(0xffffffffu, m, o),
+                   __shfl_xor_sync(0xffffffffu, q, o));
+    constexpr int warps = threads / 32;
+    if (warps == 1) return;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) { scratch[3 * warp] = n; scratch[3 * warp + 1] = m; scratch[3 * warp + 2] = q; }
+    __syncthreads();
+    n = 0.0f; m = 0.0f; q = 0.0f;
+#pragma unroll
+    for (int w = 0; w < warps; ++w) chan_merge(n, m, q, scratch[3 * w], scratch[3 * w + 1], scratch[3 * w + 2]);
+    __syncthreads();
+}
+}
+"""
+
+
+def chan(src):
+    """layernorm's two block reductions (mean, then mean of squared deviations) as one."""
+    start = src.find("            float acc5 = 0x0.0p+0f;")
+    end = src.find("            const float v10 = tdsl::rsqrt(v9);")
+    if start < 0 or end < 0 or "scratch8[" not in src:
+        return None
+    items = re.search(r"for \(int j = 0; j < (\d+); \+\+j\)", src[start:]).group(1)
+    tpr = re.search(r"constexpr int TPR = (\d+);", src).group(1)
+    body = f"""            float n_ = 0.0f, s_ = 0.0f;
+#pragma unroll
+            for (int j = 0; j < {items}; ++j) {{
+                const idx_t c = lane + (idx_t)j * TPR;
+                if (c < rvec) {{
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) s_ += tdsl::f16_to_f32(b0[j].v[e]);
+                    n_ += 8.0f;
+                }}
+            }}
+            float m_ = n_ > 0.0f ? s_ / n_ : 0.0f, q_ = 0.0f;
+#pragma unroll
+            for (int j = 0; j < {items}; ++j) {{
+                const idx_t c = lane + (idx_t)j * TPR;
+                if (c < rvec) {{
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) {{ const float d = tdsl::f16_to_f32(b0[j].v[e]) - m_; q_ += d * d; }}
+                }}
+            }}
+            tdsl::block_chan<{tpr}>(n_, m_, q_, chan_scratch);
+            const float v5 = m_;
+        {{
+            const float v8 = q_ / (float)(n1);
+            const float v9 = (v8 + v3);
+"""
+    out = src[:start] + body + src[end:]
+    out = out.replace("    __shared__ float scratch5[", "    __shared__ float chan_scratch[3 * 32];\n    __shared__ float scratch5[", 1)
+    return out.replace('extern "C"', CHAN_HELPER + '\nextern "C"', 1)
+
+
 def variants(src, name):
     out = {"base": src}
+    if chan(src):
+        out["chan"] = chan(src)
     if NOSYNC_OLD in src:
         out["nosync"] = src.replace(NOSYNC_OLD, NOSYNC_NEW)
     lb = re.search(r"__launch_bounds__\((\d+), (\d+)\)", src)
