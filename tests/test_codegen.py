@@ -39,6 +39,9 @@ PROGRAMS = {
     "total_split": ("kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=4096, N=4096)),
     "linear_f32": ("kernel mm(a: f32[M, K], b: f32[K, N], bias: f32[N]) -> f32[M, N] { return relu(a @ b + bias) }",
                    dict(M=1000, K=512, N=768)),
+    # few tiles over a long K: split-K candidates (and their combining kernels)
+    "skinny_f32": ("kernel mm(a: f32[M, K], b: f32[K, N], bias: f32[N]) -> f32[M, N] { return relu(a @ b + bias) }",
+                   dict(M=200, K=8192, N=300)),
     "linear": ("kernel lin(x: f16[M, K], w: f16[N, K], b: f32[N]) -> f16[M, N] { return relu(x @ w.T + b) }",
                dict(M=1000, K=512, N=768)),
     "linear_kn": ("kernel lin(x: f16[M, K], w: f16[K, N], b: f32[N]) -> f16[M, N] { return relu(x @ w + b) }",
@@ -54,7 +57,7 @@ def _variants():
             for arch in ARCHS:    # wgmma schedules exist for sm_90a only
                 p = problem(g, lay, extents, arch=arch)
                 for s in candidates(p):
-                    for stage in ((1, 2) if s.kind == "reduce_split" else (1,)):
+                    for stage in ((1, 2) if s.splits else (1,)):
                         yield pytest.param(k, g, lay, s, stage, arch, id=f"{name}-{s.tag}-s{stage}-{arch}")
 
 

@@ -165,3 +165,55 @@ def test_tf32_opt_in(extents):
     errors = check(k, random_arguments(k.graph, extents), extents, "out", tolerance=TOLERANCE["tf32"])
     if extents["K"] >= 512:    # TF32 really rounds: an exact f32 GEMM would be far closer
         assert errors[0] > 1e-6
+
+
+# Split-K: few output tiles over a long K. K = 5003 leaves every chunk but the last a
+# whole number of K tiles, and the last one short; K = 4100 lets f32 move in 16-byte
+# vectors (its chunks end mid-tile too). Both leave partial M and N tiles.
+SKINNY = dict(M=200, K=5003, N=300)
+SKINNY_VECTORS = dict(M=200, K=4100, N=300)
+SKINNY_SRC = "kernel mm(a: f32[M, K], b: f32[K, N], bias: f32[N]) -> f32[M, N] { return relu(a @ b + bias) }"
+
+
+def _split_candidates():
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    k = tiledsl.compile(SKINNY_SRC)
+    lau = launcher_for(k)
+    for extents in (SKINNY, SKINNY_VECTORS):
+        for s in candidates(problem(lau.groups[0], lau.layouts[0], extents, frozenset(), 132)):
+            if s.splits:
+                yield pytest.param(s, extents, id=f"{s.tag}-sp{s.splits}-K{extents['K']}")
+
+
+def test_split_k_is_the_default_for_few_tiles_over_a_long_k():
+    from tiledsl.codegen import sources_for
+    k = tiledsl.compile(SKINNY_SRC)
+    first, final = sources_for(k, SKINNY)
+    assert first.schedule.splits >= 2 and final.name.endswith("_s2")
+    _run(SKINNY_SRC, SKINNY)
+
+
+@pytest.mark.parametrize("schedule,extents", list(_split_candidates()))
+def test_every_split_k_schedule(schedule, extents):
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    k = tiledsl.compile(SKINNY_SRC)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    for _ in range(2):      # the checked path, then the warm one
+        check(k, random_arguments(k.graph, extents), extents, "out")
+    check(k, random_arguments(k.graph, extents), extents, "alloc")
+
+
+@pytest.mark.parametrize("extents", [dict(B=3, M=70, K=1000, N=50), dict(B=1, M=1, K=1, N=1),
+                                     dict(B=2, M=5, K=3, N=7)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_split_k_pinned_by_a_schedule_block_batched_f16_with_a_scalar(extents):
+    # more chunks than K tiles leave chunks empty: they contribute zeros
+    src = ("kernel bmm(a: f16[B, M, K], b: f16[B, K, N], s: f32) -> f16[B, M, N] { return (a @ b) * s }\n"
+           "schedule bmm { split_k(3) }")
+    from tiledsl.codegen import sources_for
+    k = tiledsl.compile(src)
+    assert sources_for(k, extents)[0].schedule.splits == 3
+    _run(src, extents)

@@ -941,3 +941,46 @@ def test_warm_calls_keep_every_check(rng):
         res = soft(to_device(host))
         synchronize()
         assert relative_error(to_host(res), soft.reference(host, compute="f64")) <= 1e-5
+
+
+def test_warm_calls_from_several_threads_at_once(rng):
+    """Warm launches pack their arguments into per-thread blocks for the driver: threads
+    calling one kernel at the same time (each on its own stream, some on their first call)
+    must each get their own inputs' results, with scalars and outputs they passed."""
+    import threading
+    import cupy
+    k = tiledsl.compile("kernel f(x: f32[N], y: f32[N], s: f32) -> f32[N] { return x * s + y }")
+    n_threads, calls = 6, 40
+    hosts = [[(draw(rng, 1000 + 7 * t, np.float32), draw(rng, 1000 + 7 * t, np.float32))
+              for _ in range(calls)] for t in range(n_threads)]
+    k(to_device(hosts[0][0][0]), to_device(hosts[0][0][1]), 1.5)        # warm in the main thread
+    errors, results = [], [[None] * calls for _ in range(n_threads)]
+    start = threading.Barrier(n_threads)
+
+    def work(t):
+        try:
+            with cupy.cuda.Stream(non_blocking=True) as stream:
+                pairs = [(to_device(x), to_device(y)) for x, y in hosts[t]]
+                outs = [poison(x.shape, "f32") for x, _ in hosts[t]]
+                stream.synchronize()
+                start.wait()
+                for i, ((x, y), o) in enumerate(zip(pairs, outs)):
+                    if i % 2:
+                        k(x, y, 0.5 + t, out=o)
+                    else:                                   # allocating
+                        outs[i] = k(x, y, 0.5 + t)
+                stream.synchronize()
+                results[t] = [to_host(o) for o in outs]
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for t in range(n_threads):
+        for (x, y), got in zip(hosts[t], results[t]):
+            want = x.astype(np.float64) * (0.5 + t) + y
+            assert got.shape == want.shape and np.isfinite(got).all()
+            assert np.linalg.norm(got - want) / np.linalg.norm(want) <= 1e-5

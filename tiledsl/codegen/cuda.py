@@ -312,6 +312,8 @@ class _Renderer:
             text = _env().get_template("matmul_wgmma.cu.j2").render(**common, **self.matmul_wgmma())
         elif self.s.kind == "matmul" and self.s.mma:
             text = _env().get_template("matmul_mma.cu.j2").render(**common, **self.matmul_mma())
+        elif self.s.kind == "matmul" and stage == 2:
+            text = _env().get_template("matmul_splitk.cu.j2").render(**common, **self.matmul_splitk())
         elif self.s.kind == "matmul":
             text = _env().get_template("matmul.cu.j2").render(**common, **self.matmul())
         elif stage == 2:
@@ -528,11 +530,21 @@ class _Renderer:
             vector=vector,
             acc_t=acc_t, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, uniform=uniform,
             min_blocks_per_sm=self.s.min_blocks,
-            batch_coords=self.coords(list(range(n_kept - 2)), "(idx_t)blockIdx.z"),
+            # the SIMT template names the product index bz (blockIdx.z, or its share of it under split-K)
+            batch_coords=self.coords(list(range(n_kept - 2)), "bz" if not self.s.mma else "(idx_t)blockIdx.z"),
+            splits=bool(self.s.splits),
             lm=lm, ln=ln, lk=lk, mm=mm.id,
             a_tile=tile_load(a, lk, lm, bk, bm, "As"),   # As[k][m]
             b_tile=tile_load(b, lk, ln, bk, bn, "Bs"),   # Bs[k][n]
             epilogue=epilogue, stores=outs)
+
+    def matmul_splitk(self) -> dict:
+        """A split-K GEMM's combining kernel: `matmul`'s epilogue and stores at
+        coordinates decomposed from a thread's element index."""
+        ctx = self.matmul()
+        n_kept = self.layout.n_kept
+        return dict(ctx, threads=self.s.block, coords=self.coords(list(range(n_kept)), "(idx_t)e"),
+                    total=" * ".join(f"(long long)n{l}" for l in range(n_kept)))
 
     def operand_tile(self, operand: Value, row_loop: int, name: str) -> dict:
         """How one GEMM operand's tile is read: its input (looking through
@@ -646,8 +658,8 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
     launcher passes: ('in', k), ('out', k), ('part', k) (a split reduction's
     partials of reduction k), ('extent', loop), ('splits', 0), ('scalar', index)."""
     decls, args = [], []
-    split = schedule is not None and schedule.kind == "reduce_split"
-    reduces = [v for v in group.values if v.op == "reduce"]
+    split = schedule is not None and bool(schedule.splits)     # a split reduction or a split-K GEMM
+    reduces = [v for v in group.values if v.op in ("reduce", "matmul")]
     for op in layout.inputs:
         decls.append(f"const {storage_type(op.dtype)}* __restrict__ in{op.index}")
         args.append(("in", op.index))
@@ -663,7 +675,7 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
     for l in range(len(layout.loops)):
         decls.append(f"long long n{l}_arg")
         args.append(("extent", l))
-    if split and stage == 2:
+    if split and (stage == 2 or schedule.kind == "matmul"):
         decls.append("long long nsplit")
         args.append(("splits", 0))
     for v in group.inputs:

@@ -373,13 +373,13 @@ class Program:
         self.out_shapes = [(tuple(extents[d] for d in r.dims), r.dtype) for r in graph.results]
         self.temps = [(tuple(extents[d] for d in t.dims), t.dtype.numpy) for t in launcher.temp_values]
         temp_keys = [t.id for t in launcher.temp_values]
-        for group_index, launch, _, _ in launches:     # a split reduction's partials
-            if launch.schedule.kind == "reduce_split" and launch.stage == 1:
+        for group_index, launch, _, _ in launches:     # a split reduction's (or split-K GEMM's) partials
+            if launch.schedule.splits and launch.stage == 1:
                 layout = launcher.layouts[group_index]
                 rows = 1
                 for l in layout.kept_loops:
                     rows *= launch.loop_extents[l]
-                reduces = [v for v in launcher.groups[group_index].values if v.op == "reduce"]
+                reduces = [v for v in launcher.groups[group_index].values if v.op in ("reduce", "matmul")]
                 for k, r in enumerate(reduces):
                     self.temps.append(((launch.schedule.splits, rows), r.dtype.numpy))
                     temp_keys.append(("part", group_index, k))

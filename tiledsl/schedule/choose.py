@@ -25,7 +25,7 @@ class Launch:
     schedule: Schedule
     grid: tuple[int, int, int]         # blocks in x, y (splits of a split reduction), z (matmul batch)
     loop_extents: tuple[int, ...]
-    stage: int = 1                     # 2: a split reduction's combining kernel
+    stage: int = 1                     # 2: a split reduction's (or split-K GEMM's) combining kernel
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,34 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     return vec == 1 and items <= 8 and held <= 16
 
 
+SPLIT_K_MIN_CHUNK = 512         # K a split-K chunk covers at least: its partial sums stay small traffic
+# (tile, microtile) of the SIMT GEMMs that the tuner also tries split K ways
+SPLIT_K_TILES = (((128, 128, 8), (16, 8)), ((128, 128, 8), (8, 8)), ((64, 64, 16), (4, 4)))
+
+
+def split_k_choices(p: Problem, tile: tuple) -> list[int]:
+    """Split-K factors worth trying for this tile: powers of two up to the one
+    that fills the SMs twice over, each chunk of K at least SPLIT_K_MIN_CHUNK."""
+    batch, m, n, k = matmul_shape(p)
+    blocks = batch * -(-m // tile[0]) * -(-n // tile[1])
+    out, splits = [], 2
+    while blocks * splits <= 2 * p.sm_count and k // splits >= SPLIT_K_MIN_CHUNK and splits <= 64:
+        out.append(splits)
+        splits *= 2
+    return out
+
+
+def split_k_default(p: Problem) -> int:
+    """The split the default takes where 128x128 tiles would leave more than half
+    of the SMs idle: the largest of split_k_choices, about two blocks per SM
+    (0: none). Measured on an H100 (scripts/gemm_sweep.py, 2026-11-22): f32
+    256x256x65536 and 512x512x16384 at 0.82-0.84x cuBLAS this way, against
+    0.07x and 0.28x unsplit and 0.64x with 64x64 tiles split to the same count."""
+    batch, m, n, _ = matmul_shape(p)
+    if 2 * batch * -(-m // 128) * -(-n // 128) > p.sm_count:
+        return 0
+    return (split_k_choices(p, (128, 128, 8)) or [0])[-1]
+
 # Block tiles (BM, BN) of the warpgroup GEMM (BK = 64).
 WGMMA_TILES = ((128, 256), (128, 128), (64, 256), (64, 128), (128, 192), (64, 64))
 # Block tile (BM, BN, BK) and warp tile (WM, WN) of the pipelined tensor-core GEMM.
@@ -245,6 +273,9 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                    (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (32, 32, 32, 2, 2)):
             out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk),
                                 micro=(tm, tn), index64=p.index64))
+        # split-K where the tiles leave SMs idle and K is long: the SIMT tiles of the defaults
+        out += [replace(s, splits=k) for s in out if not s.mma and (s.tile, s.micro) in SPLIT_K_TILES
+                for k in split_k_choices(p, s.tile)]
         return out
     if p.group.kind == "pointwise":
         out = []
@@ -470,13 +501,16 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
     group() replace the rule's choices."""
     batch, m, n, _ = matmul_shape(p)
     big = batch * -(-m // 128) * -(-n // 128) >= p.sm_count
-    if uses_tensor_cores(p):
+    if uses_tensor_cores(p) and not hints.split_k:     # split_k(n) pins the CUDA-core GEMM
         return _tensor_core_default(p, hints)
     if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":
         # opted in: f32 operands read as TF32 by wgmma (K-contiguous A and B only)
         bm, bn, stages = (128, 256, 4) if batch * -(-m // 128) * -(-n // 256) >= p.sm_count else (64, 128, 5)
         return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 32), micro=(64, bn), mma=True,
                         wgmma=True, vec=4, stages=stages, group=hints.group or 0, index64=p.index64)
+    pinned = bool(dict(hints.tile) or dict(hints.microtile) or hints.warps)
+    auto_split = 0 if pinned or hints.split_k is not None else split_k_default(p)
+    big = big or bool(auto_split)       # split-K fills the SMs with 128x128 tiles
     bm = bn = 128 if big else 64
     bk = 16                      # measured: 128x128x16 beats x8 by 10% at 4096^3 (H200)
     tm = tn = 8 if big else 4
@@ -495,12 +529,13 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
     vec = simt_vector(p) if tm % 4 == 0 and tn % 4 == 0 else 1
     if vec == 4 and not (tiles or micro or hints.warps):
         bk = 8 if big else 16
-        if big:    # 16x8 per thread, 128 threads (H100: 1-1.5% over 8x8 at 4096^3 and 8192^3)
+        if big and not auto_split:    # 16x8 per thread, 128 threads (H100: 1-1.5% over 8x8 at 4096^3 and 8192^3)
             tm = 16
     if vec == 4 and 2 * bk * (bm + bn + 8) * 4 > 48 * 1024:
         vec = 1
+    splits = hints.split_k if hints.split_k is not None else auto_split
     return Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk), micro=(tm, tn),
-                    vec=vec, index64=p.index64)
+                    vec=vec, splits=splits if splits > 1 else 0, index64=p.index64)
 
 
 def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
@@ -619,6 +654,13 @@ def matmul_launches(p: Problem, s: Schedule) -> list[Launch]:
         from ..errors import TdslScheduleError
         raise TdslScheduleError(f"a batched matmul over {batch} products exceeds the grid's 65535")
     bm, bn, _ = s.tile
+    if s.splits:    # chunk z % splits of K for product z // splits, then a kernel sums the chunks
+        if batch * s.splits > 65535:
+            from ..errors import TdslScheduleError
+            raise TdslScheduleError(f"{batch} products split {s.splits} ways exceed the grid's 65535")
+        final = min(MAX_GRID, -(-batch * m * n // s.block))     # launched with the GEMM's block size
+        return [Launch(s, (-(-n // bn), -(-m // bm), batch * s.splits), p.loops, 1),
+                Launch(s, (final, 1, 1), p.loops, 2)]
     return [Launch(s, (-(-n // bn), -(-m // bm), batch), p.loops)]
 
 
