@@ -613,10 +613,6 @@ class _ParamBlocks:
         return out
 
 
-def _no_key(args, out):
-    return None
-
-
 def _overlap_error(param, what) -> None:
     if param is None:
         raise TdslArgumentError("two outputs overlap in memory")
