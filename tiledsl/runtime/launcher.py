@@ -585,7 +585,7 @@ class _ParamBlocks:
 
     def __init__(self, cupy, sizes: list, device: int):
         self._cupy, self._sizes, self._device = cupy, sizes, device
-        self._by_thread: dict = {}
+        self._thread = threading.local()     # (gone with its thread)
 
     @classmethod
     def for_program(cls, cupy, program, device: int):
@@ -595,10 +595,11 @@ class _ParamBlocks:
         return cls(cupy, [len(s[3]) for s in program.steps], device)
 
     def of_this_thread(self):
-        blocks = self._by_thread.get(threading.get_ident())
-        if blocks is None:
-            blocks = self._by_thread[threading.get_ident()] = self._make()
-        return blocks
+        try:
+            return self._thread.blocks
+        except AttributeError:      # this thread's first launch of the class
+            self._thread.blocks = self._make()
+            return self._thread.blocks
 
     def _make(self) -> list:
         # A thread's first launch: make the device's context current to it, as
