@@ -554,9 +554,10 @@ class _FastCall:
                 extra = f", shared_mem={int(shared)}" if shared else ""
                 lines.append(f"    F{n}(G{n}, B{n}, ({', '.join(names[i] for i in picks)},){extra})")
         else:                   # the driver's launch, the arguments packed into this thread's block
-            env.update(blocks_of=blocks.of_this_thread, pack=struct.pack_into, launch=cupy.cuda.driver.launchKernel,
-                       stream=cupy.cuda.get_current_stream)
-            lines.append("    blk = blocks_of()")
+            env.update(blocks_of=blocks.of_this_thread, this_thread=blocks.thread, pack=struct.pack_into,
+                       launch=cupy.cuda.driver.launchKernel, stream=cupy.cuda.get_current_stream)
+            lines += ["    try:", "        blk = this_thread.blocks", "    except AttributeError:",
+                      "        blk = blocks_of()"]
             floats = {n_const + n_in + n_out + n_temp + k for k, p in enumerate(program.scalar_params)
                       if p.dtype.is_float}
             for n, (fn, grid, block, picks, shared) in enumerate(program.steps):
@@ -585,7 +586,7 @@ class _ParamBlocks:
 
     def __init__(self, cupy, sizes: list, device: int):
         self._cupy, self._sizes, self._device = cupy, sizes, device
-        self._thread = threading.local()     # (gone with its thread)
+        self.thread = threading.local()     # .blocks: this thread's (gone with it)
 
     @classmethod
     def for_program(cls, cupy, program, device: int):
@@ -596,10 +597,10 @@ class _ParamBlocks:
 
     def of_this_thread(self):
         try:
-            return self._thread.blocks
+            return self.thread.blocks
         except AttributeError:      # this thread's first launch of the class
-            self._thread.blocks = self._make()
-            return self._thread.blocks
+            self.thread.blocks = self._make()
+            return self.thread.blocks
 
     def _make(self) -> list:
         # A thread's first launch: make the device's context current to it, as
