@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: launch rowtests mmtests memtests gpu sweep probe relu f32sweep splitk f32 memory launchbench gemm tune.
+# Phases: launch rowtests mmtests memtests gpu sweep probe relu f32sweep splitk f32 memory launchbench gemm tunetests tune.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -24,6 +24,7 @@ for phase in "$@"; do
     memory) timeout 300 python3 benchmarks/bench_memory.py --json $OUT/memory.json ;;
     launchbench) timeout 300 python3 benchmarks/bench_memory.py --only nothing-at-all --skip-compile --json $OUT/launch.json ;;
     gemm) timeout 300 python3 benchmarks/bench_gemm.py --json $OUT/gemm.json --markdown ;;
+    tunetests) timeout 300 python3 -m pytest -q -n 4 -m gpu tests/test_tune_gpu.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -5 ;;
     tune) timeout 590 python3 benchmarks/tune_check.py --max-minutes 8 --json $OUT/tune.json ;;
   esac
 done 2>&1 | tee -a $OUT/run.log
