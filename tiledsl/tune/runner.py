@@ -31,9 +31,8 @@ from .workload import Workload
 
 
 SPIN_UP_SECONDS = 0.3      # the GPU's clocks rise before anything is timed
-REFINE_WINDOW = 0.05       # candidates this close to the best (and the default) are timed again
+REFINE_WINDOW = 0.05       # candidates this close to the best are timed twice
 REFINE_MAX = 8
-REFINE_ROUNDS = 3          # ... in this many round-robin rounds
 
 
 def dry_run(kernel, extents: dict, *, arch: str = "sm_90a", sm_count: int = 132,
@@ -238,12 +237,9 @@ class _Tuner:
             pass
 
     def _refine(self, g, others: dict) -> None:
-        """Time the finalists again, round-robin, and pool the repeats: the
-        candidates within REFINE_WINDOW of the best, and the default. Each was
-        first timed once, at its own moment; a GPU drawing full power drifts
-        by more than the noise band over a search (H100, 2026-11-22: winners
-        of large GEMMs that re-timed 3-5% slower than the default), and rounds
-        taken in turn expose every finalist to the same drift."""
+        """Time the candidates within REFINE_WINDOW of the best once more and
+        pool the repeats: the choice among near-equal schedules then rests on
+        two measurements taken apart, not on one."""
         from ..runtime.launcher import set_overrides
         timed = [c for c in g.candidates if c.status == "timed" and not c.cut_short]
         if len(timed) < 2 or (self.deadline is not None and time.monotonic() > self.deadline):
@@ -251,20 +247,15 @@ class _Tuner:
         best = min(c.median for c in timed)
         close = sorted((c for c in timed if c.median <= best * (1 + REFINE_WINDOW)),
                        key=lambda c: (c.median, c.tag))[:REFINE_MAX]
-        close += [c for c in timed if c.is_default and c not in close]
-        rounds: dict = {c.tag: [] for c in close}
-        for _ in range(REFINE_ROUNDS):
-            for c in sorted(close, key=lambda c: c.tag):
-                set_overrides(self.launcher, {**others, g.index: c.schedule})
-                try:
-                    rounds[c.tag] += self.load.time().samples
-                except Exception:   # noqa: BLE001 - it ran a moment ago; keep its first measurement
-                    pass
-        for c in close:     # the finalists are compared on the rounds alone, taken under the same drift
-            if rounds[c.tag]:
-                c.samples = rounds[c.tag]
-                c.median = statistics.median(c.samples)
-                c.spread = relative_spread(c.samples)
+        for c in sorted(close, key=lambda c: c.tag):
+            set_overrides(self.launcher, {**others, g.index: c.schedule})
+            try:
+                m = self.load.time()
+            except Exception:   # noqa: BLE001 - it ran a moment ago; keep the first measurement
+                continue
+            c.samples = list(c.samples) + list(m.samples)
+            c.median = statistics.median(c.samples)
+            c.spread = relative_spread(c.samples)
 
     def _check(self, c: Candidate, after) -> bool:
         """One call into fresh poisoned outputs against the float64 reference;
