@@ -845,16 +845,11 @@ def main(argv: Optional[list] = None) -> int:
     p.add_argument("--only", action="append", default=[], metavar="TEXT",
                    help="only workloads whose name contains TEXT, e.g. 'bf16', '8192x8192x1024', 'relu' "
                         "(names read 'DTYPE OP M×N×K'; x works for ×; repeatable)")
-    p.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default 30; quick 10)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed runs first (default 5; quick 3)")
+    C.add_run_options(p, quick_repeats=10, quick_warmup=3)
     p.add_argument("--no-triton", action="store_true", help="leave out the Triton peers (no autotuning)")
     p.add_argument("--ref64-max-gflop", type=float, default=2 * 4096 ** 3 / 1e9,
                    help="float64 reference up to this many GFLOP (default: 4096³), float32 cuBLAS above")
-    p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
-    p.add_argument("--tuning-db", default="off", metavar="PATH",
-                   help="tuning database tiledsl's calls read (default off: the untuned defaults are measured)")
-    args = p.parse_args(argv)
-    os.environ["TILEDSL_TUNING_DB"] = args.tuning_db
+    args = C.parse_run_options(p, argv)
     args.repeats = args.repeats or (10 if args.quick else 30)
     args.warmup = args.warmup if args.warmup is not None else (3 if args.quick else 5)
     t_start = time.perf_counter()

@@ -13,7 +13,6 @@ compile-time numbers. --json saves all of it. See benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -563,8 +562,7 @@ def main(argv: Optional[list] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", metavar="PATH", help="also save everything as JSON here")
     p.add_argument("--quick", action="store_true", help="a short smoke run: fewer shapes and repeats")
-    p.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default 30; quick 5)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed runs first (default 5; quick 2)")
+    C.add_run_options(p, quick_repeats=5, quick_warmup=2)
     p.add_argument("--flush-l2", action="store_true",
                    help="also write a 256 MB buffer before each timed run (input rotation is always on)")
     p.add_argument("--only", action="append", default=[], metavar="TEXT",
@@ -575,11 +573,7 @@ def main(argv: Optional[list] = None) -> int:
                    help="calls per launch-overhead loop (default 10000; quick 1000)")
     p.add_argument("--skip-launch", action="store_true", help="leave out the launch-overhead loops")
     p.add_argument("--skip-compile", action="store_true", help="leave out the compile-time runs")
-    p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
-    p.add_argument("--tuning-db", default="off", metavar="PATH",
-                   help="tuning database tiledsl's calls read (default off: the untuned defaults are measured)")
-    args = p.parse_args(argv)
-    os.environ["TILEDSL_TUNING_DB"] = args.tuning_db
+    args = C.parse_run_options(p, argv)
     args.repeats = args.repeats or (5 if args.quick else 30)
     args.warmup = args.warmup if args.warmup is not None else (2 if args.quick else 5)
     n_calls = args.launch_calls or (1000 if args.quick else 10_000)

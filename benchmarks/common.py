@@ -252,6 +252,23 @@ class Row:
         return asdict(self)
 
 
+def add_run_options(p, quick_repeats: int, quick_warmup: int) -> None:
+    """The options every benchmark script takes: repeats, warm-up, seed, tuning database."""
+    p.add_argument("--repeats", type=int, default=None,
+                   help=f"timed runs per measurement (default 30; quick {quick_repeats})")
+    p.add_argument("--warmup", type=int, default=None, help=f"untimed runs first (default 5; quick {quick_warmup})")
+    p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
+    p.add_argument("--tuning-db", default="off", metavar="PATH",
+                   help="tuning database tiledsl's calls read (default off: the untuned defaults are measured)")
+
+
+def parse_run_options(p, argv):
+    """Parsed arguments; tiledsl's calls in this process then read --tuning-db."""
+    args = p.parse_args(argv)
+    os.environ["TILEDSL_TUNING_DB"] = args.tuning_db
+    return args
+
+
 def ran_schedules(kernel) -> str:
     """The schedules of a tiledsl kernel's most recently planned call, each with
     where it came from when that is not the default rule (a tuning database)."""
