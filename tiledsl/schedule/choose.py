@@ -191,11 +191,17 @@ SPLIT_K_MIN_CHUNK = 512         # K a split-K chunk covers at least: its partial
 SPLIT_K_TILES = (((128, 128, 8), (16, 8)), ((128, 128, 8), (8, 8)), ((64, 64, 16), (4, 4)))
 
 
+def output_tiles(p: Problem, bm: int, bn: int) -> int:
+    """Blocks a GEMM of bm x bn output tiles launches (over every product of a batch)."""
+    batch, m, n, _ = matmul_shape(p)
+    return batch * -(-m // bm) * -(-n // bn)
+
+
 def split_k_choices(p: Problem, tile: tuple) -> list[int]:
     """Split-K factors worth trying for this tile: powers of two up to the one
     that fills the SMs twice over, each chunk of K at least SPLIT_K_MIN_CHUNK."""
-    batch, m, n, k = matmul_shape(p)
-    blocks = batch * -(-m // tile[0]) * -(-n // tile[1])
+    k = matmul_shape(p)[3]
+    blocks = output_tiles(p, tile[0], tile[1])
     out, splits = [], 2
     while blocks * splits <= 2 * p.sm_count and k // splits >= SPLIT_K_MIN_CHUNK and splits <= 64:
         out.append(splits)
@@ -209,8 +215,7 @@ def split_k_default(p: Problem) -> int:
     (0: none). Measured on an H100 (scripts/gemm_sweep.py, 2026-11-22): f32
     256x256x65536 and 512x512x16384 at 0.82-0.84x cuBLAS this way, against
     0.07x and 0.28x unsplit and 0.64x with 64x64 tiles split to the same count."""
-    batch, m, n, _ = matmul_shape(p)
-    if 2 * batch * -(-m // 128) * -(-n // 128) > p.sm_count:
+    if 2 * output_tiles(p, 128, 128) > p.sm_count:
         return 0
     return (split_k_choices(p, (128, 128, 8)) or [0])[-1]
 
@@ -499,13 +504,12 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
     (128x128, 16x8 per thread in 16-byte vectors or 8x8 without, for large products; 64x64, 4x4, where a 128-tile
     would leave SMs idle). A schedule block's tile(), stages(), warps() and
     group() replace the rule's choices."""
-    batch, m, n, _ = matmul_shape(p)
-    big = batch * -(-m // 128) * -(-n // 128) >= p.sm_count
+    big = output_tiles(p, 128, 128) >= p.sm_count
     if uses_tensor_cores(p) and not hints.split_k:     # split_k(n) pins the CUDA-core GEMM
         return _tensor_core_default(p, hints)
     if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":
         # opted in: f32 operands read as TF32 by wgmma (K-contiguous A and B only)
-        bm, bn, stages = (128, 256, 4) if batch * -(-m // 128) * -(-n // 256) >= p.sm_count else (64, 128, 5)
+        bm, bn, stages = (128, 256, 4) if output_tiles(p, 128, 256) >= p.sm_count else (64, 128, 5)
         return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 32), micro=(64, bn), mma=True,
                         wgmma=True, vec=4, stages=stages, group=hints.group or 0, index64=p.index64)
     pinned = bool(dict(hints.tile) or dict(hints.microtile) or hints.warps)
@@ -548,9 +552,9 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
     for a wave, 64x64x64 (4 stages) for skinny M, else 64x128x32 (3 stages).
     Operands loaded through a prologue or unaligned move element by element
     into 128x128x32 or 64x64x32 tiles with no pipeline."""
-    batch, m, n, k = matmul_shape(p)
+    _, m, _, k = matmul_shape(p)
     vec = matmul_vector(p)
-    waves = lambda bm, bn: batch * -(-m // bm) * -(-n // bn) / p.sm_count  # noqa: E731
+    waves = lambda bm, bn: output_tiles(p, bm, bn) / p.sm_count  # noqa: E731
     pinned_any = bool(hints.tile or hints.stages or hints.warps)
     if vec == 8 and p.arch == "sm_90a" and pinned_any:
         pinned_wgmma = _pinned_wgmma(p, hints)
