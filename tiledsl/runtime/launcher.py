@@ -554,10 +554,10 @@ class _FastCall:
                 extra = f", shared_mem={int(shared)}" if shared else ""
                 lines.append(f"    F{n}(G{n}, B{n}, ({', '.join(names[i] for i in picks)},){extra})")
         else:                   # the driver's launch, the arguments packed into this thread's block
-            env.update(blocks_of=blocks.of_this_thread, this_thread=blocks.thread, pack=struct.pack_into,
+            env.update(new_blocks=blocks.make_for_this_thread, this_thread=blocks.thread, pack=struct.pack_into,
                        launch=cupy.cuda.driver.launchKernel, stream=cupy.cuda.get_current_stream)
             lines += ["    try:", "        blk = this_thread.blocks", "    except AttributeError:",
-                      "        blk = blocks_of()"]
+                      "        blk = new_blocks()"]
             floats = {n_const + n_in + n_out + n_temp + k for k, p in enumerate(program.scalar_params)
                       if p.dtype.is_float}
             for n, (fn, grid, block, picks, shared) in enumerate(program.steps):
@@ -581,7 +581,7 @@ class _ParamBlocks:
     8-byte slots, one per kernel parameter (pointers, int64 sizes, doubles;
     a bool reads the low byte), and the array of the slots' addresses the
     driver takes. Packing pointers into a kept buffer and calling the driver
-    costs about 1 us less per launch than CuPy's Function call (H100 host,
+    costs 0.4-1.1 us less per launch than CuPy's Function call (H100 hosts,
     2026-11-22; scripts/launch_profile.py)."""
 
     def __init__(self, cupy, sizes: list, device: int):
@@ -595,16 +595,10 @@ class _ParamBlocks:
             return None
         return cls(cupy, [len(s[3]) for s in program.steps], device)
 
-    def of_this_thread(self):
-        try:
-            return self.thread.blocks
-        except AttributeError:      # this thread's first launch of the class
-            self.thread.blocks = self._make()
-            return self.thread.blocks
-
-    def _make(self) -> list:
-        # A thread's first launch: make the device's context current to it, as
-        # CuPy's own launch would, since the driver API launches in that context.
+    def make_for_this_thread(self) -> list:
+        """A thread's first launch of the class (the warm call reads `thread.blocks`
+        after): its blocks, with the device's context made current to it, as
+        CuPy's own launch would, since the driver API launches in that context."""
         self._cupy.cuda.Device(self._device).use()
         out = []
         for size in self._sizes:
@@ -612,6 +606,7 @@ class _ParamBlocks:
             base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
             slots = np.array([base + 8 * i for i in range(max(1, size))], dtype=np.int64)
             out.append((buf, int(slots.ctypes.data), slots))     # slots kept alive with the block
+        self.thread.blocks = out
         return out
 
 
