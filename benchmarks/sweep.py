@@ -42,6 +42,7 @@ def main() -> None:
     ap.add_argument("--json")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--shapes", help="only these shapes, e.g. 4096x8192,32768x781")
+    ap.add_argument("--widest", action="store_true", help="only candidates with the widest vectors")
     args = ap.parse_args()
     copy = copy_bandwidth()["gbps"]
     results = []
@@ -64,6 +65,8 @@ def main() -> None:
         p = problem(group, layout, extents, frozenset(), sm)
         base = default(p, k.hints)
         cands = candidates(p, k.hints)
+        if args.widest:
+            cands = [s for s in cands if s.vec == max(c.vec for c in cands)]
         if base not in cands:
             cands.append(base)
         rows = []
@@ -82,9 +85,12 @@ def main() -> None:
         rows.sort(key=lambda r: r[0])
         best = rows[0][0]
         print(f"\n## {name} {extents}  ({len(rows)} candidates, {nbytes / 1e6:.0f} MB moved)")
+        firsts = {}     # the best of each family: plain, register prefetch, shared-memory ring
+        for us, s, err, ok in rows:
+            firsts.setdefault("ring" if s.stages > 1 else "prefetch" if s.prefetch else "plain", s)
         for rank, (us, s, err, ok) in enumerate(rows):
             mark = " <= default" if s == base else ""
-            if rank < 6 or s == base:
+            if rank < 6 or s == base or s in firsts.values():
                 gbps = nbytes / us / 1e3
                 print(f"  {rank:2d} {us:8.1f} us {gbps:6.0f} GB/s {us / best:5.2f}x  {s.tag} "
                       f"ps{s.blocks_per_sm}{'' if ok else ' WRONG err=%.1e' % err}{mark}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: launch rowtests mmtests memtests gpu sweep probe relu f32sweep splitk f32 memory launchbench gemm tunetests tune.
+# Phases: launch ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk f32 memory launchbench gemm tunetests tune.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -17,6 +17,7 @@ for phase in "$@"; do
     f32sweep) timeout 400 python3 scripts/gemm_sweep.py --cases 0,2 --top 12 ;;
     splitk) timeout 300 python3 scripts/gemm_sweep.py --cases 14,15 --top 10 ;;
     f32) timeout 300 python3 benchmarks/bench_gemm.py --only f32 --no-triton --json $OUT/gemm_f32.json ;;
+    ringsweep) for w in layernorm softmax rmsnorm; do timeout 300 python3 benchmarks/sweep.py --widest --only $w --json $OUT/sweep_$w.json; done ;;
     sweep) timeout 400 python3 benchmarks/sweep.py --only norm --json $OUT/sweep_norm.json ;;
     memtests) timeout 300 python3 -m pytest -q -n 12 -m "gpu and not slow" tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;
     relu) timeout 200 python3 benchmarks/bench_gemm.py --only relu --no-triton ;;

@@ -142,6 +142,15 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int pending> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(pending));
 }
+// The row ring reads its slots with plain loads; these three order them
+// against the copies ("memory": no load moves across a wait or an issue).
+__device__ __forceinline__ void cp_async16_ordered(void* smem, const void* gmem) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_address(smem)), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit_ordered() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int pending> __device__ __forceinline__ void cp_async_wait_ordered() {
+    asm volatile("cp.async.wait_group %0;" :: "n"(pending) : "memory");
+}
 
 // A wgmma shared-memory matrix descriptor, 128-byte swizzle: the start address,
 // the leading and stride byte offsets (each stored >> 4), swizzle mode 1.

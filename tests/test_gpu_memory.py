@@ -873,17 +873,21 @@ def test_pointwise_over_2_to_the_31_elements(which, mode):
 # with row counts and row lengths that leave partial blocks and partial vectors.
 ROW_PROGRAMS = [("softmax.tdsl", dict(M=1001, N=781)), ("softmax.tdsl", dict(M=700, N=4100)),
                 ("layernorm.tdsl", dict(M=611, N=8192 + 8)), ("rmsnorm.tdsl", dict(M=999, N=1032))]
+# Shapes whose rows fit a shared-memory ring: only the ring schedules of these (f16 rows with
+# hoisted and unhoisted f32 weights, f32 rows), with partial vectors per thread at the row's end.
+RING_PROGRAMS = [("layernorm.tdsl", dict(M=1001, N=1032)), ("softmax.tdsl", dict(M=777, N=1028))]
 
 
 def _row_candidates():
     from tiledsl.runtime import launcher_for
     from tiledsl.schedule.choose import candidates, problem
-    for name, extents in ROW_PROGRAMS:
+    for name, extents, rings_only in ([(*np_, False) for np_ in ROW_PROGRAMS]
+                                      + [(*np_, True) for np_ in RING_PROGRAMS]):
         k = compiled(name)
         launcher = launcher_for(k)
         p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
         for s in candidates(p, k.hints):
-            if s.kind == "reduce_row":
+            if s.kind == "reduce_row" and (s.stages > 1 or not rings_only):
                 label = "x".join(map(str, extents.values()))
                 yield pytest.param(name, extents, s, id=f"{name[:-5]}-{label}-{s.tag}-ps{s.blocks_per_sm}")
 

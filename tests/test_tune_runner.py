@@ -158,12 +158,19 @@ def test_two_runs_with_different_noise_pick_the_same_winner(gpu):
     assert len(picks) == 1
 
 
-def test_near_equal_schedules_tie_and_the_cheapest_wins(gpu):
+def test_near_equal_schedules_tie_the_default_first_then_the_cheapest(gpu):
     flat = lambda tag: 1e-4 * (1.001 if "b1024" in tag else 1.0)    # all within noise of each other
     report = autotune(_kernel(cost=flat, noise=0.0005), EXT, max_candidates=10, db=False)
     [g] = report.groups
     assert len(g.choice.tied) == len(g.by_status("timed"))
-    assert g.winner is min(g.by_status("timed"), key=lambda c: (c.resources, c.tag))
+    assert g.winner.is_default and "default" in g.choice.reason     # nothing beats it: it stays
+    default_tag = g.winner.schedule.tag
+    slow_default = lambda tag: 1e-4 * (1.05 if default_tag in tag else 1.001 if "b1024" in tag else 1.0)
+    report = autotune(_kernel(cost=slow_default, noise=0.0005), EXT, max_candidates=10, db=False)
+    [g] = report.groups
+    rest = [c for c in g.by_status("timed") if not c.is_default]
+    assert not g.winner.is_default and default_tag not in g.choice.tied
+    assert g.winner is min(rest, key=lambda c: (c.resources, c.tag))
 
 
 def test_groups_are_tuned_in_turn(gpu):

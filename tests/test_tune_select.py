@@ -34,6 +34,18 @@ def test_ties_within_the_noise_go_to_the_fewest_resources():
     assert "fewer resources" in c.reason
 
 
+def test_the_default_wins_a_tie_and_only_a_tie():
+    timed = [T("fast_big", 1.000, block=1024, stages=4), T("cheap", 1.003, block=64),
+             T("default", 1.004, block=512), T("slow", 1.2, block=32)]
+    c = choose(timed, default="default")
+    assert c.winner.tag == "default" and c.tied[0] == "default"
+    assert "the default" in c.reason and "+0.4%" in c.reason
+    c = choose(timed, default="slow")              # out of the band: the rule as usual
+    assert c.winner.tag == "cheap" and "fewer resources" in c.reason
+    c = choose(timed, default="fast_big")          # fastest and the default
+    assert c.winner.tag == "fast_big" and "the default first" in c.reason
+
+
 def test_resource_rule_order_block_then_tile_then_stages_then_registers_then_tag():
     base = dict(ms=1.0)
     assert choose([T("a", block=512, **base), T("b", block=256, regs=255, **base)]).winner.tag == "b"

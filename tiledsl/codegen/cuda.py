@@ -19,7 +19,7 @@ from ..ir.graph import Graph, Value
 from ..resources import resource_dir
 from ..schedule.layout import Layout, Operand, operand_input
 from ..schedule.partition import Group
-from ..schedule.schedules import Schedule
+from ..schedule.schedules import MAX_RING_BYTES, Schedule, ring_bytes
 
 
 @lru_cache(maxsize=1)
@@ -421,6 +421,13 @@ class _Renderer:
         per_row = [op for op in elem_inputs if op not in hoisted]
         # Prefetch: the next row's elements go to p<k> while this row is reduced from b<k>.
         prefetch = cached and self.s.prefetch and bool(per_row)
+        # A ring: each thread's share of its next rows goes by cp.async into its own
+        # shared-memory slots, so rows in flight cost no registers (and no barrier).
+        # (Row-invariant inputs left unhoisted are loaded as usual, from L1.)
+        ringed = [op for op in per_row if set(op.loops) & kept]
+        staged = cached and self.s.stages > 1 and bool(ringed)
+        if staged:
+            self.check_ring(ringed)
         split = self.s.kind == "reduce_split"
         if split:   # stage 1: each phase ends by storing this block's partial for the row
             [phase] = phase_code            # split schedules take one reduction level only
@@ -444,10 +451,31 @@ class _Renderer:
             prefetch_buffers=[self.buffer_decl(op, self.s.items, "p") for op in per_row] if prefetch else [],
             prefetch_loads=[line for op in per_row for line in self.load_lines(op, slot, "p")] if prefetch else [],
             prefetch_moves=[f"b{op.index}[j] = p{op.index}[j];" for op in per_row] if prefetch else [],
+            staged=staged, stages=self.s.stages,
+            ring_decls=[f"__shared__ tdsl::Vec<{storage_type(op.dtype)}, {self.vec}> "
+                        f"ring{op.index}[{self.s.stages}][{self.s.items}][{self.s.block}];"
+                        for op in ringed] if staged else [],
+            ring_issues=[f"tdsl::cp_async16_ordered(&ring{op.index}[slot][j][threadIdx.x], "
+                         f"in{op.index} + {self.offset(op)});" for op in ringed] if staged else [],
+            ring_reads=[f"b{op.index}[j] = ring{op.index}[stage][j][threadIdx.x];" for op in ringed]
+            + [line for op in per_row if op not in ringed for line in self.load_lines(op, slot)] if staged else [],
             uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
             has_full_outputs=bool(full_outs) and not split,
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores,
             row_stores=row_stores)
+
+    def check_ring(self, per_row: list[Operand]) -> None:
+        """A row ring moves each per-row input in 16-byte cp.async copies and
+        keeps every stage in static shared memory."""
+        for op in per_row:
+            if self.mode(op) != "vec" or op.dtype.itemsize * self.vec != 16:
+                raise TdslCompileError(f"schedule {self.s.tag}: a row ring copies 16-byte vectors of "
+                                       f"row-contiguous inputs; input {op.index} moves "
+                                       f"{op.dtype.itemsize * self.vec} bytes ({self.mode(op)})")
+        nbytes = ring_bytes(self.s, len(per_row))
+        if nbytes > MAX_RING_BYTES:
+            raise TdslCompileError(f"schedule {self.s.tag}: its row ring needs {nbytes // 1024} KB of shared "
+                                   f"memory, more than {MAX_RING_BYTES // 1024} KB")
 
     def reduce_final(self) -> dict:
         """Stage 2 of a split reduction: combine the partials, finish each row."""

@@ -12,7 +12,8 @@ from typing import Optional
 from .hints import Hints
 from .layout import operand_input, Layout
 from .partition import Group
-from .schedules import MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THREADS_PER_SM, Schedule
+from .schedules import (MAX_RING_BYTES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THREADS_PER_SM, Schedule,
+                        ring_bytes)
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -186,6 +187,23 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     return vec == 1 and items <= 8 and held <= 16
 
 
+def ring_problem(p: Problem, s: Schedule) -> str:
+    """'' when a row ring (stages >= 2) can carry this problem's per-row inputs:
+    each row-contiguous, moved in 16-byte vectors, all stages within
+    MAX_RING_BYTES of shared memory; else why not."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    ringed = [op for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced]
+    if not ringed:
+        return "a row ring carries per-row inputs and this reduction has none"
+    for op in ringed:
+        if op.loops[-1] != p.inner or op.dtype.itemsize * s.vec != 16:
+            return "a row ring moves row-contiguous inputs in 16-byte vectors"
+    if ring_bytes(s, len(ringed)) > MAX_RING_BYTES:
+        return (f"the row ring needs {ring_bytes(s, len(ringed)) // 1024} KB of shared memory, "
+                f"more than {MAX_RING_BYTES // 1024} KB")
+    return ""
+
+
 SPLIT_K_MIN_CHUNK = 512         # K a split-K chunk covers at least: its partial sums stay small traffic
 # (tile, microtile) of the SIMT GEMMs that the tuner also tries split K ways
 SPLIT_K_TILES = (((128, 128, 8), (16, 8)), ((128, 128, 8), (8, 8)), ((64, 64, 16), (4, 4)))
@@ -303,7 +321,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         for factor in (1, 2, 4):
             if split.splits // factor >= 2:
                 out.append(replace(split, splits=split.splits // factor))
-    vecs = sorted({max_vector(p, hints.vector), 1}) if p.row_major() else [1]
+    # widest vectors first: the search space is capped, and they are the likelier winners
+    vecs = sorted({max_vector(p, hints.vector), 1}, reverse=True) if p.row_major() else [1]
     words = p.words_per_row_element()
     for vec in vecs:
         rvec = p.row_length // vec
@@ -320,6 +339,17 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                                 keep=keep, index64=p.index64))
                             if not per_sm and full_occupancy_fits(p, items, vec, keep):
                                 out.append(replace(out[-1], min_blocks=THREADS_PER_SM // block))
+                    # a persistent block's threads copy their next rows into shared memory
+                    # (cp.async) while they reduce this one: rows in flight cost no registers
+                    if p.rows > 4 * p.sm_count:
+                        for stages in (2, 3):
+                            for per_sm in sorted({1024 // block, THREADS_PER_SM // block}):
+                                for keep in keeps:
+                                    s = Schedule("reduce_row", block=block, vec=vec, items=items,
+                                                 row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
+                                                 keep=keep, stages=stages, index64=p.index64)
+                                    if not ring_problem(p, s):
+                                        out.append(s)
                     # a persistent block loads its next row while it reduces this one
                     if hoist and p.rows > 4 * p.sm_count and prefetch_fits(p, items, vec):
                         for per_sm in sorted({max(1, THREADS_PER_SM // 2 // block), THREADS_PER_SM // block}):
@@ -699,6 +729,10 @@ def fits(p: Problem, s: Schedule) -> str:
             return "vectors need the reduced dim innermost"
     if s.kind == "reduce_row" and s.items and s.items * s.row_threads * s.vec < p.row_length:
         return "the row does not fit the threads and items"
+    if s.kind == "reduce_row" and s.stages > 1:
+        why = ring_problem(p, s)
+        if why:
+            return why
     if s.kind == "reduce_split" and not p.splittable():
         return "a split reduction needs one reduction level and only per-row results"
     return ""

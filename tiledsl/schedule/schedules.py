@@ -29,6 +29,14 @@ MAX_ROW_ELEMENTS = 32      # elements of a row one thread may keep in registers
 THREADS_PER_SM = 2048      # resident threads an SM holds (sm_80, sm_90)
 REGISTERS_PER_SM = 65536
 MAX_SHARED_BYTES = 227 * 1024   # dynamic shared memory per block on sm_90 (sm_80: 163 KB)
+MAX_ROW_STAGES = 4         # reduce_row: rows in a thread's shared-memory ring
+MAX_RING_BYTES = 40 * 1024  # a row ring's static shared memory (of the 48 KB a block has without opting in)
+
+
+def ring_bytes(s: "Schedule", inputs: int) -> int:
+    """Shared memory of a row ring: every thread's 16-byte vectors of `inputs`
+    per-row inputs, for each of its stages."""
+    return s.stages * s.items * s.block * 16 * inputs if s.kind == "reduce_row" and s.stages > 1 else 0
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,9 @@ class Schedule:
     tile: tuple = ()            # matmul: block tile (BM, BN, BK)
     micro: tuple = ()           # matmul: microtile (TM, TN) per thread; with mma, the warp tile (WM, WN)
     mma: bool = False           # matmul: tensor cores (mma.sync m16n8k16) for f16/bf16 operands
-    stages: int = 1             # matmul (mma, 16-byte operands): cp.async pipeline depth; 1 = register prefetch
+    stages: int = 1             # matmul (mma, 16-byte operands): cp.async pipeline depth; 1 = register prefetch;
+                                # reduce_row (cached): a ring of this many rows per thread in shared memory,
+                                # filled by cp.async stages - 1 rows ahead of the one being reduced
     group: int = 0              # matmul: launch blocks this many block rows at a time (L2 reuse); 0 = row by row
     wgmma: bool = False         # matmul (sm_90a): warpgroup tensor cores reading swizzled shared memory
     min_blocks: int = 1         # matmul (wgmma, SIMT vec 4), reduce_row: blocks per SM the registers are budgeted for
@@ -67,6 +77,8 @@ class Schedule:
             return "vec must be 1, 2, 4, 8 or 16"
         if self.prefetch and self.kind != "reduce_row":
             return "only a row reduction prefetches its next row"
+        if self.stages < 1 or (self.stages > 1 and self.kind not in ("matmul", "reduce_row")):
+            return "only GEMMs and row reductions have cp.async stages (stages >= 2)"
         if self.kind == "reduce_row":
             if self.row_threads not in (32, self.block):
                 return "row_threads must be 32 (a warp per row) or the block size"
@@ -74,6 +86,9 @@ class Schedule:
                 return "too many elements per thread to keep in registers"
             if self.prefetch and self.items < 1:
                 return "only a row kept in registers can be prefetched (items >= 1)"
+            if self.stages > 1 and (self.items < 1 or self.prefetch or self.stages > MAX_ROW_STAGES):
+                return (f"a row ring of 2 to {MAX_ROW_STAGES} stages needs the row kept in registers "
+                        f"(items >= 1) and replaces the register prefetch")
             if self.min_blocks not in (1, THREADS_PER_SM // self.block):
                 return (f"a row reduction budgets registers for 1024 threads per SM (min_blocks 1) "
                         f"or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
@@ -189,6 +204,8 @@ class Schedule:
                 parts.append("k")
             if self.prefetch:
                 parts.append("p")
+            if self.stages > 1:         # a cp.async ring of rows in shared memory
+                parts.append(f"s{self.stages}")
             if self.min_blocks > 1:     # registers capped for every thread slot of the SM
                 parts.append(f"r{REGISTERS_PER_SM // THREADS_PER_SM}")
         parts.append("x64" if self.index64 else "x32")

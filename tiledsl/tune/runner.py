@@ -210,7 +210,8 @@ class _Tuner:
             prog.count(c.status)
         self._refine(g, others)
         timed = [c for c in g.candidates if c.status == "timed"]
-        g.choice = choose([Timed(c.tag, c.median, c.spread, c.resources) for c in timed])
+        g.choice = choose([Timed(c.tag, c.median, c.spread, c.resources) for c in timed],
+                          default=next((c.tag for c in timed if c.is_default), None))
         if g.choice.winner is not None:
             g.winner = next(c for c in timed if c.tag == g.choice.winner.tag)
         else:
@@ -246,7 +247,7 @@ class _Tuner:
             return
         best = min(c.median for c in timed)
         close = sorted((c for c in timed if c.median <= best * (1 + REFINE_WINDOW)),
-                       key=lambda c: (c.median, c.tag))[:REFINE_MAX]
+                       key=lambda c: (not c.is_default, c.median, c.tag))[:REFINE_MAX]   # the default always
         for c in sorted(close, key=lambda c: c.tag):
             set_overrides(self.launcher, {**others, g.index: c.schedule})
             try:

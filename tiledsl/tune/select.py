@@ -37,15 +37,19 @@ class Choice:
     fastest: Optional[Timed]
     band: float                     # relative tolerance used for ties
     tied: tuple = field(default=())  # tags within the band, in rule order
+    default: Optional[str] = None   # the untuned default's tag, first among ties
 
     @property
     def reason(self) -> str:
         if self.winner is None:
             return "no candidate gave a correct, timed result"
         if self.winner.tag == self.fastest.tag:
-            return "fastest" + (f" (of {len(self.tied)} within {self.band:.1%} noise: fewest resources)"
+            why = "the default first" if self.winner.tag == self.default else "fewest resources"
+            return "fastest" + (f" (of {len(self.tied)} within {self.band:.1%} noise: {why})"
                                 if len(self.tied) > 1 else "")
         slower = self.winner.median / self.fastest.median - 1
+        if self.winner.tag == self.default:
+            return f"the default, within {self.band:.1%} noise of the fastest ({slower:+.1%}): kept"
         return (f"within {self.band:.1%} noise of the fastest ({slower:+.1%}) and uses fewer "
                 f"resources than {self.fastest.tag}")
 
@@ -65,8 +69,11 @@ def noise_band(timed: Sequence[Timed], floor: float = NOISE_FLOOR, cap: float = 
     return min(cap, max(floor, noise))
 
 
-def choose(timed: Sequence[Timed], floor: float = NOISE_FLOOR, cap: float = NOISE_CAP) -> Choice:
-    """The winner among correct, timed candidates (order of `timed` does not matter)."""
+def choose(timed: Sequence[Timed], floor: float = NOISE_FLOOR, cap: float = NOISE_CAP,
+           default: Optional[str] = None) -> Choice:
+    """The winner among correct, timed candidates (order of `timed` does not matter).
+    The `default` schedule (its tag), when tied with the fastest, wins the tie: a
+    tuned record must beat what runs untuned by more than the noise."""
     timed = sorted((t for t in timed if t.median > 0 and t.median == t.median),
                    key=lambda t: (t.median, t.resources, t.tag))
     if not timed:
@@ -74,8 +81,8 @@ def choose(timed: Sequence[Timed], floor: float = NOISE_FLOOR, cap: float = NOIS
     fastest = timed[0]
     band = noise_band(timed, floor, cap)
     tied = sorted((t for t in timed if t.median <= fastest.median * (1 + band)),
-                  key=lambda t: (t.resources, t.tag))
-    return Choice(tied[0], fastest, band, tuple(t.tag for t in tied))
+                  key=lambda t: (t.tag != default, t.resources, t.tag))
+    return Choice(tied[0], fastest, band, tuple(t.tag for t in tied), default)
 
 
 def relative_spread(samples: Sequence[float]) -> float:
