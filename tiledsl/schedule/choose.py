@@ -18,7 +18,6 @@ from .schedules import (MAX_RING_BYTES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THRE
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
-PREFETCH_ROW_BYTES = 16384  # rows at least this long are prefetched by default (persistent grids only)
 
 
 @dataclass(frozen=True)
@@ -401,9 +400,11 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     hoist = invariant > per_row
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
     keep = 2 * items * vec * p.words_per_row_element() <= row_register_budget(vec)
-    # A persistent block over long rows loads its next row while it reduces this one
-    # (H100, 2026-11-22: layernorm f16 4096x8192 8% faster; at 16384x4096 2% slower).
-    prefetch = bool(per_sm) and per_row * p.row_length >= PREFETCH_ROW_BYTES and prefetch_fits(p, items, vec)
+    # A persistent block loads its next row while it reduces this one. Measured 2026-11-22
+    # (benchmarks/sweep.py, layernorm f16 16384x4096 / 65536x1024 / 4096x8192): on an H200
+    # 10%, 6% and 0% faster than without, the fastest schedule of each space; on an H100
+    # 1.5% slower, (see BENCHMARKS.md) and 8% faster.
+    prefetch = bool(per_sm) and prefetch_fits(p, items, vec)
     if prefetch:
         keep = False
     full = not per_sm and not prefetch and full_occupancy_fits(p, items, vec, keep)
