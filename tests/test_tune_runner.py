@@ -173,6 +173,30 @@ def test_near_equal_schedules_tie_the_default_first_then_the_cheapest(gpu):
     assert g.winner is min(rest, key=lambda c: (c.resources, c.tag))
 
 
+def test_a_winner_that_does_not_beat_the_default_side_by_side_gives_way(gpu, monkeypatch):
+    """Clocks drift over a search: a schedule that looked 10% faster there but times like the
+    default when the two are timed in turn does not replace it."""
+    from tiledsl.tune import runner
+    state = {"searching": True}
+    cost = lambda tag: 1e-4 * (0.9 if "b512" in tag and state["searching"] else 1.0)
+    search_refine = runner._Tuner._refine
+
+    def refine_then_drift(self, g, others):
+        search_refine(self, g, others)
+        state["searching"] = False
+    monkeypatch.setattr(runner._Tuner, "_refine", refine_then_drift)
+    report = autotune(_kernel(cost=cost, noise=0.0005), EXT, max_candidates=10, db=False)
+    [g] = report.groups
+    assert "b512" in g.choice.challenger and "b512" not in g.winner.tag
+    assert g.winner.is_default and g.choice.overruled and "side by side" in g.choice.reason
+    state["searching"] = True           # still 10% faster side by side: it wins, confirmed
+    monkeypatch.setattr(runner._Tuner, "_refine", search_refine)
+    report = autotune(_kernel(cost=cost, noise=0.0005), EXT, max_candidates=10, db=False)
+    [g] = report.groups
+    assert "b512" in g.winner.tag and not g.choice.overruled
+    assert "side by side with the default -10" in g.choice.reason
+
+
 def test_groups_are_tuned_in_turn(gpu):
     k = _kernel(TWO_GROUPS)
     report = autotune(k, dict(M=256, N=64), max_candidates=3, db=False)

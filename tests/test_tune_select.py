@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tiledsl.tune.select import (NOISE_CAP, NOISE_FLOOR, Timed, choose, noise_band, relative_spread,
+from tiledsl.tune.select import (NOISE_CAP, NOISE_FLOOR, Timed, choose, confirm, noise_band, relative_spread,
                                  resource_key)
 
 
@@ -44,6 +44,17 @@ def test_the_default_wins_a_tie_and_only_a_tie():
     assert c.winner.tag == "cheap" and "fewer resources" in c.reason
     c = choose(timed, default="fast_big")          # fastest and the default
     assert c.winner.tag == "fast_big" and "the default first" in c.reason
+
+
+def test_side_by_side_the_winner_must_still_beat_the_default_by_the_band():
+    default = T("default", 1.05, spread=0.01, block=512)
+    c = choose([T("fast", 1.00, spread=0.01), default, T("slow", 1.3, spread=0.01)], default="default")
+    assert c.winner.tag == "fast" and c.band == pytest.approx(0.01)
+    kept = confirm(c, default, default_median=1.05e-3, challenger_median=1.00e-3)
+    assert kept.winner.tag == "fast" and not kept.overruled and "side by side with the default -4.8%" in kept.reason
+    lost = confirm(c, default, default_median=1.005e-3, challenger_median=1.00e-3)    # within the band
+    assert lost.winner.tag == "default" and lost.overruled and lost.challenger == "fast"
+    assert lost.reason.startswith("the default: fast timed side by side with it took -0.5%")
 
 
 def test_resource_rule_order_block_then_tile_then_stages_then_registers_then_tag():

@@ -9,6 +9,9 @@ of it: one compiled kernel serves every size of its class.
                                         before computing: 64 bytes in flight
     reduce_row row_threads=256 items=4   a row of 4096 f32 lives in registers:
                                         read from HBM once, reduced twice
+    reduce_row stages=3 blocks_per_sm=2 a persistent block's threads copy their
+                                        next 2 rows into shared memory (cp.async)
+                                        while they reduce this one
     reduce_row items=0                  looped: rows too long for registers
                                         are re-read per phase (from L2)
     reduce_col                          a thread per kept element, for

@@ -25,7 +25,7 @@ from .progress import Progress
 from .report import TuneReport
 from .roofline import peak_for, work
 from .safety import corrupt, fault_tag
-from .select import Timed, choose, relative_spread
+from .select import Timed, choose, confirm, relative_spread
 from .space import MAX_CANDIDATES, Candidate, DeviceLimits, search_space
 from .workload import Workload
 
@@ -33,6 +33,7 @@ from .workload import Workload
 SPIN_UP_SECONDS = 0.3      # the GPU's clocks rise before anything is timed
 REFINE_WINDOW = 0.05       # candidates this close to the best are timed twice
 REFINE_MAX = 8
+CONFIRM_ROUNDS = 3         # a winner other than the default is timed against it this many times in turn
 
 
 def dry_run(kernel, extents: dict, *, arch: str = "sm_90a", sm_count: int = 132,
@@ -213,6 +214,7 @@ class _Tuner:
         g.choice = choose([Timed(c.tag, c.median, c.spread, c.resources) for c in timed],
                           default=next((c.tag for c in timed if c.is_default), None))
         if g.choice.winner is not None:
+            self._confirm(g, others, timed)
             g.winner = next(c for c in timed if c.tag == g.choice.winner.tag)
         else:
             g.origin = "default: no candidate passed"
@@ -257,6 +259,26 @@ class _Tuner:
             c.samples = list(c.samples) + list(m.samples)
             c.median = statistics.median(c.samples)
             c.spread = relative_spread(c.samples)
+
+    def _confirm(self, g, others: dict, timed: list) -> None:
+        """A winner that is not the default is timed against it again, the two in
+        turn (default, winner, default, ...), so that clocks drifting over the search
+        weigh on both alike; it must still beat the default by more than the noise."""
+        from ..runtime.launcher import set_overrides
+        default = next((c for c in timed if c.is_default), None)
+        winner = next(c for c in timed if c.tag == g.choice.winner.tag)
+        if default is None or winner is default:
+            return
+        samples: dict = {default.tag: [], winner.tag: []}
+        try:
+            for _ in range(CONFIRM_ROUNDS):
+                for c in (default, winner):
+                    set_overrides(self.launcher, {**others, g.index: c.schedule})
+                    samples[c.tag] += self.load.time().samples
+        except Exception:   # noqa: BLE001 - both ran a moment ago; keep the search's choice
+            return
+        g.choice = confirm(g.choice, Timed(default.tag, default.median, default.spread, default.resources),
+                           statistics.median(samples[default.tag]), statistics.median(samples[winner.tag]))
 
     def _check(self, c: Candidate, after) -> bool:
         """One call into fresh poisoned outputs against the float64 reference;

@@ -15,7 +15,7 @@ Pure Python on plain numbers: unit-tested on synthetic timings.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
 NOISE_FLOOR = 0.005
@@ -38,11 +38,25 @@ class Choice:
     band: float                     # relative tolerance used for ties
     tied: tuple = field(default=())  # tags within the band, in rule order
     default: Optional[str] = None   # the untuned default's tag, first among ties
+    # (default, challenger) medians when the fastest non-default was timed against the
+    # default once more, side by side; `overruled` when it then failed to beat it
+    side_by_side: tuple = ()
+    challenger: Optional[str] = None
+    overruled: bool = False
 
     @property
     def reason(self) -> str:
         if self.winner is None:
             return "no candidate gave a correct, timed result"
+        if self.side_by_side:
+            d, c = self.side_by_side
+            if self.overruled:
+                return (f"the default: {self.challenger} timed side by side with it took {c / d - 1:+.1%}, "
+                        f"not beyond the {self.band:.1%} noise")
+            return self._search_reason() + f"; side by side with the default {c / d - 1:+.1%}"
+        return self._search_reason()
+
+    def _search_reason(self) -> str:
         if self.winner.tag == self.fastest.tag:
             why = "the default first" if self.winner.tag == self.default else "fewest resources"
             return "fastest" + (f" (of {len(self.tied)} within {self.band:.1%} noise: {why})"
@@ -52,6 +66,15 @@ class Choice:
             return f"the default, within {self.band:.1%} noise of the fastest ({slower:+.1%}): kept"
         return (f"within {self.band:.1%} noise of the fastest ({slower:+.1%}) and uses fewer "
                 f"resources than {self.fastest.tag}")
+
+
+def confirm(choice: Choice, default: Timed, default_median: float, challenger_median: float) -> Choice:
+    """The search's winner (not the default) against the default, timed again side
+    by side: it stays only if it is faster by more than the band, else the default
+    wins (the search's own timings of the two were taken apart and may have drifted)."""
+    kept = challenger_median * (1 + choice.band) < default_median
+    return replace(choice, winner=choice.winner if kept else default, overruled=not kept,
+                   side_by_side=(default_median, challenger_median), challenger=choice.winner.tag)
 
 
 def resource_key(block: int = 0, tile: Sequence[int] = (), stages: int = 1, registers: int = 0,
