@@ -43,6 +43,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--shapes", help="only these shapes, e.g. 4096x8192,32768x781")
     ap.add_argument("--widest", action="store_true", help="only candidates with the widest vectors")
+    ap.add_argument("--ps-scan", type=int, default=0, metavar="N",
+                    help="then time the N best persistent candidates at every blocks_per_sm "
+                         "(with the blocks the compiled kernel can keep resident per SM)")
     args = ap.parse_args()
     copy = copy_bandwidth()["gbps"]
     results = []
@@ -94,12 +97,35 @@ def main() -> None:
                 gbps = nbytes / us / 1e3
                 print(f"  {rank:2d} {us:8.1f} us {gbps:6.0f} GB/s {us / best:5.2f}x  {s.tag} "
                       f"ps{s.blocks_per_sm}{'' if ok else ' WRONG err=%.1e' % err}{mark}")
+        if args.ps_scan:
+            scan_persistent(args, k, launcher, sets, n_sets, out, nbytes,
+                            [s for _, s, _, ok in rows if ok and s.blocks_per_sm][:args.ps_scan])
         results.append(dict(name=name, extents=extents, nbytes=nbytes,
                             rows=[dict(us=us, schedule=repr(s), err=err, ok=ok) for us, s, err, ok in rows],
                             default=repr(base)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(copy_gbps=copy, results=results), f, indent=1)
+
+
+def scan_persistent(args, k, launcher, sets, n_sets, out, nbytes, schedules) -> None:
+    """Each persistent schedule at every grid of 1 to 2048/block blocks per SM, with the
+    resident count the occupancy calculator gives for its compiled kernel."""
+    import cupy
+    from dataclasses import replace
+    for s in schedules:
+        times = []
+        for ps in range(1, 2048 // s.block + 1):
+            set_overrides(launcher, {0: replace(s, blocks_per_sm=ps)})
+            k(*sets[0], out=out)
+            times.append((ps, time_cuda(lambda i: k(*sets[i], out=out), n_sets=n_sets,
+                                        repeats=args.repeats).median_us))
+        [program] = [p for p in launcher._plans.values()][-1:]
+        fn, grid, block, _, shared = program.steps[0]
+        resident = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, int(block[0]), shared)
+        print(f"  {s.tag} (resident {resident}/SM): "
+              + "  ".join(f"ps{ps} {us:.1f}" for ps, us in times), flush=True)
+    set_overrides(launcher, {})
 
 
 if __name__ == "__main__":

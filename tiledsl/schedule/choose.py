@@ -402,8 +402,8 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     keep = 2 * items * vec * p.words_per_row_element() <= row_register_budget(vec)
     # A persistent block loads its next row while it reduces this one. Measured 2026-11-22
     # (benchmarks/sweep.py, layernorm f16 16384x4096 / 65536x1024 / 4096x8192): on an H200
-    # 10%, 6% and 0% faster than without, the fastest schedule of each space; on an H100
-    # 1.5% slower, (see BENCHMARKS.md) and 8% faster.
+    # 10%, 6% and 1% faster than without, the fastest schedule of each space; on an H100 2%
+    # slower, 3% and 8% faster (BENCHMARKS.md, "Row rings and the prefetch default").
     prefetch = bool(per_sm) and prefetch_fits(p, items, vec)
     if prefetch:
         keep = False
