@@ -145,6 +145,53 @@ def test_a_schedule_that_does_not_fit_is_rejected_with_a_reason():
     assert "multiple of 4" in fits(p, s)
 
 
+def _rows(name, extents):
+    k = tiledsl.compile(PROGRAMS[name][0])
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    return k, g, lay, problem(g, lay, extents)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_row_ring_copies_rows_by_cp_async_and_reads_them_from_shared_memory(arch):
+    """The ring's rows never pass through registers on their way in: the row input is read by
+    LDGSTS (cp.async) into shared memory and LDS.128 out of it; hoisted f32 weights stay LDG."""
+    k, g, lay, p = _rows("layernorm", dict(M=16384, N=4096))
+    ring = Schedule("reduce_row", block=512, vec=8, items=1, row_threads=512, stages=3, blocks_per_sm=2)
+    assert fits(p, ring) == ""
+    plain = Schedule("reduce_row", block=512, vec=8, items=1, row_threads=512, blocks_per_sm=2)
+    ops = {}
+    for label, s in (("ring", ring), ("plain", plain)):
+        ks, compiled, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0
+        ops[label] = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+        ops[label + "_smem"] = usage.shared_bytes
+
+    def count(label, prefix):
+        return sum(n for op, n in ops[label].items() if op.startswith(prefix))
+    assert count("ring", "LDGSTS") >= 2 and count("plain", "LDGSTS") == 0
+    assert count("ring", "LDS.128") >= 1 and count("ring", "LDGDEPBAR") >= 1
+    assert count("ring", "LDG.E.128") < count("plain", "LDG.E.128")   # x left the register loads
+    assert ops["ring_smem"] - ops["plain_smem"] == 3 * 512 * 16      # three 16-byte slots a thread
+
+
+def test_a_row_ring_that_cannot_run_is_rejected_with_a_reason():
+    from tiledsl.errors import TdslCompileError, TdslScheduleError
+    k, g, lay, p = _rows("softmax", dict(M=4096, N=781))      # odd rows: no 16-byte vectors
+    s = Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128, stages=2, blocks_per_sm=8)
+    assert "16-byte vectors" in fits(p, s)
+    with pytest.raises(TdslCompileError, match="16-byte vectors"):
+        render(k.graph, g, lay, s)
+    k, g, lay, p = _rows("softmax", dict(M=4096, N=16384))    # 64 KB of rows a stage
+    s = Schedule("reduce_row", block=512, vec=4, items=8, row_threads=512, stages=2, blocks_per_sm=2)
+    assert "KB of shared memory" in fits(p, s)
+    for bad in (dict(stages=2, prefetch=True), dict(stages=5), dict(stages=2, items=0)):
+        with pytest.raises(TdslScheduleError, match="ring"):
+            Schedule("reduce_row", block=256, vec=4, row_threads=256, **{"items": 1, **bad})
+    with pytest.raises(TdslScheduleError, match="cp.async stages"):
+        Schedule("pointwise", block=256, vec=4, items=2, stages=2)
+
+
 def test_64_bit_indexing_past_2_to_the_31():
     k = tiledsl.compile("kernel inc(x: i8[N]) -> i8[N] { return x + 1 }")
     [small] = sources_for(k, dict(N=1000))
