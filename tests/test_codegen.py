@@ -192,6 +192,23 @@ def test_a_row_ring_that_cannot_run_is_rejected_with_a_reason():
         Schedule("pointwise", block=256, vec=4, items=2, stages=2)
 
 
+def test_stages_in_a_schedule_block_pins_a_row_ring_or_turns_the_prefetch_off():
+    layernorm = open(EXAMPLES / "layernorm.tdsl").read()
+    ring = tiledsl.compile(layernorm + "\nschedule layernorm { stages(3) }\n")
+    [ks] = sources_for(ring, dict(M=16384, N=4096))
+    assert ks.name.endswith("_s3_x32") and "cp_async16_ordered" in ks.source
+    [ks] = sources_for(ring, dict(M=16384, N=8192))         # three stages would not fit: two
+    assert ks.name.endswith("_s2_x32")
+    off = tiledsl.compile(layernorm + "\nschedule layernorm { stages(1) }\n")
+    [ks] = sources_for(off, dict(M=4096, N=8192))
+    [default_ks] = sources_for(tiledsl.compile(layernorm), dict(M=4096, N=8192))
+    assert "_p_" in default_ks.name and "_p_" not in ks.name and "_s" not in ks.name.split("_t512")[1]
+    softmax = tiledsl.compile(open(EXAMPLES / "softmax.tdsl").read() + "\nschedule softmax { stages(4) }\n")
+    [ks] = sources_for(softmax, dict(M=4096, N=781))         # scalar rows: no ring, the usual schedule
+    [plain] = sources_for(tiledsl.compile(open(EXAMPLES / "softmax.tdsl").read()), dict(M=4096, N=781))
+    assert ks.name == plain.name
+
+
 def test_64_bit_indexing_past_2_to_the_31():
     k = tiledsl.compile("kernel inc(x: i8[N]) -> i8[N] { return x + 1 }")
     [small] = sources_for(k, dict(N=1000))

@@ -904,6 +904,15 @@ def test_every_row_reduction_schedule(name, extents, schedule):
     check(k, host_arguments(k, extents), extents, "out")
 
 
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+@pytest.mark.parametrize("extents", [dict(M=1001, N=1032), dict(M=700, N=4096 + 8), dict(M=3, N=8)])
+def test_stages_pinned_on_a_row_reduction(stages, extents):
+    """`stages(n)` in a schedule block: a row ring (or, with 1, no prefetch) exact at row tails,
+    with fewer rows than SMs (an idle persistent block), f16 rows and f32 weights."""
+    k = compiled((EXAMPLES / "layernorm.tdsl").read_text() + f"\nschedule layernorm {{ stages({stages}) }}\n")
+    check(k, host_arguments(k, extents), extents, "out")
+
+
 def test_warm_calls_keep_every_check(rng):
     """After a call class is warm (its launch specialized), calls of the same shapes still get
     the checks that depend on the arrays themselves: overlapping out=, a non-contiguous or

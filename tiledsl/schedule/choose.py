@@ -12,8 +12,8 @@ from typing import Optional
 from .hints import Hints
 from .layout import operand_input, Layout
 from .partition import Group
-from .schedules import (MAX_RING_BYTES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THREADS_PER_SM, Schedule,
-                        ring_bytes)
+from .schedules import (MAX_RING_BYTES, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THREADS_PER_SM,
+                        Schedule, ring_bytes)
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -404,13 +404,27 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     # (benchmarks/sweep.py, layernorm f16 16384x4096 / 65536x1024 / 4096x8192): on an H200
     # 10%, 6% and 1% faster than without, the fastest schedule of each space; on an H100 2%
     # slower, 3% and 8% faster (BENCHMARKS.md, "Row rings and the prefetch default").
-    prefetch = bool(per_sm) and prefetch_fits(p, items, vec)
+    prefetch = bool(per_sm) and prefetch_fits(p, items, vec) and hints.stages != 1
     if prefetch:
         keep = False
     full = not per_sm and not prefetch and full_occupancy_fits(p, items, vec, keep)
-    return Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
-                    hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, prefetch=prefetch,
-                    min_blocks=THREADS_PER_SM // tpr if full else 1, index64=p.index64)
+    chosen = Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
+                      hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, prefetch=prefetch,
+                      min_blocks=THREADS_PER_SM // tpr if full else 1, index64=p.index64)
+    return pinned_ring(p, chosen, hints.stages) if hints.stages and hints.stages > 1 else chosen
+
+
+def pinned_ring(p: Problem, s: Schedule, stages: int) -> Schedule:
+    """`stages(n)` on a row reduction: a ring of up to n rows (at most MAX_ROW_STAGES)
+    per thread in shared memory, on a persistent grid of the blocks that 1024 threads
+    per SM make; fewer stages where shared memory is short, none (the schedule as it
+    was) where the rows cannot move in 16-byte vectors."""
+    for n in range(min(stages, MAX_ROW_STAGES), 1, -1):
+        ring = replace(s, stages=n, prefetch=False, min_blocks=1,
+                       blocks_per_sm=s.blocks_per_sm or max(1, 1024 // s.block))
+        if not ring_problem(p, ring):
+            return ring
+    return s
 
 
 def split_schedule(p: Problem) -> Optional[Schedule]:
