@@ -320,12 +320,16 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         for factor in (1, 2, 4):
             if split.splits // factor >= 2:
                 out.append(replace(split, splits=split.splits // factor))
-    # widest vectors first: the search space is capped, and they are the likelier winners
+    # The search space is capped: widest vectors first, the likelier winners, and row
+    # widths nearest the default's first (its neighbours before the extremes).
     vecs = sorted({max_vector(p, hints.vector), 1}, reverse=True) if p.row_major() else [1]
     words = p.words_per_row_element()
+    base = default(p, hints)
+    center = (base.row_threads if base.kind == "reduce_row" else 256).bit_length()
+    widths = sorted((32, 64, 128, 256, 512, 1024), key=lambda t: (abs(t.bit_length() - center), t))
     for vec in vecs:
         rvec = p.row_length // vec
-        for tpr in (32, 64, 128, 256, 512, 1024):
+        for tpr in widths:
             block = 128 if tpr == 32 else tpr
             items = _pow2_at_least(max(1, -(-rvec // tpr)))
             if items * vec <= MAX_ROW_ELEMENTS and items * vec * words <= row_register_budget(vec):
