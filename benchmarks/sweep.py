@@ -43,6 +43,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--shapes", help="only these shapes, e.g. 4096x8192,32768x781")
     ap.add_argument("--widest", action="store_true", help="only candidates with the widest vectors")
+    ap.add_argument("--source", action="append", default=[], metavar="FILE:MxN",
+                    help="also sweep this .tdsl file at M=m,N=n (e.g. my.tdsl:16384x4096); repeatable")
     ap.add_argument("--ps-scan", type=int, default=0, metavar="N",
                     help="then time the N best persistent candidates at every blocks_per_sm "
                          "(with the blocks the compiled kernel can keep resident per SM)")
@@ -50,7 +52,9 @@ def main() -> None:
     copy = copy_bandwidth()["gbps"]
     results = []
     sm = cupy.cuda.runtime.deviceGetAttribute(16, 0)
-    for name, src, extents in WORKLOADS:
+    extra = [(f.rsplit(":", 1)[0], f.rsplit(":", 1)[0],
+              dict(zip("MN", map(int, f.rsplit(":", 1)[1].split("x"))))) for f in args.source]
+    for name, src, extents in WORKLOADS + extra:
         if args.only and args.only not in name:
             continue
         if args.shapes and "x".join(str(v) for v in extents.values()) not in args.shapes.split(","):
