@@ -249,7 +249,7 @@ class _Tuner:
             return
         best = min(c.median for c in timed)
         close = sorted((c for c in timed if c.median <= best * (1 + REFINE_WINDOW)),
-                       key=lambda c: (not c.is_default, c.median, c.tag))[:REFINE_MAX]   # the default always
+                       key=lambda c: (not c.is_default, c.median, c.tag))[:REFINE_MAX]   # the default first
         for c in sorted(close, key=lambda c: c.tag):
             set_overrides(self.launcher, {**others, g.index: c.schedule})
             try:
