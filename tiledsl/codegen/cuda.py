@@ -19,7 +19,7 @@ from ..ir.graph import Graph, Value
 from ..resources import resource_dir
 from ..schedule.layout import Layout, Operand, operand_input
 from ..schedule.partition import Group
-from ..schedule.schedules import MAX_RING_BYTES, Schedule, ring_bytes
+from ..schedule.schedules import Schedule, ring_refusal
 
 
 @lru_cache(maxsize=1)
@@ -464,18 +464,11 @@ class _Renderer:
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores,
             row_stores=row_stores)
 
-    def check_ring(self, per_row: list[Operand]) -> None:
-        """A row ring moves each per-row input in 16-byte cp.async copies and
-        keeps every stage in static shared memory."""
-        for op in per_row:
-            if self.mode(op) != "vec" or op.dtype.itemsize * self.vec != 16:
-                raise TdslCompileError(f"schedule {self.s.tag}: a row ring copies 16-byte vectors of "
-                                       f"row-contiguous inputs; input {op.index} moves "
-                                       f"{op.dtype.itemsize * self.vec} bytes ({self.mode(op)})")
-        nbytes = ring_bytes(self.s, len(per_row))
-        if nbytes > MAX_RING_BYTES:
-            raise TdslCompileError(f"schedule {self.s.tag}: its row ring needs {nbytes // 1024} KB of shared "
-                                   f"memory, more than {MAX_RING_BYTES // 1024} KB")
+    def check_ring(self, ringed: list[Operand]) -> None:
+        """A guard for schedules given by hand: the ring's limits, as `fits()` checks them."""
+        why = ring_refusal(self.s, [(op.dtype.itemsize, self.mode(op) == "vec") for op in ringed])
+        if why:
+            raise TdslCompileError(f"schedule {self.s.tag}: {why}")
 
     def reduce_final(self) -> dict:
         """Stage 2 of a split reduction: combine the partials, finish each row."""

@@ -12,8 +12,8 @@ from typing import Optional
 from .hints import Hints
 from .layout import operand_input, Layout
 from .partition import Group
-from .schedules import (MAX_RING_BYTES, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THREADS_PER_SM,
-                        Schedule, ring_bytes)
+from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THREADS_PER_SM, Schedule,
+                        ring_refusal)
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -187,20 +187,10 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
 
 
 def ring_problem(p: Problem, s: Schedule) -> str:
-    """'' when a row ring (stages >= 2) can carry this problem's per-row inputs:
-    each row-contiguous, moved in 16-byte vectors, all stages within
-    MAX_RING_BYTES of shared memory; else why not."""
+    """'' when a row ring (stages >= 2) can carry this problem's per-row inputs, else why not."""
     kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
-    ringed = [op for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced]
-    if not ringed:
-        return "a row ring carries per-row inputs and this reduction has none"
-    for op in ringed:
-        if op.loops[-1] != p.inner or op.dtype.itemsize * s.vec != 16:
-            return "a row ring moves row-contiguous inputs in 16-byte vectors"
-    if ring_bytes(s, len(ringed)) > MAX_RING_BYTES:
-        return (f"the row ring needs {ring_bytes(s, len(ringed)) // 1024} KB of shared memory, "
-                f"more than {MAX_RING_BYTES // 1024} KB")
-    return ""
+    return ring_refusal(s, [(op.dtype.itemsize, op.loops[-1] == p.inner) for op in p.layout.inputs
+                            if set(op.loops) & kept and set(op.loops) & reduced])
 
 
 SPLIT_K_MIN_CHUNK = 512         # K a split-K chunk covers at least: its partial sums stay small traffic

@@ -42,6 +42,20 @@ def ring_bytes(s: "Schedule", inputs: int) -> int:
     return s.stages * s.items * s.block * 16 * inputs if s.kind == "reduce_row" and s.stages > 1 else 0
 
 
+def ring_refusal(s: "Schedule", ringed: list) -> str:
+    """'' when a row ring can carry these per-row inputs, given as (bytes per
+    element, row-contiguous) pairs: each moved in 16-byte cp.async vectors, all
+    stages within MAX_RING_BYTES of shared memory; else why not."""
+    if not ringed:
+        return "a row ring carries per-row inputs and this reduction has none"
+    if any(not contiguous or itemsize * s.vec != 16 for itemsize, contiguous in ringed):
+        return "a row ring moves row-contiguous inputs in 16-byte vectors"
+    if ring_bytes(s, len(ringed)) > MAX_RING_BYTES:
+        return (f"the row ring needs {ring_bytes(s, len(ringed)) // 1024} KB of shared memory, "
+                f"more than {MAX_RING_BYTES // 1024} KB")
+    return ""
+
+
 @dataclass(frozen=True)
 class Schedule:
     kind: str
