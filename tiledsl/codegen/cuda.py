@@ -245,7 +245,7 @@ class _Renderer:
         kept = kept or {}
         body = []
         vals = self.closure(roots, lambda v: available(v) or v.id in kept)
-        used = {o.id for v in vals for o in v.operands} | {r.id for r in roots}
+        used = self.used_ids(roots, available, kept)
         for op in self.layout.inputs:
             if op.value.id in used and not available(op.value):
                 body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {self.lane_value(op, slot)};")
@@ -255,6 +255,11 @@ class _Renderer:
         body += [self.define(v) for v in vals]
         body += [f"keep{v.id}[{slot}][e] = v{v.id};" for v in vals if v.id in keep]
         return body + tail
+
+    def used_ids(self, roots, available, kept: dict = None) -> set[int]:
+        """Ids of the values (inputs among them) that computing `roots` reads."""
+        vals = self.closure(roots, lambda v: available(v) or v.id in (kept or {}))
+        return {o.id for v in vals for o in v.operands} | {r.id for r in roots}
 
     def lane_loop(self, body: list[str]) -> list[str]:
         if self.vec == 1:
@@ -375,6 +380,18 @@ class _Renderer:
                 row_stmts[stage[v.id]].append(self.define(v))
 
         slot = "0" if self.s.items == 0 else "j"
+        cached = self.s.items > 0
+        # Inputs over reduced dims only (a weight over N) are the same for every
+        # row: a cached kernel loads them once, before the row loop.
+        kept_loops = set(lay.kept_loops)
+        hoisted = [op for op in elem_inputs if cached and self.s.hoist and not set(op.loops) & kept_loops]
+        # Row-invariant inputs left unhoisted are loaded late: in each phase that reads
+        # them, from L1, rather than with the row. Loaded with the row they would stay in
+        # registers through the reductions (layernorm's f32 weight and bias: 32 of 64).
+        late = [op for op in elem_inputs if cached and op not in hoisted and not set(op.loops) & kept_loops]
+        per_row = [op for op in elem_inputs if op not in hoisted and op not in late]
+        late_loads = lambda used: [line for op in late if op.value.id in used  # noqa: E731
+                                   for line in self.load_lines(op, slot)]
         full_outs = [op for op in lay.outputs if set(op.dims) & r_dims]
         phase_roots = {p: [r.operands[0] for r in reduces if level[r.id] == p]
                        for p in range(1, phases + 1)}
@@ -386,6 +403,7 @@ class _Renderer:
             rs = [r for r in reduces if level[r.id] == p]
             tail = [f"acc{r.id} = {_REDUCE_OP[r.attr('kind')]}::combine(acc{r.id}, v{r.operands[0].id});"
                     for r in rs]
+            late_lines = late_loads(self.used_ids(phase_roots[p], available_at(p), dict(kept)))
             body = self.element_body(phase_roots[p], available_at(p), slot, tail, dict(kept),
                                      {vid for vid, q in keep_at.items() if q == p})
             kept.update({vid: self.values[vid] for vid, q in keep_at.items() if q == p})
@@ -400,31 +418,25 @@ class _Renderer:
                     finish.append(f"const {T} v{r.id} = acc{r.id};")
             phase_code.append(dict(
                 init=[f"{reg_type(r.dtype)} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};" for r in rs],
-                lanes=self.lane_loop(body), finish=finish + row_stmts[p]))
+                late=late_lines, lanes=self.lane_loop(body), finish=finish + row_stmts[p]))
 
         row_outs = [op for op in lay.outputs if not (set(op.dims) & r_dims)]
         decl, lanes, stores = [], [], []
         for op in full_outs:
             d, l, s = self.store_lines(op, slot)
             decl, lanes, stores = decl + d, lanes + l, stores + s
+        out_late = late_loads(self.used_ids(phase_roots[phases + 1], available_at(phases + 1), kept))
         out_body = self.element_body(phase_roots[phases + 1], available_at(phases + 1), slot, lanes, kept)
         row_loads = [f"const {reg_type(op.dtype)} v{op.value.id} = "
                      f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs]
         row_stores = [f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
                       for op in row_outs]
-        cached = self.s.items > 0
         r_loops = list(lay.reduced_loops)
-        # Inputs over reduced dims only (a weight over N) are the same for every
-        # row: a cached kernel loads them once, before the row loop.
-        kept = set(lay.kept_loops)
-        hoisted = [op for op in elem_inputs if cached and self.s.hoist and not set(op.loops) & kept]
-        per_row = [op for op in elem_inputs if op not in hoisted]
         # Prefetch: the next row's elements go to p<k> while this row is reduced from b<k>.
         prefetch = cached and self.s.prefetch and bool(per_row)
         # A ring: each thread's share of its next rows goes by cp.async into its own
         # shared-memory slots, so rows in flight cost no registers (and no barrier).
-        # (Row-invariant inputs left unhoisted are loaded as usual, from L1.)
-        ringed = [op for op in per_row if set(op.loops) & kept]
+        ringed = [op for op in per_row if set(op.loops) & kept_loops]
         staged = cached and self.s.stages > 1 and bool(ringed)
         if staged:
             self.check_ring(ringed)
@@ -457,11 +469,10 @@ class _Renderer:
                         for op in ringed] if staged else [],
             ring_issues=[f"tdsl::cp_async16_ordered(&ring{op.index}[slot][j][threadIdx.x], "
                          f"in{op.index} + {self.offset(op)});" for op in ringed] if staged else [],
-            ring_reads=[f"b{op.index}[j] = ring{op.index}[stage][j][threadIdx.x];" for op in ringed]
-            + [line for op in per_row if op not in ringed for line in self.load_lines(op, slot)] if staged else [],
+            ring_reads=[f"b{op.index}[j] = ring{op.index}[stage][j][threadIdx.x];" for op in ringed] if staged else [],
             uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
             has_full_outputs=bool(full_outs) and not split,
-            out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores,
+            out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores, out_late=out_late,
             row_stores=row_stores)
 
     def check_ring(self, ringed: list[Operand]) -> None:
