@@ -60,7 +60,8 @@ def _runtime():
     rt.getDevice = lambda: 0
     rt.getDeviceProperties = lambda d: {"name": DEVICE_NAME.encode(), "multiProcessorCount": 132,
                                         "l2CacheSize": 50 << 20, "major": 9, "minor": 0}
-    attrs = {1: 1024, 8: 48 * 1024, 12: 65536, 16: 132, 38: 50 << 20}
+    attrs = {1: 1024, 8: 48 * 1024, 12: 65536, 16: 132, 38: 50 << 20,
+             36: 3_201_000, 37: 6144}     # memory clock (kHz) and bus width (bits): 4.9 TB/s
     rt.deviceGetAttribute = lambda attr, device: attrs.get(attr, 0)
     rt.memGetInfo = lambda: (80 << 30, 140 << 30)
     return rt
@@ -94,6 +95,7 @@ def install(monkeypatch) -> types.ModuleType:
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(launcher, "_IDENTITIES", {})
     monkeypatch.setattr(launcher, "_SM_COUNTS", {})
+    monkeypatch.setattr(launcher, "_HBM_GBPS", {})
     monkeypatch.setattr(measure, "copy_bandwidth", lambda device=0, nbytes=0: 4.0e12)
     Clock.now = 0.0
     return cupy

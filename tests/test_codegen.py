@@ -4,6 +4,7 @@ no local-memory spills; the pointwise path loads 128 bits per access."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -173,6 +174,52 @@ def test_a_row_ring_copies_rows_by_cp_async_and_reads_them_from_shared_memory(ar
     assert count("ring", "LDS.128") >= 1 and count("ring", "LDGDEPBAR") >= 1
     assert count("ring", "LDG.E.128") < count("plain", "LDG.E.128")   # x left the register loads
     assert ops["ring_smem"] - ops["plain_smem"] == 3 * 512 * 16      # three 16-byte slots a thread
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_unhoisted_row_invariant_inputs_are_loaded_after_the_reductions(arch):
+    """layernorm's f32 weight and bias, not hoisted, are loaded where the output needs them,
+    after both block reductions: before, they were loaded with the row and held 32 registers
+    through the reductions (64 in all); now 48, and 40 without spills for 1536 threads."""
+    k, g, lay, p = _rows("layernorm", dict(M=16384, N=4096))
+    s = Schedule("reduce_row", block=256, vec=8, items=2, row_threads=256, hoist=False)
+    ks, compiled, usage = _compile(k, g, lay, s, arch)
+    lines = toolchain.sass(compiled.cubin).splitlines()
+    barriers = [i for i, line in enumerate(lines) if "BAR.SYNC" in line]
+    loads = [i for i, line in enumerate(lines) if re.search(r"\bLDG\.E\.128", line)]
+    assert len(barriers) >= 4      # two block reductions, two barriers each
+    assert len([i for i in loads if i < barriers[0]]) == 2          # the row: 2 x 16 bytes of f16
+    assert len([i for i in loads if i > barriers[-1]]) == 8         # weight and bias: 2 x 2 x 32 bytes
+    assert usage.registers <= 48 and usage.spill_stores == 0
+    capped = replace(s, min_blocks=6)
+    assert fits(p, capped) == "" and capped in candidates(p) and capped.tag.endswith("_nh_r40_x32")
+    _, _, usage = _compile(k, g, lay, capped, arch)
+    assert usage.registers <= 40 and usage.spill_stores == 0 and usage.local_bytes == 0
+    # hoisted, the same weights stay in registers through the row: no 40-register candidate
+    assert not any(c.hoist and c.min_blocks > 1 and c.items == 2 for c in candidates(p))
+
+
+def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
+    """Below 30 GB/s of peak HBM bandwidth per SM (an H100: 3.35 TB/s over 132 SMs), rows
+    with f32 weights run a block per row with the weights loaded late and registers for
+    1536 threads; with more (an H200: 4.9 TB/s) or unknown bandwidth, or few rows per SM,
+    a persistent block hoists the weights and prefetches its next row."""
+    k = tiledsl.compile((EXAMPLES / "layernorm.tdsl").read_text())
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    pick = lambda m, n, gbps: default(problem(g, lay, dict(M=m, N=n), hbm_gbps=gbps))  # noqa: E731
+    for m, n in ((16384, 4096), (65536, 1024)):
+        h100 = pick(m, n, 3352.0)
+        assert not h100.hoist and not h100.prefetch and h100.blocks_per_sm == 0
+        assert h100.min_blocks * h100.block == 1536 and h100.tag.endswith("_nh_r40_x32")
+        for gbps in (0.0, 4915.0):
+            other = pick(m, n, gbps)
+            assert other.hoist and other.prefetch and other.blocks_per_sm > 0 and other.min_blocks == 1
+    assert pick(4096, 8192, 3352.0).prefetch                    # 31 rows per SM
+    rms = tiledsl.compile((EXAMPLES / "rmsnorm.tdsl").read_text())   # an f16 weight is not hoisted anyway
+    g2 = partition(rms.graph)[0]
+    p2 = problem(g2, plan_layout(g2, rms.graph), dict(M=16384, N=4096), hbm_gbps=3352.0)
+    assert default(p2) == default(replace(p2, hbm_gbps=0.0))
 
 
 def test_a_row_ring_that_cannot_run_is_rejected_with_a_reason():
@@ -346,10 +393,15 @@ def test_unaligned_short_rows_fill_every_thread_slot_within_32_registers():
     assert aligned.schedule.vec == 4 and aligned.schedule.min_blocks == 1
 
 
-def test_a_row_reduction_budgets_registers_for_1024_or_2048_threads_only():
-    Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, min_blocks=8)
-    with pytest.raises(tiledsl.TdslError, match="1024 threads per SM"):
-        Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, min_blocks=4)
+def test_a_row_reduction_budgets_registers_for_1024_1536_or_2048_threads_only():
+    assert Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, min_blocks=8).tag.endswith("_r32_x32")
+    assert Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, min_blocks=6).tag.endswith("_r40_x32")
+    assert Schedule("reduce_row", block=512, vec=1, items=4, row_threads=512, min_blocks=3).register_cap == 40
+    for blocks in (4, 5, 7):
+        with pytest.raises(tiledsl.TdslError, match="1024 threads per SM"):
+            Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, min_blocks=blocks)
+    with pytest.raises(tiledsl.TdslError, match="1024 threads per SM"):   # that is min_blocks 1
+        Schedule("reduce_row", block=512, vec=1, items=4, row_threads=512, min_blocks=2)
     with pytest.raises(tiledsl.TdslError, match="only row reductions and GEMMs"):
         Schedule("pointwise", block=256, vec=4, items=2, min_blocks=8)
 

@@ -185,13 +185,13 @@ def test_a_winner_that_does_not_beat_the_default_side_by_side_gives_way(gpu, mon
         search_refine(self, g, others)
         state["searching"] = False
     monkeypatch.setattr(runner._Tuner, "_refine", refine_then_drift)
-    report = autotune(_kernel(cost=cost, noise=0.0005), EXT, max_candidates=10, db=False)
+    report = autotune(_kernel(cost=cost, noise=0.0005), EXT, max_candidates=16, db=False)
     [g] = report.groups
     assert "b512" in g.choice.challenger and "b512" not in g.winner.tag
     assert g.winner.is_default and g.choice.overruled and "side by side" in g.choice.reason
     state["searching"] = True           # still 10% faster side by side: it wins, confirmed
     monkeypatch.setattr(runner._Tuner, "_refine", search_refine)
-    report = autotune(_kernel(cost=cost, noise=0.0005), EXT, max_candidates=10, db=False)
+    report = autotune(_kernel(cost=cost, noise=0.0005), EXT, max_candidates=16, db=False)
     [g] = report.groups
     assert "b512" in g.winner.tag and not g.choice.overruled
     assert "side by side with the default -10" in g.choice.reason

@@ -288,13 +288,13 @@ class Launcher:
         key = (tuple(sorted(extents.items())), misaligned, device, tuple(sorted(self.overrides.items())))
         program = self._plans.get(key)
         if program is None:
-            sm_count = _sm_count(device)
+            sm_count, hbm_gbps = _sm_count(device), hbm_bandwidth(device)
             launches, choices = [], {}
             for i, (g, lay) in enumerate(zip(self.groups, self.layouts)):
                 bad = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned}
                 override, origin = self.overrides.get(i), "override"
                 arch = device_arch(device)
-                p = problem(g, lay, extents, bad, sm_count, arch)
+                p = problem(g, lay, extents, bad, sm_count, arch, hbm_gbps)
                 if override is None:
                     override, origin = self._tuned(i, p, extents, device)
                 for launch in plan(g, lay, extents, bad, self.kernel.hints, sm_count, override, arch, p):
@@ -455,6 +455,23 @@ def _sm_count(device: int) -> int:
         _SM_COUNTS[device] = runtime.deviceGetAttribute(
             getattr(runtime, "cudaDevAttrMultiProcessorCount", 16), device)
     return _SM_COUNTS[device]
+
+
+_HBM_GBPS: dict[int, float] = {}
+
+
+def hbm_bandwidth(device: int) -> float:
+    """The device's peak memory bandwidth in GB/s from its memory clock and bus
+    width (double data rate); 0.0 where the driver does not say."""
+    if device not in _HBM_GBPS:
+        runtime = _cupy().cuda.runtime
+        try:
+            khz = runtime.deviceGetAttribute(36, device)      # cudaDevAttrMemoryClockRate
+            bits = runtime.deviceGetAttribute(37, device)     # cudaDevAttrGlobalMemoryBusWidth
+        except Exception:  # noqa: BLE001 - an attribute this driver lacks: the rules' unknown
+            khz = bits = 0
+        _HBM_GBPS[device] = 2.0 * khz * 1e3 * bits / 8 / 1e9
+    return _HBM_GBPS[device]
 
 
 def _load(cubin: bytes, name: str, device: int, shared_bytes: int = 0):

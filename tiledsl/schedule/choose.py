@@ -18,6 +18,7 @@ from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THRE
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
+LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,11 @@ class Problem:
     misaligned: frozenset             # id()s of operands not 16-byte aligned
     sm_count: int
     arch: str = "sm_90a"              # the target: wgmma exists on sm_90a only
+    hbm_gbps: float = 0.0             # the GPU's peak memory bandwidth (0: not known, as on the CPU)
+
+    @property
+    def hbm_gbps_per_sm(self) -> float:
+        return self.hbm_gbps / self.sm_count if self.hbm_gbps else 0.0
 
     @property
     def total(self) -> int:
@@ -122,14 +128,14 @@ class Problem:
 
 
 def problem(group: Group, layout: Layout, extents: dict[str, int], misaligned=frozenset(),
-            sm_count: int = 132, arch: str = "sm_90a") -> Problem:
+            sm_count: int = 132, arch: str = "sm_90a", hbm_gbps: float = 0.0) -> Problem:
     loops = []
     for loop in layout.loops:
         n = 1
         for d in loop:
             n *= extents[d]
         loops.append(n)
-    return Problem(group, layout, tuple(loops), frozenset(misaligned), sm_count, arch)
+    return Problem(group, layout, tuple(loops), frozenset(misaligned), sm_count, arch, hbm_gbps)
 
 
 def max_vector(p: Problem, cap: Optional[int] = None) -> int:
@@ -184,6 +190,17 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     hide the latency (H100, 2026-11-22: softmax f32 32768x781 0.88x -> 0.93x copy)."""
     held = items * max(1.0, p.words_per_row_element()) * (2 if keep else 1)
     return vec == 1 and items <= 8 and held <= 16
+
+
+def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
+    """Whether a non-persistent row schedule fits 40 registers (1536 threads per SM)
+    without spilling: vectorized rows of at most 16 elements a thread that hold at most
+    16 words through the row (their per-row inputs, and the row-invariant ones if
+    hoisted; unhoisted ones are loaded late). Measured with ptxas on sm_90a: softmax f32
+    and layernorm f16 without hoisting fit; layernorm's hoisted f32 weights (40 words) spill."""
+    invariant = p.words_per_row_element() - p.words_per_row_element_per_row()
+    held = items * vec * (p.words_per_row_element_per_row() + (invariant if hoist else 0))
+    return 1536 % block == 0 and vec > 1 and items * vec <= 16 and not keep and held <= 16
 
 
 def ring_problem(p: Problem, s: Schedule) -> str:
@@ -332,6 +349,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                                 keep=keep, index64=p.index64))
                             if not per_sm and full_occupancy_fits(p, items, vec, keep):
                                 out.append(replace(out[-1], min_blocks=THREADS_PER_SM // block))
+                            elif not per_sm and r40_fits(p, block, items, vec, keep, hoist):
+                                out.append(replace(out[-1], min_blocks=1536 // block))
                     # a persistent block's threads copy their next rows into shared memory
                     # (cp.async) while they reduce this one: rows in flight cost no registers
                     if p.rows > 4 * p.sm_count:
@@ -344,7 +363,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                     if not ring_problem(p, s):
                                         out.append(s)
                     # a persistent block loads its next row while it reduces this one
-                    if hoist and p.rows > 4 * p.sm_count and prefetch_fits(p, items, vec):
+                    if p.rows > 4 * p.sm_count and prefetch_fits(p, items, vec):
                         for per_sm in sorted({max(1, THREADS_PER_SM // 2 // block), THREADS_PER_SM // block}):
                             for keep in keeps:
                                 out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
@@ -401,10 +420,21 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     prefetch = bool(per_sm) and prefetch_fits(p, items, vec) and hints.stages != 1
     if prefetch:
         keep = False
+    # Where each SM has less HBM bandwidth to use, many rows in flight beat hoisting: the
+    # weights stay unhoisted (loaded late, from L1), the grid is a block per row, and the
+    # registers are capped for 1536 threads. Measured 2026-11-23 (benchmarks/sweep.py,
+    # layernorm f16): on an H100 (25 GB/s per SM) 8% and 7% faster than the persistent
+    # prefetch at 16384x4096 and 65536x1024, 3% slower at 4096x8192 (31 rows per SM); on an
+    # H200 (37 GB/s per SM) 5%, 3% and 16% slower.
+    late = (hoist and bool(per_sm) and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM
+            and p.rows >= 64 * p.sm_count and r40_fits(p, tpr, items, vec, False, False) and not hints.stages)
+    if late:
+        hoist, per_sm, prefetch, keep = False, 0, False, False
     full = not per_sm and not prefetch and full_occupancy_fits(p, items, vec, keep)
     chosen = Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
                       hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, prefetch=prefetch,
-                      min_blocks=THREADS_PER_SM // tpr if full else 1, index64=p.index64)
+                      min_blocks=THREADS_PER_SM // tpr if full else 1536 // tpr if late else 1,
+                      index64=p.index64)
     return pinned_ring(p, chosen, hints.stages) if hints.stages and hints.stages > 1 else chosen
 
 

@@ -12,6 +12,10 @@ of it: one compiled kernel serves every size of its class.
     reduce_row stages=3 blocks_per_sm=2 a persistent block's threads copy their
                                         next 2 rows into shared memory (cp.async)
                                         while they reduce this one
+    reduce_row hoist=False min_blocks=6 (256 threads, tag _nh_r40) layernorm's
+                                        weights are loaded late, where the output
+                                        reads them, not held through the reductions;
+                                        40 registers keep 1536 threads resident
     reduce_row items=0                  looped: rows too long for registers
                                         are re-read per phase (from L2)
     reduce_col                          a thread per kept element, for
@@ -34,6 +38,8 @@ REGISTERS_PER_SM = 65536
 MAX_SHARED_BYTES = 227 * 1024   # dynamic shared memory per block on sm_90 (sm_80: 163 KB)
 MAX_ROW_STAGES = 4         # reduce_row: rows in a thread's shared-memory ring
 MAX_RING_BYTES = 40 * 1024  # a row ring's static shared memory (of the 48 KB a block has without opting in)
+ROW_THREAD_BUDGETS = (1536, THREADS_PER_SM)   # reduce_row min_blocks * block beyond the usual 1024:
+                                              # 40 and 32 registers a thread
 
 
 def ring_bytes(s: "Schedule", inputs: int) -> int:
@@ -106,9 +112,9 @@ class Schedule:
             if self.stages > 1 and (self.items < 1 or self.prefetch or self.stages > MAX_ROW_STAGES):
                 return (f"a row ring of 2 to {MAX_ROW_STAGES} stages needs the row kept in registers "
                         f"(items >= 1) and replaces the register prefetch")
-            if self.min_blocks not in (1, THREADS_PER_SM // self.block):
-                return (f"a row reduction budgets registers for 1024 threads per SM (min_blocks 1) "
-                        f"or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
+            if self.min_blocks != 1 and self.min_blocks * self.block not in ROW_THREAD_BUDGETS:
+                return (f"a row reduction budgets registers for 1024 threads per SM (min_blocks 1), "
+                        f"for 1536 or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
         elif self.kind != "matmul" and self.min_blocks != 1:
             return "only row reductions and GEMMs choose the blocks per SM their registers are budgeted for"
         elif self.kind == "reduce_col":
@@ -191,6 +197,12 @@ class Schedule:
         return self.stages * (bm * (bk + pad) + max(bn * (bk + pad), bk * (bn + pad))) * 2
 
     @property
+    def register_cap(self) -> int:
+        """A row reduction's registers per thread when min_blocks blocks must be resident
+        (ptxas allocates them in 8s)."""
+        return REGISTERS_PER_SM // (self.min_blocks * self.block) // 8 * 8
+
+    @property
     def code(self) -> "Schedule":
         """This schedule less the fields that change only the launch, not the code."""
         return replace(self, blocks_per_sm=0, splits=2 if self.splits else 0)
@@ -223,8 +235,8 @@ class Schedule:
                 parts.append("p")
             if self.stages > 1:         # a cp.async ring of rows in shared memory
                 parts.append(f"s{self.stages}")
-            if self.min_blocks > 1:     # registers capped for every thread slot of the SM
-                parts.append(f"r{REGISTERS_PER_SM // THREADS_PER_SM}")
+            if self.min_blocks > 1:     # registers capped for 1536 threads (r40) or all 2048 (r32)
+                parts.append(f"r{self.register_cap}")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 

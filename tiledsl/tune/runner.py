@@ -100,7 +100,7 @@ class _Tuner:
     def __init__(self, kernel, extents, device, budget, db, store, retune, progress, max_candidates,
                  workers, seed, scalars, peers, fault, stream):
         from ..runtime import launcher_for
-        from ..runtime.launcher import _device_identity, _sm_count, device_arch
+        from ..runtime.launcher import _device_identity, _sm_count, device_arch, hbm_bandwidth
         self.start = time.monotonic()
         self.deadline = self.start + budget if budget else None
         self.kernel, self.extents, self.device = kernel, dict(extents), device
@@ -114,7 +114,7 @@ class _Tuner:
         self.limits = DeviceLimits.of_device(device)
         self.db_path = resolve_db_path(db)
         self.spaces = search_space(kernel, extents, sm_count=self.sm_count, limits=self.limits, arch=self.arch,
-                                   max_candidates=max_candidates)
+                                   max_candidates=max_candidates, hbm_gbps=hbm_bandwidth(device))
         self.report = TuneReport(kernel.name, self.extents, self.name, self.arch, self.spaces,
                                  work(kernel.graph, extents), peak_for(self.name), budget=budget,
                                  db_path=str(self.db_path) if self.db_path else None)

@@ -112,7 +112,7 @@ class GroupSpace:
 
 def search_space(kernel, extents: dict, *, sm_count: int = 132, limits: DeviceLimits = DeviceLimits(),
                  max_candidates: int = MAX_CANDIDATES, schedules: Optional[dict] = None,
-                 arch: str = "sm_90a") -> list[GroupSpace]:
+                 arch: str = "sm_90a", hbm_gbps: float = 0.0) -> list[GroupSpace]:
     """The candidates of every group, statically pruned (not compiled yet).
 
     `schedules` ({group: [Schedule, ...]}) replaces candidates() for the groups
@@ -122,7 +122,7 @@ def search_space(kernel, extents: dict, *, sm_count: int = 132, limits: DeviceLi
     spaces = []
     for group in partition(graph):
         layout = plan_layout(group, graph)
-        p = problem(group, layout, extents, frozenset(), sm_count, arch)
+        p = problem(group, layout, extents, frozenset(), sm_count, arch, hbm_gbps)
         base = default(p, kernel.hints)
         found = list(schedules[group.index]) if schedules and group.index in schedules \
             else candidates(p, kernel.hints)
