@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,7 +21,7 @@ import numpy as np  # noqa: E402
 import tiledsl  # noqa: E402
 from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error  # noqa: E402
-from tiledsl.runtime.launcher import set_overrides  # noqa: E402
+from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides  # noqa: E402
 from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
 
 POINTWISE = "kernel f(x: f32[N], y: f32[N], s: f32, bias: f32[N]) -> f32[N] { return relu((x + y) * s + bias) }"
@@ -43,6 +44,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--shapes", help="only these shapes, e.g. 4096x8192,32768x781")
     ap.add_argument("--widest", action="store_true", help="only candidates with the widest vectors")
+    ap.add_argument("--match", help="only candidates whose tag this regular expression finds (and the default)")
     ap.add_argument("--source", action="append", default=[], metavar="FILE:MxN",
                     help="also sweep this .tdsl file at M=m,N=n (e.g. my.tdsl:16384x4096); repeatable")
     ap.add_argument("--ps-scan", type=int, default=0, metavar="N",
@@ -69,11 +71,13 @@ def main() -> None:
         out = k(*sets[0])
         launcher = k._launcher
         group, layout = launcher.groups[0], launcher.layouts[0]
-        p = problem(group, layout, extents, frozenset(), sm)
+        p = problem(group, layout, extents, frozenset(), sm, "sm_90a", hbm_bandwidth(0))
         base = default(p, k.hints)
         cands = candidates(p, k.hints)
         if args.widest:
             cands = [s for s in cands if s.vec == max(c.vec for c in cands)]
+        if args.match:
+            cands = [s for s in cands if re.search(args.match, s.tag)]
         if base not in cands:
             cands.append(base)
         rows = []

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: launch ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk f32 memory launchbench gemm tunetests tune.
+# Phases: facts launch lnprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk f32 memory launchbench gemm tunetests tune.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -11,14 +11,20 @@ for phase in "$@"; do
   echo "=== $phase $(date +%T)"
   case $phase in
     launch) timeout 120 python3 scripts/launch_profile.py ;;
+    facts) python3 -c "from tiledsl.runtime.launcher import hbm_bandwidth, _sm_count; print('peak HBM GB/s', hbm_bandwidth(0), 'SMs', _sm_count(0))" ;;
     rowtests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_memory.py -k every_row_reduction -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;
     mmtests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     probe) timeout 300 python3 scripts/probe_rows.py ;;
+    lnprobe) timeout 400 python3 scripts/probe_rows.py layernorm ;;
+    lateprobe) timeout 400 python3 scripts/probe_rows.py layernorm late ;;
+    hints) timeout 400 python3 scripts/probe_hints.py ;;
     f32sweep) timeout 400 python3 scripts/gemm_sweep.py --cases 0,2 --top 12 ;;
     splitk) timeout 300 python3 scripts/gemm_sweep.py --cases 14,15 --top 10 ;;
     f32) timeout 300 python3 benchmarks/bench_gemm.py --only f32 --no-triton --json $OUT/gemm_f32.json ;;
     ringsweep) for w in layernorm softmax rmsnorm; do timeout 300 python3 benchmarks/sweep.py --widest --only $w --json $OUT/sweep_$w.json; done ;;
     sweep) timeout 400 python3 benchmarks/sweep.py --only norm --json $OUT/sweep_norm.json ;;
+    normsweep) timeout 500 python3 benchmarks/sweep.py --widest --only norm --json $OUT/sweep_norm.json ;;
+    lnpick) timeout 300 python3 benchmarks/sweep.py --widest --only layernorm --match '_nh(_r40)?_x32|_nh_p_|_t(64|256|512)_p_x32' --json $OUT/sweep_lnpick.json ;;
     memtests) timeout 300 python3 -m pytest -q -n 12 -m "gpu and not slow" tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;
     relu) timeout 200 python3 benchmarks/bench_gemm.py --only relu --no-triton ;;
     gpu) timeout 500 python3 -m pytest -q -n 12 -m gpu tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;

@@ -1,17 +1,19 @@
 """Probe (device run): time text-patched variants of the generated row kernels
 (the block reduction's trailing barrier dropped, a reciprocal for the divide,
-a fast exp, registers budgeted for every thread slot, a persistent grid cut to
-the resident blocks) against the unpatched kernel and Triton, to learn what
-limits them before changing the compiler.
+a fast exp, registers budgeted for more threads, a persistent grid cut to the
+resident blocks; for layernorm: weights in shared memory, cache hints, L2
+prefetch ahead, weights loaded late) against the unpatched kernel and Triton,
+to learn what limits them before changing the compiler.
 
-    python scripts/probe_rows.py
+    python scripts/probe_rows.py [layernorm] [late] [eight]
 
 H100, 2026-11-22: softmax f32 32768x781 77.4 us as generated, 73.3 us with
 registers budgeted for 2048 threads (Triton 73.0; now the default for such
-rows), 74.1 us with a reciprocal; the barrier, the exp and the layernorm
-grids moved nothing beyond noise. Next (2026-11-22, not yet run): layernorm rows of 8
-elements a thread with registers budgeted for 1536 threads (lb_1536), which ptxas fits in
-40 registers without spills; 16-element rows spill there."""
+rows). Layernorm (09:10-09:17): loading the unhoisted f32 weights late, where
+the output reads them, took 16384x4096 from 102 to 94.5 us with registers
+capped at 40, and 65536x1024 to 94.0 us; now what the compiler does
+(BENCHMARKS.md, "Late loads"). Shared-memory weights, evict-first loads and
+L2 prefetching did less or worse."""
 import os
 import re
 import sys
@@ -105,7 +107,143 @@ def chan(src):
     return out.replace('extern "C"', CHAN_HELPER + '\nextern "C"', 1)
 
 
+STREAM_HELPER = """
+namespace tdsl {
+// 16 bytes loaded / stored with a cache hint (evict-first: .cs; or not kept in L1)
+template <class T, int N> __device__ __forceinline__ Vec<T, N> load_hint(const T* p) {
+    static_assert(sizeof(T) * N == 16, "16-byte vectors");
+    Vec<T, N> r; unsigned* u = reinterpret_cast<unsigned*>(&r);
+    asm("LDHINT {%0,%1,%2,%3}, [%4];" : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3]) : "l"(p));
+    return r;
+}
+template <class T, int N> __device__ __forceinline__ void store_cs(T* p, const Vec<T, N>& v) {
+    static_assert(sizeof(T) * N == 16, "16-byte vectors");
+    const unsigned* u = reinterpret_cast<const unsigned*>(&v);
+    asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" :: "l"(p), "r"(u[0]), "r"(u[1]), "r"(u[2]), "r"(u[3]) : "memory");
+}
+}
+"""
+
+
+def hinted(src, load=None, store=False):
+    """Per-row 16-bit loads with a PTX cache hint, and/or stores evict-first."""
+    out = src
+    if load:
+        out = out.replace("tdsl::load<unsigned short, 8>(", "tdsl::load_hint<unsigned short, 8>(")
+    if store:
+        out = out.replace("tdsl::store<unsigned short, 8>(", "tdsl::store_cs<unsigned short, 8>(")
+    helper = STREAM_HELPER.replace("LDHINT", load or "ld.global.cs.v4.u32")
+    return out.replace('extern "C"', helper + '\nextern "C"', 1) if out != src else None
+
+
+def shared_hoist(src):
+    """Row-invariant inputs (loaded before the row loop) kept in per-thread
+    shared-memory slots instead of registers: no barrier, each thread reads its own."""
+    block = int(re.search(r"__launch_bounds__\((\d+),", src).group(1))
+    head = src[:src.find("for (idx_t row =")]
+    names = sorted(set(re.findall(r"(b\d+)\[j\] = tdsl::load<float, \d+>\(in\d+ \+ c1\);", head)))
+    if not names:
+        return None
+    out = src
+    for b in names:
+        decl = re.search(r"tdsl::Vec<float, (\d+)> " + b + r"\[(\d+)\];", out)
+        out = out.replace(decl.group(0), f"__shared__ tdsl::Vec<float, {decl.group(1)}> {b}s[{decl.group(2)}][{block}];")
+        out = out.replace(f"{b}[j]", f"{b}s[j][threadIdx.x]")
+    return out
+
+
+def bounds(src, threads):
+    lb = re.search(r"__launch_bounds__\((\d+), (\d+)\)", src)
+    b = int(lb.group(1))
+    if threads % b or b * int(lb.group(2)) >= threads:
+        return None
+    return src.replace(lb.group(0), f"__launch_bounds__({b}, {threads // b})")
+
+
+PF_HELPER = """
+namespace tdsl {
+// sm_90: one thread asks for a whole contiguous range to be brought into L2
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(p), "r"(bytes) : "memory");
+}
+}
+"""
+LOOP = "    for (idx_t row = (idx_t)blockIdx.x * RPB + threadIdx.x / TPR; row < nrows; row += (idx_t)gridDim.x * RPB) {\n"
+
+
+def l2_prefetch(src, distance):
+    """Persistent rows: lane 0 has x's row `distance` rows (of this block's) ahead
+    brought into L2 by one bulk prefetch; the first `distance` at the start."""
+    if LOOP not in src or "gridDim.x * RPB" not in src:
+        return None
+    ahead = lambda k: (f"{{ const idx_t far = {k}; if (lane == 0 && far < nrows) "
+                       f"tdsl::prefetch_l2_bulk(in0 + (size_t)far * n1, (unsigned)n1 * 2u); }}")
+    start = "\n".join("    " + ahead(f"(idx_t)blockIdx.x * RPB + threadIdx.x / TPR + (idx_t){k} * gridDim.x * RPB")
+                      for k in range(1, distance + 1))
+    out = src.replace(LOOP, start + "\n" + LOOP + "        " + ahead(f"row + (idx_t){distance + 1} * gridDim.x * RPB") + "\n", 1)
+    return out.replace('extern "C"', PF_HELPER + '\nextern "C"', 1)
+
+
+def l2_prefetch_blocks(src, ahead_blocks):
+    """A block per row: block b has row b + ahead_blocks brought into L2."""
+    if LOOP not in src or "gridDim.x * RPB" not in src:
+        return None
+    pf = (f"    {{ const idx_t far = (idx_t)blockIdx.x * RPB + threadIdx.x / TPR + {ahead_blocks}; if (lane == 0 && far < nrows) "
+          f"tdsl::prefetch_l2_bulk(in0 + (size_t)far * n1, (unsigned)n1 * 2u); }}\n")
+    return src.replace(LOOP, pf + LOOP, 1).replace('extern "C"', PF_HELPER + '\nextern "C"', 1)
+
+
+def late(src):
+    """Unhoisted row-invariant inputs (f32 weights) loaded in the output loop,
+    where they are used, instead of with the row before its reductions."""
+    start = src.find("for (idx_t row")
+    head, body = src[:start], src[start:]
+    lines = re.findall(r"\n *(b\d+\[j\] = tdsl::load<float, \d+>\(in\d+ \+ c1\);)", body)
+    if not lines or "p0[" in src:
+        return None
+    for line in lines:
+        body = body.replace(line, "", 1)
+    i = body.find("tdsl::Vec<unsigned short, 8> o0;")
+    return head + body[:i] + " ".join(lines) + "\n                " + body[i:]
+
+
+def ln_variants(src, name):
+    """layernorm: where the registers go (weights in shared memory, budgets) and cache hints."""
+    out = {"base": src}
+    lt = late(src)
+    if lt:
+        for label, text in (("late", lt), ("late+lb_1280", bounds(lt, 1280)), ("late+lb_1536", bounds(lt, 1536)),
+                            ("late+lb_1536+ld.cs", bounds(lt, 1536) and hinted(bounds(lt, 1536), "ld.global.cs.v4.u32"))):
+            if text:
+                out[label] = text
+    if "late" in sys.argv[1:]:
+        return out if lt else {"base": src, "ld.cs": hinted(src, "ld.global.cs.v4.u32")}
+    for d in (1, 2, 4):
+        pf = l2_prefetch(src, d)
+        if pf and "p0[" in src:
+            out[f"l2pf{d}"] = pf
+            out[f"l2pf{d}+ld.cs"] = hinted(pf, "ld.global.cs.v4.u32")
+    if "p0[" not in src and "ring" not in src:
+        for a in (1056, 2112, 4224):
+            out[f"l2pf+{a}blocks"] = l2_prefetch_blocks(src, a)
+    sm = shared_hoist(src)
+    for label, text in (("lb_1536", bounds(src, 1536)), ("lb_full", bounds(src, 2048)),
+                        ("smem", sm), ("smem+lb_1536", sm and bounds(sm, 1536)),
+                        ("smem+lb_full", sm and bounds(sm, 2048)),
+                        ("ld.cs", hinted(src, "ld.global.cs.v4.u32")),
+                        ("ld.nc.noalloc", hinted(src, "ld.global.nc.L1::no_allocate.v4.u32")),
+                        ("st.cs", hinted(src, store=True)),
+                        ("ld.cs+st.cs", hinted(src, "ld.global.cs.v4.u32", True)),
+                        ("smem+ld.nc.noalloc+st.cs", sm and hinted(sm, "ld.global.nc.L1::no_allocate.v4.u32", True)),
+                        ("smem+lb_1536+ld.cs+st.cs", sm and bounds(sm, 1536) and hinted(bounds(sm, 1536), "ld.global.cs.v4.u32", True))):
+        if text:
+            out[label] = text
+    return out
+
+
 def variants(src, name):
+    if "scratch8[" in src:
+        return ln_variants(src, name)
     out = {"base": src}
     if chan(src):
         out["chan"] = chan(src)
@@ -176,8 +314,11 @@ def patched(k, L, program, schedule, sets, outs, ref, report):
     consts = [np.int64(c) for c in program.constants]
     for label, text in variants(src, name).items():
         cubin = toolchain.compile_cuda(text, arch="sm_90a")
-        f = _load(cubin.cubin, name, 0, shared)
         res = cubin.resources.get(name)
+        if res and res.shared_bytes > 48 * 1024:
+            print(f"  patch {label}: {res.shared_bytes} bytes of static shared memory, skipped")
+            continue
+        f = _load(cubin.cubin, name, 0, shared)
 
         def run(i, f=f):
             arrays = [a for a in sets[i] if hasattr(a, "data")]
@@ -187,12 +328,12 @@ def patched(k, L, program, schedule, sets, outs, ref, report):
         outs[0].fill(float("nan"))
         run(0)
         err = float(cp.linalg.norm(outs[0].astype(cp.float64) - ref.astype(cp.float64)) / cp.linalg.norm(ref.astype(cp.float64)))
-        report(f"patch {label} r{res.registers if res else '?'} (err {err:.0e})", run)
         resident = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(f.ptr, int(block[0]), shared)
-        if label == "base" and grid[0] > 132 * resident and grid[0] % 132 == 0 and grid[0] < 132 * 64:
+        report(f"patch {label} r{res.registers if res else '?'} occ{resident * int(block[0])} (err {err:.0e})", run)
+        if grid[0] > 132 * resident and grid[0] % 132 == 0 and grid[0] < 132 * 64:
             full = grid
             grid = (132 * resident,) + tuple(grid[1:])
-            report(f"patch base, persistent grid = {resident} resident/SM (not {full[0] // 132})", run)
+            report(f"  ..., persistent grid = {resident} resident/SM (not {full[0] // 132})", run)
             grid = full
 
 
@@ -200,7 +341,8 @@ rs = np.random.default_rng()
 BW = copy_bandwidth()["gbps"]
 print(f"copy {BW:.0f} GB/s")
 m, n = 32768, 781
-probe("examples/softmax.tdsl", (m, n), lambda: (cp.asarray(rs.standard_normal((m, n), np.float32)),),
+if "layernorm" not in sys.argv[1:]:
+  probe("examples/softmax.tdsl", (m, n), lambda: (cp.asarray(rs.standard_normal((m, n), np.float32)),),
       (lambda x: T.softmax(x)) if T.available()[0] else None,
       [Schedule("reduce_row", block=128, vec=1, items=25, row_threads=32, keep=True),
        Schedule("reduce_row", block=256, vec=1, items=25, row_threads=32, keep=True),
@@ -213,9 +355,11 @@ for m, n in ((16384, 4096), (65536, 1024), (4096, 8192)):
         return (cp.asarray(rs.standard_normal((m, n), np.float32)).astype(cp.float16),
                 cp.asarray(rs.standard_normal(n, np.float32)), cp.asarray(rs.standard_normal(n, np.float32)), 1e-5)
     # 8 elements a thread (items=1): registers for 1536 threads without spills (see lb_1536)
-    eight = [Schedule("reduce_row", block=n // 8, vec=8, items=1, row_threads=n // 8, hoist=hoist)
-             for hoist in (True, False)] if n // 8 <= 1024 else []
+    eight = [Schedule("reduce_row", block=n // 8, vec=8, items=1, row_threads=n // 8, hoist=hoist, blocks_per_sm=ps)
+             for hoist, ps in ((True, 0), (False, 0), (True, 1536 // (n // 8)), (True, 2048 // (n // 8)))
+             if ps == 0 or 1536 % (n // 8) == 0] if n // 8 <= 1024 else []
     probe("examples/layernorm.tdsl", (m, n), make,
           (lambda x, w, b, e: T.layernorm(x, w, b, e)) if T.available()[0] else None, (),
-          ([Schedule("reduce_row", block=64, vec=8, items=2, row_threads=64, hoist=False)] if n == 1024 else [])
-          + eight)
+          [Schedule("reduce_row", block=n // 16, vec=8, items=2, row_threads=n // 16, hoist=False)]
+          + ([Schedule("reduce_row", block=n // 32, vec=8, items=4, row_threads=n // 32, hoist=False)] if n >= 4096 else [])
+          + (eight if "eight" in sys.argv[1:] else []))
