@@ -350,7 +350,7 @@ if "layernorm" not in sys.argv[1:]:
        Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128, keep=True, blocks_per_sm=8),
        Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, keep=True)],
       [Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128)])
-for m, n in ((16384, 4096), (65536, 1024), (4096, 8192)):
+for m, n in (() if "softmax" in sys.argv[1:] else ((16384, 4096), (65536, 1024), (4096, 8192))):
     def make(m=m, n=n):
         return (cp.asarray(rs.standard_normal((m, n), np.float32)).astype(cp.float16),
                 cp.asarray(rs.standard_normal(n, np.float32)), cp.asarray(rs.standard_normal(n, np.float32)), 1e-5)

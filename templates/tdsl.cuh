@@ -34,6 +34,13 @@ __device__ __forceinline__ float round_bf16(double x) { return round_bf16((float
 // ---- NaN-propagating max/min, as NumPy and PyTorch define them ------------
 template <class T> __device__ __forceinline__ T maximum(T a, T b) { return (a > b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T minimum(T a, T b) { return (a < b || a != a) ? a : b; }
+// f32 in one instruction (sm_80+): .NaN returns NaN if either operand is one.
+__device__ __forceinline__ float maximum(float a, float b) {
+    float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
+}
+__device__ __forceinline__ float minimum(float a, float b) {
+    float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
+}
 
 // ---- math, overloaded for float and double ---------------------------------
 #define TDSL_MATH(name, f32fn, f64fn) \

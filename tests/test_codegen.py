@@ -222,6 +222,21 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     assert default(p2) == default(replace(p2, hbm_gbps=0.0))
 
 
+def test_elements_divided_by_a_row_value_multiply_by_its_reciprocal_once_per_row():
+    """softmax's exp(x - max) / sum: one reciprocal per row, a multiply per element (a correctly
+    rounded f32 divide is a dozen instructions); f64 and element-by-element divides stay divides."""
+    k = tiledsl.compile((EXAMPLES / "softmax.tdsl").read_text())
+    [ks] = sources_for(k, dict(M=32768, N=781))
+    assert re.search(r"const float rcp(\d+) = 1\.0f / v\1;", ks.source)
+    assert " / " not in ks.source.split("rcp", 1)[1].split("\n", 1)[1]     # no divide after it
+    ops = toolchain.sass_opcodes(toolchain.sass(toolchain.compile_cuda(ks.source, arch="sm_90a").cubin))
+    assert ops.get("FMNMX.NAN", 0) >= 8          # NaN-propagating max in one instruction
+    for src in ("kernel f(x: f64[M, N]) -> f64[M, N] { return x / sum(x, axis=N) }",
+                "kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] { return x / y + sum(x, axis=N) }"):
+        [other] = sources_for(tiledsl.compile(src), dict(M=64, N=256))
+        assert "rcp" not in other.source and " / " in other.source
+
+
 def test_a_row_ring_that_cannot_run_is_rejected_with_a_reason():
     from tiledsl.errors import TdslCompileError, TdslScheduleError
     k, g, lay, p = _rows("softmax", dict(M=4096, N=781))      # odd rows: no 16-byte vectors

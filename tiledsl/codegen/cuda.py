@@ -165,6 +165,7 @@ class _Renderer:
         self.inputs = {op.value.id: op for op in layout.inputs}
         self.vec = schedule.vec
         self.inner = len(layout.loops) - 1 if layout.loops else None
+        self.reciprocal: set[int] = set()   # row values that element values divide by (reduce())
 
     # -- indexing ------------------------------------------------------------
     def coords(self, loops: list[int], linear: str) -> list[str]:
@@ -223,7 +224,14 @@ class _Renderer:
         return to_reg(raw, op.dtype)
 
     def define(self, v: Value) -> str:
-        return f"const {reg_type(v.dtype)} v{v.id} = {expression(v, self.coord_of)};"
+        if v.op == "div" and v.operands[1].id in self.reciprocal:
+            return f"const {reg_type(v.dtype)} v{v.id} = (v{v.operands[0].id} * rcp{v.operands[1].id});"
+        line = f"const {reg_type(v.dtype)} v{v.id} = {expression(v, self.coord_of)};"
+        return line + self.reciprocal_of(v)
+
+    def reciprocal_of(self, v: Value) -> str:
+        """After a row value that elements divide by: its reciprocal, once per row."""
+        return f" const float rcp{v.id} = 1.0f / v{v.id};" if v.id in self.reciprocal else ""
 
     def closure(self, roots, available) -> list[Value]:
         """Values of this group that `roots` need, not counting `available` ones, in order."""
@@ -362,6 +370,12 @@ class _Renderer:
         row_level = {v.id for v in self.group.values if not (set(v.dims) & r_dims)}
         row_inputs = [op for op in lay.inputs if not (set(op.dims) & r_dims)]
         elem_inputs = [op for op in lay.inputs if set(op.dims) & r_dims]
+        # An element divided by a row value (softmax's exp(x - max) / sum) is multiplied by
+        # the value's reciprocal, computed once per row: a correctly rounded f32 divide is
+        # a dozen instructions an element, enough to bound a short row's kernel (within 1.5 ulp).
+        self.reciprocal = {v.operands[1].id for v in self.group.values
+                           if v.op == "div" and reg_type(v.dtype) == "float" and v.id not in row_level
+                           and v.operands[1].id in row_level and reg_type(v.operands[1].dtype) == "float"}
         uniform, uniform_ids = self.uniform_lines()
         row_input_ids = {op.value.id for op in row_inputs} | uniform_ids
 
@@ -413,9 +427,9 @@ class _Renderer:
                 finish.append(self.cross_thread(r))
                 if r.attr("kind") == "mean":
                     count = " * ".join(f"n{l}" for l in lay.reduced_loops) or "1"
-                    finish.append(f"const {T} v{r.id} = acc{r.id} / ({T})({count});")
+                    finish.append(f"const {T} v{r.id} = acc{r.id} / ({T})({count});" + self.reciprocal_of(r))
                 else:
-                    finish.append(f"const {T} v{r.id} = acc{r.id};")
+                    finish.append(f"const {T} v{r.id} = acc{r.id};" + self.reciprocal_of(r))
             phase_code.append(dict(
                 init=[f"{reg_type(r.dtype)} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};" for r in rs],
                 late=late_lines, lanes=self.lane_loop(body), finish=finish + row_stmts[p]))
@@ -428,7 +442,8 @@ class _Renderer:
         out_late = late_loads(self.used_ids(phase_roots[phases + 1], available_at(phases + 1), kept))
         out_body = self.element_body(phase_roots[phases + 1], available_at(phases + 1), slot, lanes, kept)
         row_loads = [f"const {reg_type(op.dtype)} v{op.value.id} = "
-                     f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs]
+                     f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" + self.reciprocal_of(op.value)
+                     for op in row_inputs]
         row_stores = [f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
                       for op in row_outs]
         r_loops = list(lay.reduced_loops)
