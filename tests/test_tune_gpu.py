@@ -16,6 +16,7 @@ from tiledsl import cli
 from tiledsl.inputs import random_arguments, relative_error
 from tiledsl.tune import autotune
 from tiledsl.tune.db import TuningDB, make_record
+from tiledsl.tune.space import config_label
 
 from conftest import EXAMPLES
 from gpu_helpers import check, gpu_status
@@ -50,10 +51,14 @@ def test_full_search_on_softmax(private_db):
     assert all(c.error <= 1e-5 for c in timed) and not report.wrong
     if os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") == "1":
         # the winner is the fastest within the noise band (only meaningful when no
-        # other test process shares the GPU: under pytest -n the timings are not quiet)
-        assert g.winner.median <= min(c.median for c in timed) * (1 + g.choice.band) + 1e-12
+        # other test process shares the GPU: under pytest -n the timings are not quiet),
+        # unless it is the default, kept because the search's fastest did not beat it
+        # when the two were timed in turn
+        fastest = min(c.median for c in timed)
+        assert g.winner.median <= fastest * (1 + g.choice.band) + 1e-12 or (
+            g.choice.overruled and g.winner.is_default and g.choice.side_by_side), g.choice.reason
     assert k._launcher.overrides == {0: g.winner.schedule}
-    assert report.stored and TuningDB(private_db).records()[0]["tag"] == g.winner.tag
+    assert report.stored and TuningDB(private_db).records()[0]["tag"] == config_label(g.winner.schedule)
     assert report.copy_bandwidth and 0 < report.work.bytes / g.winner.median < 2 * report.copy_bandwidth
     _assert_correct_after(k, ext)
 

@@ -42,6 +42,7 @@ from ..errors import TdslError, TdslRuntimeError
 from ..schedule.choose import Problem, fits
 from ..schedule.schedules import Schedule
 from .paths import ENV_VAR, default_db_path, resolve_db_path
+from .space import config_label
 
 __all__ = ["ENV_VAR", "default_db_path", "resolve_db_path", "TuningDB", "open_db", "tuned_schedule"]
 
@@ -128,7 +129,7 @@ def make_record(kernel, group: int, extents: dict, device: str, cc: str, schedul
     record = {"kernel": kernel.name, "kernel_hash": kernel_fingerprint(kernel), "device": device,
               "cc": str(cc), "dtypes": dtypes_text(kernel.graph), "extents": extents,
               "bucket": buckets(extents), "group": int(group), "config": schedule_config(schedule),
-              "tag": schedule.tag, "tiledsl": __version__, "source_hash": tiledsl_source_hash()[:16],
+              "tag": config_label(schedule), "tiledsl": __version__, "source_hash": tiledsl_source_hash()[:16],
               "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     record.update(measured)
     return record
