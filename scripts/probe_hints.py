@@ -19,28 +19,17 @@ from tiledsl.codegen.cuda import render  # noqa: E402
 from tiledsl.runtime import launcher_for, toolchain  # noqa: E402
 from tiledsl.runtime.launcher import _load  # noqa: E402
 
-HELPER = """
-namespace tdsl {
-template <class T, int N> __device__ __forceinline__ Vec<T, N> load_cs(const T* p) {
-    static_assert(sizeof(T) * N == 16, "16-byte vectors");
-    Vec<T, N> r; unsigned* u = reinterpret_cast<unsigned*>(&r);
-    asm("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3]) : "l"(p));
-    return r;
-}
-template <class T, int N> __device__ __forceinline__ void store_cs(T* p, const Vec<T, N>& v) {
-    static_assert(sizeof(T) * N == 16, "16-byte vectors");
-    const unsigned* u = reinterpret_cast<const unsigned*>(&v);
-    asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" :: "l"(p), "r"(u[0]), "r"(u[1]), "r"(u[2]), "r"(u[3]) : "memory");
-}
-}
-"""
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe_rows import STREAM_HELPER  # noqa: E402
+
+HELPER = STREAM_HELPER.replace("LDHINT", "ld.global.cs.v4.u32")    # load_hint: evict-first
 SIXTEEN = r"(unsigned short, 8|float, 4)"
 
 
 def hinted(src, load, store):
     out = src
     if load:    # per-row loads: their offset starts at the row (c0); hoisted ones do not
-        out = re.sub(r"tdsl::load<" + SIXTEEN + r">\((in\d+ \+ \(c0\))", r"tdsl::load_cs<\1>(\2", out)
+        out = re.sub(r"tdsl::load<" + SIXTEEN + r">\((in\d+ \+ \(c0\))", r"tdsl::load_hint<\1>(\2", out)
     if store:
         out = re.sub(r"tdsl::store<" + SIXTEEN + r">\(", r"tdsl::store_cs<\1>(", out)
     return out.replace('extern "C"', HELPER + '\nextern "C"', 1) if out != src else None

@@ -337,29 +337,35 @@ def patched(k, L, program, schedule, sets, outs, ref, report):
             grid = full
 
 
-rs = np.random.default_rng()
-BW = copy_bandwidth()["gbps"]
-print(f"copy {BW:.0f} GB/s")
-m, n = 32768, 781
-if "layernorm" not in sys.argv[1:]:
-  probe("examples/softmax.tdsl", (m, n), lambda: (cp.asarray(rs.standard_normal((m, n), np.float32)),),
-      (lambda x: T.softmax(x)) if T.available()[0] else None,
-      [Schedule("reduce_row", block=128, vec=1, items=25, row_threads=32, keep=True),
-       Schedule("reduce_row", block=256, vec=1, items=25, row_threads=32, keep=True),
-       Schedule("reduce_row", block=64, vec=1, items=13, row_threads=64, keep=True),
-       Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128, keep=True, blocks_per_sm=8),
-       Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, keep=True)],
-      [Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128)])
-for m, n in (() if "softmax" in sys.argv[1:] else ((16384, 4096), (65536, 1024), (4096, 8192))):
-    def make(m=m, n=n):
-        return (cp.asarray(rs.standard_normal((m, n), np.float32)).astype(cp.float16),
-                cp.asarray(rs.standard_normal(n, np.float32)), cp.asarray(rs.standard_normal(n, np.float32)), 1e-5)
-    # 8 elements a thread (items=1): registers for 1536 threads without spills (see lb_1536)
-    eight = [Schedule("reduce_row", block=n // 8, vec=8, items=1, row_threads=n // 8, hoist=hoist, blocks_per_sm=ps)
-             for hoist, ps in ((True, 0), (False, 0), (True, 1536 // (n // 8)), (True, 2048 // (n // 8)))
-             if ps == 0 or 1536 % (n // 8) == 0] if n // 8 <= 1024 else []
-    probe("examples/layernorm.tdsl", (m, n), make,
-          (lambda x, w, b, e: T.layernorm(x, w, b, e)) if T.available()[0] else None, (),
-          [Schedule("reduce_row", block=n // 16, vec=8, items=2, row_threads=n // 16, hoist=False)]
-          + ([Schedule("reduce_row", block=n // 32, vec=8, items=4, row_threads=n // 32, hoist=False)] if n >= 4096 else [])
-          + (eight if "eight" in sys.argv[1:] else []))
+def main():
+    global BW
+    rs = np.random.default_rng()
+    BW = copy_bandwidth()["gbps"]
+    print(f"copy {BW:.0f} GB/s")
+    m, n = 32768, 781
+    if "layernorm" not in sys.argv[1:]:
+        probe("examples/softmax.tdsl", (m, n), lambda: (cp.asarray(rs.standard_normal((m, n), np.float32)),),
+            (lambda x: T.softmax(x)) if T.available()[0] else None,
+            [Schedule("reduce_row", block=128, vec=1, items=25, row_threads=32, keep=True),
+             Schedule("reduce_row", block=256, vec=1, items=25, row_threads=32, keep=True),
+             Schedule("reduce_row", block=64, vec=1, items=13, row_threads=64, keep=True),
+             Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128, keep=True, blocks_per_sm=8),
+             Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, keep=True)],
+            [Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128)])
+    for m, n in (() if "softmax" in sys.argv[1:] else ((16384, 4096), (65536, 1024), (4096, 8192))):
+        def make(m=m, n=n):
+            return (cp.asarray(rs.standard_normal((m, n), np.float32)).astype(cp.float16),
+                    cp.asarray(rs.standard_normal(n, np.float32)), cp.asarray(rs.standard_normal(n, np.float32)), 1e-5)
+        # 8 elements a thread (items=1): registers for 1536 threads without spills (see lb_1536)
+        eight = [Schedule("reduce_row", block=n // 8, vec=8, items=1, row_threads=n // 8, hoist=hoist, blocks_per_sm=ps)
+                 for hoist, ps in ((True, 0), (False, 0), (True, 1536 // (n // 8)), (True, 2048 // (n // 8)))
+                 if ps == 0 or 1536 % (n // 8) == 0] if n // 8 <= 1024 else []
+        probe("examples/layernorm.tdsl", (m, n), make,
+              (lambda x, w, b, e: T.layernorm(x, w, b, e)) if T.available()[0] else None, (),
+              [Schedule("reduce_row", block=n // 16, vec=8, items=2, row_threads=n // 16, hoist=False)]
+              + ([Schedule("reduce_row", block=n // 32, vec=8, items=4, row_threads=n // 32, hoist=False)] if n >= 4096 else [])
+              + (eight if "eight" in sys.argv[1:] else []))
+
+
+if __name__ == "__main__":
+    main()

@@ -150,6 +150,11 @@ def expression(v: Value, coord) -> str:
     raise TdslError(f"internal error: no CUDA for op '{op}'")
 
 
+def _reads(vals: list[Value], roots) -> set[int]:
+    """Ids of what computing `vals` (the closure of `roots`) reads, and the roots."""
+    return {o.id for v in vals for o in v.operands} | {r.id for r in roots}
+
+
 @dataclass(frozen=True)
 class KernelSource:
     name: str
@@ -253,7 +258,7 @@ class _Renderer:
         kept = kept or {}
         body = []
         vals = self.closure(roots, lambda v: available(v) or v.id in kept)
-        used = self.used_ids(roots, available, kept)
+        used = _reads(vals, roots)
         for op in self.layout.inputs:
             if op.value.id in used and not available(op.value):
                 body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {self.lane_value(op, slot)};")
@@ -264,10 +269,9 @@ class _Renderer:
         body += [f"keep{v.id}[{slot}][e] = v{v.id};" for v in vals if v.id in keep]
         return body + tail
 
-    def used_ids(self, roots, available, kept: dict = None) -> set[int]:
+    def used_ids(self, roots, available, kept: dict) -> set[int]:
         """Ids of the values (inputs among them) that computing `roots` reads."""
-        vals = self.closure(roots, lambda v: available(v) or v.id in (kept or {}))
-        return {o.id for v in vals for o in v.operands} | {r.id for r in roots}
+        return _reads(self.closure(roots, lambda v: available(v) or v.id in kept), roots)
 
     def lane_loop(self, body: list[str]) -> list[str]:
         if self.vec == 1:

@@ -422,7 +422,7 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
         keep = False
     # Where each SM has less HBM bandwidth to use, many rows in flight beat hoisting: the
     # weights stay unhoisted (loaded late, from L1), the grid is a block per row, and the
-    # registers are capped for 1536 threads. Measured 2026-11-23 (benchmarks/sweep.py,
+    # registers are capped for 1536 threads. Measured 2026-11-22 (benchmarks/sweep.py,
     # layernorm f16): on an H100 (25 GB/s per SM) 8% and 7% faster than the persistent
     # prefetch at 16384x4096 and 65536x1024, 3% slower at 4096x8192 (31 rows per SM); on an
     # H200 (37 GB/s per SM) 5%, 3% and 16% slower.
