@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: facts launch lnprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk f32 memory launchbench gemm tunetests tune.
+# Phases: facts launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk f32 memory launchbench gemm tunetests tune.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -17,6 +17,7 @@ for phase in "$@"; do
     probe) timeout 300 python3 scripts/probe_rows.py ;;
     lnprobe) timeout 400 python3 scripts/probe_rows.py layernorm ;;
     lateprobe) timeout 400 python3 scripts/probe_rows.py layernorm late ;;
+    smprobe) timeout 300 python3 scripts/probe_rows.py softmax ;;
     hints) timeout 400 python3 scripts/probe_hints.py ;;
     f32sweep) timeout 400 python3 scripts/gemm_sweep.py --cases 0,2 --top 12 ;;
     splitk) timeout 300 python3 scripts/gemm_sweep.py --cases 14,15 --top 10 ;;

@@ -245,6 +245,8 @@ def variants(src, name):
     if "scratch8[" in src:
         return ln_variants(src, name)
     out = {"base": src}
+    if "tdsl::exp(" in src:     # the approximate exp Triton's tl.exp lowers to
+        out["fastexp"] = src.replace("tdsl::exp(", "__expf(")
     if chan(src):
         out["chan"] = chan(src)
     if NOSYNC_OLD in src:
