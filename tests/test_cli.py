@@ -131,6 +131,19 @@ def test_emit_gpu_stage_without_codegen_is_a_clear_error(capsys, in_repo_root):
         assert rc == 1 and err.startswith("error: ") and "Traceback" not in err
 
 
+def test_emit_schedule_follows_the_given_memory_bandwidth(capsys, in_repo_root):
+    """The layernorm rule reads the GPU's bandwidth per SM; --hbm-gbps lets the CPU show an H100's choice."""
+    args = ("emit", "examples/layernorm.tdsl", "--stage", "schedule", "--shape", "M=16384,N=4096")
+    rc, h100, err = run_cli(capsys, *args, "--hbm-gbps", "3352")
+    assert rc == 0, err
+    rc, unknown, err = run_cli(capsys, *args)
+    assert rc == 0, err
+    assert "_nh_r40_x32" in h100 and "min_blocks=6" in h100
+    assert "_p_x32" in unknown and "prefetch=True" in unknown
+    rc, out, err = run_cli(capsys, *args, "--hbm-gbps", "lots")
+    assert rc == 2 and "invalid float value" in err
+
+
 def test_run_cpu(capsys, in_repo_root):
     rc, out, err = run_cli(capsys, "run", "examples/softmax.tdsl", "--shape", "M=3,N=7", "--cpu")
     assert rc == 0, err

@@ -43,7 +43,7 @@ def cmd_check(args) -> int:
 def cmd_emit(args) -> int:
     from .emit import emit_stage
     for k in _kernels(args.file, args.kernel):
-        print(emit_stage(k, args.stage, args.shape, args.arch))
+        print(emit_stage(k, args.stage, args.shape, args.arch, args.hbm_gbps))
     return 0
 
 
@@ -197,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workload(p)
     p.add_argument("--stage", default="ir", choices=("ir", "schedule", "cuda", "ptx", "cubin", "sass"))
     p.add_argument("--arch", default="sm_90a", help="GPU architecture for cubin/sass (default sm_90a)")
+    p.add_argument("--hbm-gbps", type=float, default=0.0, metavar="GB/S",
+                   help="the GPU's peak memory bandwidth, which some schedule rules read "
+                        "(an H100 SXM: 3352; default: unknown, the rules an H200 gets)")
     p.set_defaults(func=cmd_emit)
 
     p = sub.add_parser("run", help="run on random inputs, check against the reference, time it",

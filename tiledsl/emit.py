@@ -18,12 +18,12 @@ def _extents(kernel, shape: Optional[str]) -> dict[str, int]:
     return parse_shape(shape, kernel.graph)
 
 
-def emit_stage(kernel, stage: str, shape: Optional[str], arch: str) -> str:
+def emit_stage(kernel, stage: str, shape: Optional[str], arch: str, hbm_gbps: float = 0.0) -> str:
     if stage == "ir":
         return kernel.ir_text()
     from .codegen import sources_for
     from .schedule.partition import describe, partition
-    sources = sources_for(kernel, _extents(kernel, shape), arch=arch)
+    sources = sources_for(kernel, _extents(kernel, shape), arch=arch, hbm_gbps=hbm_gbps)
     if stage == "schedule":
         lines = [describe(partition(kernel.graph))]
         lines += [f"kernel {s.name}: {s.schedule}" for s in sources]
