@@ -19,6 +19,7 @@ from tiledsl.tune.db import TuningDB
 from tiledsl.tune.space import config_label
 
 import fake_gpu
+from conftest import EXAMPLES
 
 pytestmark = pytest.mark.skipif(not toolchain.available(), reason="NVRTC is not installed")
 
@@ -294,3 +295,21 @@ def test_when_nothing_passes_the_default_stays_and_nothing_is_stored(gpu, tmp_pa
     assert "no candidate gave a correct, timed result" in report.warnings[0]
     assert not report.stored and not db.exists() and k._launcher.overrides == {}
     assert "warning: group 0" in report.table()
+
+
+def test_the_search_space_centres_on_the_default_this_gpus_bandwidth_picks(gpu, monkeypatch):
+    """The tuner reads the GPU's peak memory bandwidth as the launcher does: on an H100's
+    (2619 MHz x 5120 bits, 3352 GB/s) layernorm's default, timed first, is the late-load row."""
+    from tiledsl.runtime import launcher
+    layernorm = (EXAMPLES / "layernorm.tdsl").read_text()
+    ext = dict(M=8448, N=64)         # 64 rows per SM of 132
+    report = autotune(_kernel(layernorm), ext, max_candidates=1, db=False)
+    assert report.groups[0].default.tag.endswith("_p_x32")         # the fake H200: 4.9 TB/s
+    attrs = {36: 2_619_000, 37: 5120}
+    real = gpu.cuda.runtime.deviceGetAttribute
+    monkeypatch.setattr(gpu.cuda.runtime, "deviceGetAttribute", lambda a, d: attrs.get(a) or real(a, d))
+    monkeypatch.setattr(launcher, "_HBM_GBPS", {})
+    assert abs(launcher.hbm_bandwidth(0) - 3352.3) < 0.1
+    report = autotune(_kernel(layernorm), ext, max_candidates=1, db=False)
+    [g] = report.groups
+    assert g.default.tag.endswith("_nh_r40_x32") and g.winner is not None and g.winner.is_default
