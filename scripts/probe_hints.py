@@ -20,7 +20,7 @@ from tiledsl.runtime import launcher_for, toolchain  # noqa: E402
 from tiledsl.runtime.launcher import _load  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from probe_rows import STREAM_HELPER  # noqa: E402
+from probe_rows import STREAM_HELPER, patched_error, raw_call  # noqa: E402
 
 HELPER = STREAM_HELPER.replace("LDHINT", "ld.global.cs.v4.u32")    # load_hint: evict-first
 SIXTEEN = r"(unsigned short, 8|float, 4)"
@@ -54,15 +54,9 @@ def probe(path, shape, make):
         if not text:
             continue
         f = _load(toolchain.compile_cuda(text, arch="sm_90a").cubin, name, 0, shared)
-
-        def run(i, f=f):
-            arrays = [a for a in sets[i] if hasattr(a, "data")]
-            scalars = [np.float64(a) for a in sets[i] if not hasattr(a, "data")]
-            names = consts + arrays + [outs[i]] + scalars
-            f(grid, block, tuple(names[j] for j in picks), shared_mem=shared)
-        outs[0].fill(float("nan"))
-        run(0)
-        err = float(cp.linalg.norm(outs[0].astype(cp.float64) - ref.astype(cp.float64)) / cp.linalg.norm(ref.astype(cp.float64)))
+        call = raw_call(f, sets, outs, consts, picks, block, shared)
+        run = (lambda call: lambda i: call(i, grid))(call)
+        err = patched_error(run, outs, ref)
         assert err < 1e-6, (label, err)
         runs[label] = run
     times = {label: [] for label in runs}

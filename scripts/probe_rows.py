@@ -302,6 +302,24 @@ def probe(path, ext, make, triton_fn, schedules=(), patch_schedules=()):
         patched(k, L, program, schedule, sets, outs, ref, report)
 
 
+def raw_call(f, sets, outs, consts, picks, block, shared):
+    """call(i, grid): a patched kernel on input set i, its arguments as the launcher passes them."""
+    def call(i, grid):
+        arrays = [a for a in sets[i] if hasattr(a, "data")]
+        scalars = [np.float64(a) for a in sets[i] if not hasattr(a, "data")]
+        names = consts + arrays + [outs[i]] + scalars
+        f(grid, block, tuple(names[j] for j in picks), shared_mem=shared)
+    return call
+
+
+def patched_error(run, outs, ref) -> float:
+    """Relative error of a patched kernel's first output, poisoned before the run."""
+    outs[0].fill(float("nan"))
+    run(0)
+    return float(cp.linalg.norm(outs[0].astype(cp.float64) - ref.astype(cp.float64))
+                 / cp.linalg.norm(ref.astype(cp.float64)))
+
+
 def patched(k, L, program, schedule, sets, outs, ref, report):
     fn, grid, block, picks, shared = program.steps[0]
     if schedule != program.choices[0][0]:
@@ -321,15 +339,11 @@ def patched(k, L, program, schedule, sets, outs, ref, report):
             print(f"  patch {label}: {res.shared_bytes} bytes of static shared memory, skipped")
             continue
         f = _load(cubin.cubin, name, 0, shared)
+        call = raw_call(f, sets, outs, consts, picks, block, shared)
 
-        def run(i, f=f):
-            arrays = [a for a in sets[i] if hasattr(a, "data")]
-            scalars = [np.float64(a) for a in sets[i] if not hasattr(a, "data")]
-            names = consts + arrays + [outs[i]] + scalars
-            f(grid, block, tuple(names[j] for j in picks), shared_mem=shared)
-        outs[0].fill(float("nan"))
-        run(0)
-        err = float(cp.linalg.norm(outs[0].astype(cp.float64) - ref.astype(cp.float64)) / cp.linalg.norm(ref.astype(cp.float64)))
+        def run(i, call=call):
+            call(i, grid)       # the grid as it is when run: re-timed below at the resident count
+        err = patched_error(run, outs, ref)
         resident = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(f.ptr, int(block[0]), shared)
         report(f"patch {label} r{res.registers if res else '?'} occ{resident * int(block[0])} (err {err:.0e})", run)
         if grid[0] > 132 * resident and grid[0] % 132 == 0 and grid[0] < 132 * 64:
