@@ -408,6 +408,8 @@ class _Renderer:
         # registers through the reductions (layernorm's f32 weight and bias: 32 of 64).
         late = [op for op in elem_inputs if cached and op not in hoisted and not set(op.loops) & kept_loops]
         per_row = [op for op in elem_inputs if op not in hoisted and op not in late]
+        # loaded with the row (cached), or by every phase as it streams the row (looped)
+        per_row_loads = [line for op in per_row for line in self.load_lines(op, slot)]
         late_loads = lambda used: [line for op in late if op.value.id in used  # noqa: E731
                                    for line in self.load_lines(op, slot)]
         full_outs = [op for op in lay.outputs if set(op.dims) & r_dims]
@@ -436,7 +438,7 @@ class _Renderer:
                     finish.append(f"const {T} v{r.id} = acc{r.id};" + self.reciprocal_of(r))
             phase_code.append(dict(
                 init=[f"{reg_type(r.dtype)} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};" for r in rs],
-                late=late_lines, lanes=self.lane_loop(body), finish=finish + row_stmts[p]))
+                loads=late_lines if cached else per_row_loads, lanes=self.lane_loop(body), finish=finish + row_stmts[p]))
 
         row_outs = [op for op in lay.outputs if not (set(op.dims) & r_dims)]
         decl, lanes, stores = [], [], []
@@ -476,7 +478,7 @@ class _Renderer:
             r_coords=self.coords(r_loops, f"c * {self.vec}" if self.vec > 1 else "c"),
             buffers=[self.buffer_decl(op, max(1, self.s.items)) for op in elem_inputs]
             + [f"{reg_type(self.values[vid].dtype)} keep{vid}[{self.s.items}][{self.vec}];" for vid in keep_at],
-            loads=[line for op in per_row for line in self.load_lines(op, slot)],
+            loads=per_row_loads,
             hoisted_loads=[line for op in hoisted for line in self.load_lines(op, slot)],
             prefetch=prefetch,
             prefetch_buffers=[self.buffer_decl(op, self.s.items, "p") for op in per_row] if prefetch else [],
@@ -491,7 +493,7 @@ class _Renderer:
             ring_reads=[f"b{op.index}[j] = ring{op.index}[stage][j][threadIdx.x];" for op in ringed] if staged else [],
             uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
             has_full_outputs=bool(full_outs) and not split,
-            out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores, out_late=out_late,
+            out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores, out_loads=out_late if cached else per_row_loads,
             row_stores=row_stores)
 
     def check_ring(self, ringed: list[Operand]) -> None:

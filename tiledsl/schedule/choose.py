@@ -12,8 +12,8 @@ from typing import Optional
 from .hints import Hints
 from .layout import operand_input, Layout
 from .partition import Group
-from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, THREADS_PER_SM, Schedule,
-                        ring_refusal)
+from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
+                        Schedule, ring_refusal)
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -200,7 +200,7 @@ def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bo
     and layernorm f16 without hoisting fit; layernorm's hoisted f32 weights (40 words) spill."""
     invariant = p.words_per_row_element() - p.words_per_row_element_per_row()
     held = items * vec * (p.words_per_row_element_per_row() + (invariant if hoist else 0))
-    return 1536 % block == 0 and vec > 1 and items * vec <= 16 and not keep and held <= 16
+    return R40_THREADS % block == 0 and vec > 1 and items * vec <= 16 and not keep and held <= 16
 
 
 def ring_problem(p: Problem, s: Schedule) -> str:
@@ -350,7 +350,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                             if not per_sm and full_occupancy_fits(p, items, vec, keep):
                                 out.append(replace(out[-1], min_blocks=THREADS_PER_SM // block))
                             elif not per_sm and r40_fits(p, block, items, vec, keep, hoist):
-                                out.append(replace(out[-1], min_blocks=1536 // block))
+                                out.append(replace(out[-1], min_blocks=R40_THREADS // block))
                     # a persistent block's threads copy their next rows into shared memory
                     # (cp.async) while they reduce this one: rows in flight cost no registers
                     if p.rows > 4 * p.sm_count:
@@ -426,14 +426,14 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     # layernorm f16): on an H100 (25 GB/s per SM) 8% and 7% faster than the persistent
     # prefetch at 16384x4096 and 65536x1024, 3% slower at 4096x8192 (31 rows per SM); on an
     # H200 (37 GB/s per SM) 5%, 3% and 16% slower.
-    late = (hoist and bool(per_sm) and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM
+    late = (bool(per_sm) and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM
             and p.rows >= 64 * p.sm_count and r40_fits(p, tpr, items, vec, False, False) and not hints.stages)
     if late:
         hoist, per_sm, prefetch, keep = False, 0, False, False
     full = not per_sm and not prefetch and full_occupancy_fits(p, items, vec, keep)
     chosen = Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
                       hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, prefetch=prefetch,
-                      min_blocks=THREADS_PER_SM // tpr if full else 1536 // tpr if late else 1,
+                      min_blocks=THREADS_PER_SM // tpr if full else R40_THREADS // tpr if late else 1,
                       index64=p.index64)
     return pinned_ring(p, chosen, hints.stages) if hints.stages and hints.stages > 1 else chosen
 

@@ -38,8 +38,8 @@ REGISTERS_PER_SM = 65536
 MAX_SHARED_BYTES = 227 * 1024   # dynamic shared memory per block on sm_90 (sm_80: 163 KB)
 MAX_ROW_STAGES = 4         # reduce_row: rows in a thread's shared-memory ring
 MAX_RING_BYTES = 40 * 1024  # a row ring's static shared memory (of the 48 KB a block has without opting in)
-ROW_THREAD_BUDGETS = (1536, THREADS_PER_SM)   # reduce_row min_blocks * block beyond the usual 1024:
-                                              # 40 and 32 registers a thread
+R40_THREADS = 1536         # reduce_row: resident threads per SM that 40 registers a thread allow
+ROW_THREAD_BUDGETS = (R40_THREADS, THREADS_PER_SM)   # min_blocks * block beyond the usual 1024
 
 
 def ring_bytes(s: "Schedule", inputs: int) -> int:
@@ -114,7 +114,7 @@ class Schedule:
                         f"(items >= 1) and replaces the register prefetch")
             if self.min_blocks != 1 and self.min_blocks * self.block not in ROW_THREAD_BUDGETS:
                 return (f"a row reduction budgets registers for 1024 threads per SM (min_blocks 1), "
-                        f"for 1536 or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
+                        f"for {R40_THREADS} or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
         elif self.kind != "matmul" and self.min_blocks != 1:
             return "only row reductions and GEMMs choose the blocks per SM their registers are budgeted for"
         elif self.kind == "reduce_col":
