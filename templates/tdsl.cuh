@@ -178,5 +178,17 @@ template <class T, int N>
 __device__ __forceinline__ void store(T* __restrict__ p, const Vec<T, N>& v) {
     *reinterpret_cast<Vec<T, N>*>(p) = v;
 }
+// Held as loaded, packed two 16-bit values a register, from here on: the compiler
+// may no longer move their conversions to f32 ahead of this point (out of a loop),
+// which would hold every value twice, packed and widened.
+template <class T, int N>
+__device__ __forceinline__ void keep_packed(Vec<T, N>& v) {
+    static_assert(sizeof(Vec<T, N>) % 4 == 0, "whole 32-bit words");
+    unsigned u[sizeof(Vec<T, N>) / 4];
+    memcpy(u, &v, sizeof(u));       // register moves, without aliasing 16-bit values as 32-bit
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(u) / 4); ++i) asm volatile("" : "+r"(u[i]));
+    memcpy(&v, u, sizeof(u));
+}
 
 }  // namespace tdsl

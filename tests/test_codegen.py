@@ -33,6 +33,9 @@ PROGRAMS = {
                  dict(M=64, N=4096)),
     "softmax": ("examples/softmax.tdsl", dict(M=64, N=4096)),
     "layernorm": ("examples/layernorm.tdsl", dict(M=64, N=4096)),
+    # all f16, as in a half-precision model: hoisted 16-bit weights
+    "layernorm_f16": ((EXAMPLES / "layernorm.tdsl").read_text().replace("w: f32[N], b: f32[N]", "w: f16[N], b: f16[N]"),
+                      dict(M=64, N=4096)),
     "rmsnorm_bf16": ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
                      "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=64, N=4096)),
     "column_sum": ("examples/column_sum.tdsl", dict(M=64, N=100000)),
@@ -66,7 +69,7 @@ def _pipelined_variants():
     """Row reductions that prefetch (two row buffers per thread) or keep a cp.async ring of rows
     in shared memory: candidates only with many rows."""
     for name, extents in (("softmax", dict(M=32768, N=781)), ("layernorm", dict(M=4096, N=8192)),
-                          ("rmsnorm_bf16", dict(M=4096, N=8192))):
+                          ("layernorm_f16", dict(M=4096, N=8192)), ("rmsnorm_bf16", dict(M=4096, N=8192))):
         k = tiledsl.compile(PROGRAMS[name][0])
         g = partition(k.graph)[0]
         lay = plan_layout(g, k.graph)
@@ -199,6 +202,23 @@ def test_unhoisted_row_invariant_inputs_are_loaded_after_the_reductions(arch):
     assert not any(c.hoist and c.min_blocks > 1 and c.items == 2 for c in candidates(p))
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_hoisted_16_bit_weights_stay_packed_through_the_row_loop(arch):
+    """A prefetching persistent block holds layernorm's f16 weight and bias packed, two values a
+    register, and widens them where they are used. Left to itself, ptxas widened them once ahead
+    of the row loop and held both forms: 63 registers and 16 bytes of spills under the block's 64."""
+    k, g, lay, p = _rows("layernorm_f16", dict(M=4096, N=8192))
+    s = default(p)
+    assert s.hoist and s.prefetch and s.blocks_per_sm
+    ks, compiled, usage = _compile(k, g, lay, s, arch)
+    assert re.findall(r"tdsl::keep_packed\((\w+)\[j\]\)", ks.source) == ["b1", "b2"]   # not the row's x
+    assert usage.spill_stores == 0 and usage.spill_loads == 0 and usage.local_bytes == 0, usage
+    assert usage.registers <= 56, usage
+    # f32 weights are loaded as they are used: nothing to keep packed
+    k32, g32, lay32, p32 = _rows("layernorm", dict(M=4096, N=8192))
+    assert "keep_packed(" not in render(k32.graph, g32, lay32, default(p32), 1).source.split('extern "C"')[1]
+
+
 def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     """Below 30 GB/s of peak HBM bandwidth per SM (an H100: 3.35 TB/s over 132 SMs), rows
     with f32 weights run a block per row with the weights loaded late and registers for
@@ -216,6 +236,14 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
             other = pick(m, n, gbps)
             assert other.hoist and other.prefetch and other.blocks_per_sm > 0 and other.min_blocks == 1
     assert pick(4096, 8192, 3352.0).prefetch                    # 31 rows per SM
+    # f16 weights, twice the row rather than four times: late on any GPU at 64 rows per SM and
+    # more, and at 31 rows per SM where the bandwidth per SM is low
+    k16, g16, lay16, _ = _rows("layernorm_f16", dict(M=4096, N=8192))
+    pick16 = lambda m, n, gbps: default(problem(g16, lay16, dict(M=m, N=n), hbm_gbps=gbps))  # noqa: E731
+    for m, n, gbps in ((4096, 8192, 3352.0), (16384, 4096, 3352.0), (16384, 4096, 4915.0), (65536, 1024, 0.0)):
+        late = pick16(m, n, gbps)
+        assert late.tag.endswith("_nh_r40_x32") and not late.blocks_per_sm and not late.hoist
+    assert pick16(4096, 8192, 4915.0).prefetch and pick16(4096, 8192, 0.0).prefetch
     rms = tiledsl.compile((EXAMPLES / "rmsnorm.tdsl").read_text())   # an f16 weight is not hoisted anyway
     g2 = partition(rms.graph)[0]
     p2 = problem(g2, plan_layout(g2, rms.graph), dict(M=16384, N=4096), hbm_gbps=3352.0)

@@ -113,6 +113,13 @@ kernel layernorm_bf16(x: bf16[M, N], w: bf16[N], b: bf16[N], eps: f32 = 1e-5) ->
     var = mean(xc * xc, axis=N)
     return xc * rsqrt(var + eps) * w + b
 }""",
+    "layernorm_f16": """
+kernel layernorm_f16(x: f16[M, N], w: f16[N], b: f16[N], eps: f32 = 1e-5) -> f16[M, N] {
+    mu  = mean(x, axis=N)
+    xc  = x - mu
+    var = mean(xc * xc, axis=N)
+    return xc * rsqrt(var + eps) * w + b
+}""",
     "layernorm_f32": """
 kernel layernorm_f32(x: f32[M, N], w: f32[N], b: f32[N], eps: f32 = 1e-5) -> f32[M, N] {
     mu  = mean(x, axis=N)
@@ -872,10 +879,16 @@ def test_pointwise_over_2_to_the_31_elements(which, mode):
 # Enough rows for the persistent (blocks_per_sm) and prefetching schedules to be candidates,
 # with row counts and row lengths that leave partial blocks and partial vectors.
 ROW_PROGRAMS = [("softmax.tdsl", dict(M=1001, N=781)), ("softmax.tdsl", dict(M=700, N=4100)),
-                ("layernorm.tdsl", dict(M=611, N=8192 + 8)), ("rmsnorm.tdsl", dict(M=999, N=1032))]
+                ("layernorm.tdsl", dict(M=611, N=8192 + 8)), ("rmsnorm.tdsl", dict(M=999, N=1032)),
+                # f16 weights hoisted and kept packed (keep_packed), and scalar rows of them
+                ("layernorm_f16", dict(M=611, N=8192 + 8)), ("layernorm_f16", dict(M=577, N=1031))]
 # Shapes whose rows fit a shared-memory ring: only the ring schedules of these (f16 rows with
 # hoisted and unhoisted f32 weights, f32 rows), with partial vectors per thread at the row's end.
 RING_PROGRAMS = [("layernorm.tdsl", dict(M=1001, N=1032)), ("softmax.tdsl", dict(M=777, N=1028))]
+
+
+def _row_program(name: str):
+    return compiled(name) if name.endswith(".tdsl") else compiled(VARIANTS[name])
 
 
 def _row_candidates():
@@ -883,13 +896,13 @@ def _row_candidates():
     from tiledsl.schedule.choose import candidates, problem
     for name, extents, rings_only in ([(*np_, False) for np_ in ROW_PROGRAMS]
                                       + [(*np_, True) for np_ in RING_PROGRAMS]):
-        k = compiled(name)
+        k = _row_program(name)
         launcher = launcher_for(k)
         p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
         for s in candidates(p, k.hints):
             if s.kind == "reduce_row" and (s.stages > 1 or not rings_only):
                 label = "x".join(map(str, extents.values()))
-                yield pytest.param(name, extents, s, id=f"{name[:-5]}-{label}-{s.tag}-ps{s.blocks_per_sm}")
+                yield pytest.param(name, extents, s, id=f"{name.removesuffix('.tdsl')}-{label}-{s.tag}-ps{s.blocks_per_sm}")
 
 
 @pytest.mark.parametrize("name,extents,schedule", list(_row_candidates()))
@@ -898,7 +911,7 @@ def test_every_row_reduction_schedule(name, extents, schedule):
     at tails, on the device's own SM count (the grid may differ from the one planned)."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides
-    k = tiledsl.compile(EXAMPLES / name)
+    k = tiledsl.compile(EXAMPLES / name if name.endswith(".tdsl") else VARIANTS[name])
     k._launcher = launcher_for(k)
     set_overrides(k._launcher, {0: schedule})
     check(k, host_arguments(k, extents), extents, "out")

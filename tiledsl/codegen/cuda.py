@@ -403,6 +403,12 @@ class _Renderer:
         # row: a cached kernel loads them once, before the row loop.
         kept_loops = set(lay.kept_loops)
         hoisted = [op for op in elem_inputs if cached and self.s.hoist and not set(op.loops) & kept_loops]
+        # Hoisted 16-bit vectors stay packed through the row loop and are widened where used:
+        # left to itself, ptxas widens them once ahead of the loop and holds both forms
+        # (layernorm's f16 weight and bias spilled under a prefetching block's 64 registers).
+        packed = [line for op in hoisted if op.dtype.itemsize == 2 and self.mode(op) == "vec" and self.vec > 1
+                  for line in ("#pragma unroll", f"for (int j = 0; j < {self.s.items}; ++j) "
+                               f"tdsl::keep_packed(b{op.index}[j]);")]
         # Row-invariant inputs left unhoisted are loaded late: in each phase that reads
         # them, from L1, rather than with the row. Loaded with the row they would stay in
         # registers through the reductions (layernorm's f32 weight and bias: 32 of 64).
@@ -491,7 +497,7 @@ class _Renderer:
             ring_issues=[f"tdsl::cp_async16_ordered(&ring{op.index}[slot][j][threadIdx.x], "
                          f"in{op.index} + {self.offset(op)});" for op in ringed] if staged else [],
             ring_reads=[f"b{op.index}[j] = ring{op.index}[stage][j][threadIdx.x];" for op in ringed] if staged else [],
-            uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
+            packed=packed, uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
             has_full_outputs=bool(full_outs) and not split,
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores, out_loads=out_late if cached else per_row_loads,
             row_stores=row_stores)

@@ -114,17 +114,23 @@ class Problem:
         kept, reduced = set(self.layout.kept_loops), set(self.layout.reduced_loops)
         return any(not set(op.loops) & kept and set(op.loops) & reduced for op in self.layout.inputs)
 
-    def words_per_row_element(self) -> float:
-        """4-byte registers a cached row needs per element, over all its inputs."""
+    def words_per_row_element(self, vec: int = 2) -> float:
+        """4-byte registers a cached row needs per element, over all its inputs: 16-bit
+        values loaded in vectors share a register two by two; loaded one by one (vec 1),
+        each takes a register of its own (ptxas: an all-f16 layernorm spilled, counted at half)."""
         reduced = set(self.layout.reduced_loops)
-        words = sum(op.dtype.itemsize / 4 for op in self.layout.inputs if set(op.loops) & reduced)
+        words = sum(_words(op, vec) for op in self.layout.inputs if set(op.loops) & reduced)
         return max(words, 0.5)
 
-    def words_per_row_element_per_row(self) -> float:
+    def words_per_row_element_per_row(self, vec: int = 2) -> float:
         """The part of words_per_row_element that changes from row to row (what a prefetch doubles)."""
         reduced, kept = set(self.layout.reduced_loops), set(self.layout.kept_loops)
-        return sum(op.dtype.itemsize / 4 for op in self.layout.inputs if set(op.loops) & reduced
+        return sum(_words(op, vec) for op in self.layout.inputs if set(op.loops) & reduced
                    and set(op.loops) & kept)
+
+
+def _words(op, vec: int) -> float:
+    return op.dtype.itemsize / 4 if vec > 1 else max(1.0, op.dtype.itemsize / 4)
 
 
 def problem(group: Group, layout: Layout, extents: dict[str, int], misaligned=frozenset(),
@@ -178,7 +184,7 @@ def prefetch_fits(p: Problem, items: int, vec: int) -> bool:
     with ptxas: at most 16 elements, 8 without vectors, and PREFETCH_REGISTERS words)."""
     elements = items * vec
     return (elements <= (MAX_ROW_ELEMENTS // 4 if vec == 1 else MAX_ROW_ELEMENTS // 2) and
-            elements * (p.words_per_row_element() + p.words_per_row_element_per_row()) <= PREFETCH_REGISTERS)
+            elements * (p.words_per_row_element(vec) + p.words_per_row_element_per_row(vec)) <= PREFETCH_REGISTERS)
 
 
 def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
@@ -188,7 +194,7 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     element takes a register even when 16 bits wide; measured with ptxas).
     Such a thread has few bytes in flight, so the SM needs all its threads to
     hide the latency (H100, 2026-11-22: softmax f32 32768x781 0.88x -> 0.93x copy)."""
-    held = items * max(1.0, p.words_per_row_element()) * (2 if keep else 1)
+    held = items * p.words_per_row_element(vec) * (2 if keep else 1)
     return vec == 1 and items <= 8 and held <= 16
 
 
@@ -198,8 +204,8 @@ def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bo
     16 words through the row (their per-row inputs, and the row-invariant ones if
     hoisted; unhoisted ones are loaded late). Measured with ptxas on sm_90a: softmax f32
     and layernorm f16 without hoisting fit; layernorm's hoisted f32 weights (40 words) spill."""
-    invariant = p.words_per_row_element() - p.words_per_row_element_per_row()
-    held = items * vec * (p.words_per_row_element_per_row() + (invariant if hoist else 0))
+    invariant = p.words_per_row_element(vec) - p.words_per_row_element_per_row(vec)
+    held = items * vec * (p.words_per_row_element_per_row(vec) + (invariant if hoist else 0))
     return R40_THREADS % block == 0 and vec > 1 and items * vec <= 16 and not keep and held <= 16
 
 
@@ -330,12 +336,12 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     # The search space is capped: widest vectors first, the likelier winners, and row
     # widths nearest the default's first (its neighbours before the extremes).
     vecs = sorted({max_vector(p, hints.vector), 1}, reverse=True) if p.row_major() else [1]
-    words = p.words_per_row_element()
     base = default(p, hints)
     center = (base.row_threads if base.kind == "reduce_row" else 256).bit_length()
     widths = sorted((32, 64, 128, 256, 512, 1024), key=lambda t: (abs(t.bit_length() - center), t))
     for vec in vecs:
         rvec = p.row_length // vec
+        words = p.words_per_row_element(vec)
         for tpr in widths:
             block = 128 if tpr == 32 else tpr
             items = _pow2_at_least(max(1, -(-rvec // tpr)))
@@ -412,7 +418,7 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
     hoist = invariant > per_row
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
-    keep = 2 * items * vec * p.words_per_row_element() <= row_register_budget(vec)
+    keep = 2 * items * vec * p.words_per_row_element(vec) <= row_register_budget(vec)
     # A persistent block loads its next row while it reduces this one. Measured 2026-11-22
     # (benchmarks/sweep.py, layernorm f16 16384x4096 / 65536x1024 / 4096x8192): on an H200
     # 10%, 6% and 1% faster than without, the fastest schedule of each space; on an H100 2%
@@ -425,9 +431,15 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     # registers are capped for 1536 threads. Measured 2026-11-22 (benchmarks/sweep.py,
     # layernorm f16): on an H100 (25 GB/s per SM) 8% and 7% faster than the persistent
     # prefetch at 16384x4096 and 65536x1024, 3% slower at 4096x8192 (31 rows per SM); on an
-    # H200 (37 GB/s per SM) 5%, 3% and 16% slower.
-    late = (bool(per_sm) and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM
-            and p.rows >= 64 * p.sm_count and r40_fits(p, tpr, items, vec, False, False) and not hints.stages)
+    # H200 (37 GB/s per SM) 5%, 3% and 16% slower. Weights at most twice the row (f16 weight
+    # and bias) are cheap to read from L1 row after row: late on any GPU at 64 rows per SM
+    # (H200 74.5 and 70.0 us against 75.9 and 73.6 at 16384x4096 and 65536x1024), and with
+    # fewer rows per SM where bandwidth per SM is low (H100 4096x8192: 51.0 against 52.1;
+    # H200: 42.5 against 40.2, the persistent block stays).
+    low_bandwidth = 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM
+    light = invariant <= 2 * per_row
+    late = (bool(per_sm) and r40_fits(p, tpr, items, vec, False, False) and not hints.stages
+            and (low_bandwidth or light) and (p.rows >= 64 * p.sm_count or (low_bandwidth and light)))
     if late:
         hoist, per_sm, prefetch, keep = False, 0, False, False
     full = not per_sm and not prefetch and full_occupancy_fits(p, items, vec, keep)
