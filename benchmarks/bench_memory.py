@@ -38,6 +38,10 @@ kernel chain5(x: f32[M, N]) -> f32[M, N] {
 """
 SOFTMAX_TDSL = (C.EXAMPLES / "softmax.tdsl").read_text()       # f32[M, N] -> f32[M, N]
 LAYERNORM_TDSL = (C.EXAMPLES / "layernorm.tdsl").read_text()   # f16 x, f32 w/b, eps 1e-5 -> f16
+# all f16, as in a half-precision model (torch's .half(), Triton's layer-norm tutorial)
+LAYERNORM16_TDSL = LAYERNORM_TDSL.replace("w: f32[N], b: f32[N]", "w: f16[N], b: f16[N]")
+assert LAYERNORM16_TDSL != LAYERNORM_TDSL
+LN16 = "layernorm (w, b f16)"
 RMSNORM_TDSL = (C.EXAMPLES / "rmsnorm.tdsl").read_text()       # f16 x, f16 w, eps 1e-6 -> f16
 
 LN_EPS = 1e-5
@@ -48,6 +52,7 @@ FULL_SHAPES = {
     "sigmoid(relu((x+1)*2)-0.5)": [(16384, 4096)],
     "softmax": [(16384, 1024), (8192, 4096), (4096, 16384), (32768, 781)],
     "layernorm": [(16384, 4096), (65536, 1024), (4096, 8192)],
+    LN16: [(16384, 4096), (65536, 1024), (4096, 8192)],
     "rmsnorm": [(16384, 4096), (65536, 1024), (4096, 8192)],
 }
 QUICK_SHAPES = {
@@ -55,6 +60,7 @@ QUICK_SHAPES = {
     "sigmoid(relu((x+1)*2)-0.5)": [(4096, 4096)],
     "softmax": [(8192, 4096), (32768, 781)],
     "layernorm": [(16384, 4096)],
+    LN16: [(4096, 8192)],
     "rmsnorm": [(16384, 4096)],
 }
 
@@ -295,10 +301,15 @@ def _softmax_torch(ctx, inp):
 # ---- layernorm (f16 x, f32 w/b) --------------------------------------------------------------
 
 
-def _make_layernorm(cp, rs, shape):
+def _make_layernorm(cp, rs, shape, weights="float32"):
     m, n = shape
     return {"x": (rs.standard_normal(shape, dtype=cp.float32) + cp.float32(0.5)).astype(cp.float16),
-            "w": rs.standard_normal(n, dtype=cp.float32), "b": rs.standard_normal(n, dtype=cp.float32)}
+            "w": rs.standard_normal(n, dtype=cp.float32).astype(weights),
+            "b": rs.standard_normal(n, dtype=cp.float32).astype(weights)}
+
+
+def _make_layernorm16(cp, rs, shape):
+    return _make_layernorm(cp, rs, shape, "float16")
 
 
 def _ref_layernorm(cp, inp):
@@ -331,8 +342,9 @@ def _layernorm_kernels(ctx, inp):
         "(static_cast<float>(x) - mu) * (static_cast<float>(x) - mu)", "a + b", "y = a", "0",
         "bench_ln_sqdev"))
     apply = ctx.once("ln_apply", lambda: cp.ElementwiseKernel(
-        "T x, float32 mu, float32 var, float32 w, float32 b, float32 eps", "T y",
-        "y = (T)((static_cast<float>(x) - mu) * rsqrtf(var + eps) * w + b)", "bench_ln_apply"))
+        "T x, float32 mu, float32 var, W w, W b, float32 eps", "T y",
+        "y = (T)((static_cast<float>(x) - mu) * rsqrtf(var + eps) * static_cast<float>(w) "
+        "+ static_cast<float>(b))", "bench_ln_apply"))
     x, w, b = inp["x"], inp["w"], inp["b"]
     inv_n = cp.float32(1.0 / x.shape[1])
     eps = cp.float32(LN_EPS)
@@ -457,6 +469,11 @@ def families() -> list[Family]:
         [("cupy (unfused)", _layernorm_cupy), ("cupy kernels (3 passes)", _layernorm_kernels),
          ("cupy.fuse", no_fuse), ("torch F.layer_norm", _layernorm_torch),
          ("triton", triton_builder("layernorm", ("x", "w", "b"), eps=LN_EPS))])
+    fam(LN16, "f16", "f16", _make_layernorm16, ("x", "w", "b"),
+        lambda cp, i: (i["x"].shape, cp.float16), _ref_layernorm, "layernorm16",
+        [("cupy (unfused)", _layernorm_cupy), ("cupy kernels (3 passes)", _layernorm_kernels),
+         ("cupy.fuse", no_fuse), ("torch F.layer_norm", _layernorm_torch),
+         ("triton", triton_builder("layernorm", ("x", "w", "b"), eps=LN_EPS))])
     fam("rmsnorm", "f16", "f16", _make_rmsnorm, ("x", "w"),
         lambda cp, i: (i["x"].shape, cp.float16), _ref_rmsnorm, "rmsnorm",
         [("cupy (unfused)", _rmsnorm_cupy), ("cupy kernels (2 passes)", _rmsnorm_kernels),
@@ -466,7 +483,7 @@ def families() -> list[Family]:
 
 
 TDSL_SOURCES = {"fused_relu": FUSED_RELU_TDSL, "chain5": CHAIN5_TDSL, "softmax": SOFTMAX_TDSL,
-                "layernorm": LAYERNORM_TDSL, "rmsnorm": RMSNORM_TDSL}
+                "layernorm": LAYERNORM_TDSL, "layernorm16": LAYERNORM16_TDSL, "rmsnorm": RMSNORM_TDSL}
 
 
 def compile_kernels() -> dict:

@@ -26,6 +26,8 @@ from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
 
 POINTWISE = "kernel f(x: f32[N], y: f32[N], s: f32, bias: f32[N]) -> f32[N] { return relu((x + y) * s + bias) }"
 CHAIN = "kernel chain(x: f32[M, N]) -> f32[M, N] { return sigmoid(relu((x + 1) * 2) - 0.5) }"
+LAYERNORM16 = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples",
+                                "layernorm.tdsl")).read().replace("w: f32[N], b: f32[N]", "w: f16[N], b: f16[N]")
 
 WORKLOADS = [
     ("pointwise", POINTWISE, dict(N=1 << 26)),
@@ -33,7 +35,8 @@ WORKLOADS = [
 ] + [("softmax", "examples/softmax.tdsl", dict(M=m, N=n))
      for m, n in ((16384, 1024), (8192, 4096), (4096, 16384), (32768, 781))] + [
     (name, f"examples/{name}.tdsl", dict(M=m, N=n)) for name in ("layernorm", "rmsnorm")
-    for m, n in ((16384, 4096), (65536, 1024), (4096, 8192))]
+    for m, n in ((16384, 4096), (65536, 1024), (4096, 8192))] + [
+    ("layernorm16", LAYERNORM16, dict(M=m, N=n)) for m, n in ((16384, 4096), (65536, 1024), (4096, 8192))]
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ resident blocks; for layernorm: weights in shared memory, cache hints, L2
 prefetch ahead, weights loaded late) against the unpatched kernel and Triton,
 to learn what limits them before changing the compiler.
 
-    python scripts/probe_rows.py [layernorm] [late] [eight]
+    python scripts/probe_rows.py [layernorm] [late] [eight] [wide: 4096x8192 only]
 
 H100, 2026-11-22: softmax f32 32768x781 77.4 us as generated, 73.3 us with
 registers budgeted for 2048 threads (Triton 73.0; now the default for such
@@ -368,7 +368,8 @@ def main():
              Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128, keep=True, blocks_per_sm=8),
              Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, keep=True)],
             [Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128)])
-    for m, n in (() if "softmax" in sys.argv[1:] else ((16384, 4096), (65536, 1024), (4096, 8192))):
+    shapes = ((4096, 8192),) if "wide" in sys.argv[1:] else ((16384, 4096), (65536, 1024), (4096, 8192))
+    for m, n in (() if "softmax" in sys.argv[1:] else shapes):
         def make(m=m, n=n):
             return (cp.asarray(rs.standard_normal((m, n), np.float32)).astype(cp.float16),
                     cp.asarray(rs.standard_normal(n, np.float32)), cp.asarray(rs.standard_normal(n, np.float32)), 1e-5)
