@@ -657,7 +657,7 @@ def run_workload(ctx: Ctx, w: Workload, seed: int) -> list[GemmRow]:
                     except Exception as err:  # noqa: BLE001
                         row.schedule = f"? ({type(err).__name__})"
                 timing = C.time_cuda(lambda i: runners[i](), n_sets=n_sets, warmup=args.warmup,
-                                     repeats=args.repeats)
+                                     warmup_ms=args.warmup_ms, repeats=args.repeats)
             row.time_us, row.min_us = timing.median_us, timing.min_us
             notes = list(dict.fromkeys(ctx.notes))      # each builder call may add the same note
             if not impl.check:
@@ -884,7 +884,8 @@ def main(argv: Optional[list] = None) -> int:
         f"device: {dev['name']} (sm {dev['compute_capability']}, {dev['sm_count']} SMs, "
         f"L2 {dev['l2_bytes'] / 2**20:.0f} MiB, {dev['memory_bytes'] / 2**30:.0f} GiB); tiledsl arch {arch}",
         "versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()),
-        f"timing: CUDA events, median of {args.repeats} runs after {args.warmup} warm-up runs; inputs "
+        f"timing: CUDA events, median of {args.repeats} runs after {args.warmup} warm-up runs "
+        f"and more to {args.warmup_ms:g} ms; inputs "
         f"rotated among sets totalling ≥ 3× L2; outputs preallocated (tiledsl out=); input seed {seed}",
         f"reference: float64 (CuPy) up to {args.ref64_max_gflop:.0f} GFLOP, float32 cuBLAS with TF32 off above",
         f"CuPy float32 matmul compute type at start: {cupy_compute_type_text()} "
@@ -941,7 +942,8 @@ def main(argv: Optional[list] = None) -> int:
     if args.json:
         C.save_json(args.json, {
             "date": C.now_text(), "device": dev, "versions": vers, "arch": arch, "seed": seed,
-            "settings": {"repeats": args.repeats, "warmup": args.warmup, "quick": args.quick,
+            "settings": {"repeats": args.repeats, "warmup": args.warmup, "warmup_ms": args.warmup_ms,
+                         "quick": args.quick,
                          "only": args.only, "no_triton": args.no_triton,
                          "ref64_max_gflop": args.ref64_max_gflop},
             "cupy_f32_compute_type": cupy_compute_type_text(), "streams": C.streams_note(),

@@ -529,7 +529,7 @@ def run_family(ctx: Ctx, fam: Family, shape: tuple, args, l2_bytes: int, seed: i
             row.rel_err = C.device_rel_error(result, ref)
             del result
             timing = C.time_cuda(lambda i: runners[i](), n_sets=n_sets, warmup=args.warmup,
-                                 repeats=args.repeats, flush=flush)
+                                 warmup_ms=args.warmup_ms, repeats=args.repeats, flush=flush)
             row.time_us, row.min_us = timing.median_us, timing.min_us
             notes = list(ctx.notes.values())
             if row.rel_err is not None and not row.rel_err <= tol:
@@ -579,7 +579,8 @@ def main(argv: Optional[list] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", metavar="PATH", help="also save everything as JSON here")
     p.add_argument("--quick", action="store_true", help="a short smoke run: fewer shapes and repeats")
-    C.add_run_options(p, quick_repeats=5, quick_warmup=2)
+    # short kernels after the host's pauses: warm up long enough for the clocks to rise
+    C.add_run_options(p, quick_repeats=5, quick_warmup=2, warmup_ms=200.0)
     p.add_argument("--flush-l2", action="store_true",
                    help="also write a 256 MB buffer before each timed run (input rotation is always on)")
     p.add_argument("--only", action="append", default=[], metavar="TEXT",
@@ -618,7 +619,8 @@ def main(argv: Optional[list] = None) -> int:
     print(f"- device: {dev['name']} (sm {dev['compute_capability']}, {dev['sm_count']} SMs, "
           f"L2 {dev['l2_bytes'] / 2**20:.0f} MiB, {dev['memory_bytes'] / 2**30:.0f} GiB)")
     print("- versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
-    print(f"- timing: CUDA events, median of {args.repeats} runs after {args.warmup} warm-up runs; "
+    print(f"- timing: CUDA events, median of {args.repeats} runs after {args.warmup} warm-up runs "
+          f"and more to {args.warmup_ms:g} ms; "
           f"inputs rotated among sets totalling ≥ 3× L2{'; L2 flushed before each run' if args.flush_l2 else ''}; "
           f"input seed {seed}")
     print(f"- streams: {C.streams_note()}")
@@ -680,7 +682,8 @@ def main(argv: Optional[list] = None) -> int:
     if args.json:
         C.save_json(args.json, {
             "date": C.now_text(), "device": dev, "versions": vers, "seed": seed,
-            "settings": {"repeats": args.repeats, "warmup": args.warmup, "flush_l2": args.flush_l2,
+            "settings": {"repeats": args.repeats, "warmup": args.warmup, "warmup_ms": args.warmup_ms,
+                         "flush_l2": args.flush_l2,
                          "quick": args.quick, "launch_calls": n_calls},
             "streams": C.streams_note(), "copy_bandwidth": copy,
             "rows": [r.to_dict() for r in rows], "launch_overhead": launch,

@@ -89,7 +89,7 @@ def main() -> None:
             try:
                 got = k(*sets[0], out=out)
                 err = relative_error(cupy.asnumpy(got), want)
-                t = time_cuda(lambda i: k(*sets[i], out=out), n_sets=n_sets, repeats=args.repeats)
+                t = time_cuda(lambda i: k(*sets[i], out=out), n_sets=n_sets, repeats=args.repeats, warmup_ms=50)
             except tiledsl.TdslError as e:
                 print(f"  {s.tag}: {str(e).splitlines()[0]}")
                 continue
