@@ -106,27 +106,14 @@ kernel softmax_bf16(x: bf16[M, N]) -> bf16[M, N] {
     e = exp(x - max(x, axis=N))
     return e / sum(e, axis=N)
 }""",
-    "layernorm_bf16": """
-kernel layernorm_bf16(x: bf16[M, N], w: bf16[N], b: bf16[N], eps: f32 = 1e-5) -> bf16[M, N] {
+    # bf16, f16 (hoisted 16-bit weights kept packed) and f32, all one dtype
+    **{f"layernorm_{t}": f"""
+kernel layernorm_{t}(x: {t}[M, N], w: {t}[N], b: {t}[N], eps: f32 = 1e-5) -> {t}[M, N] {{
     mu  = mean(x, axis=N)
     xc  = x - mu
     var = mean(xc * xc, axis=N)
     return xc * rsqrt(var + eps) * w + b
-}""",
-    "layernorm_f16": """
-kernel layernorm_f16(x: f16[M, N], w: f16[N], b: f16[N], eps: f32 = 1e-5) -> f16[M, N] {
-    mu  = mean(x, axis=N)
-    xc  = x - mu
-    var = mean(xc * xc, axis=N)
-    return xc * rsqrt(var + eps) * w + b
-}""",
-    "layernorm_f32": """
-kernel layernorm_f32(x: f32[M, N], w: f32[N], b: f32[N], eps: f32 = 1e-5) -> f32[M, N] {
-    mu  = mean(x, axis=N)
-    xc  = x - mu
-    var = mean(xc * xc, axis=N)
-    return xc * rsqrt(var + eps) * w + b
-}""",
+}}""" for t in ("bf16", "f16", "f32")},
     "rmsnorm_bf16": """
 kernel rmsnorm_bf16(x: bf16[M, N], w: bf16[N], eps: f32 = 1e-6) -> bf16[M, N] {
     return x * rsqrt(mean(x * x, axis=N) + eps) * w
