@@ -861,6 +861,34 @@ def test_pointwise_over_2_to_the_31_elements(which, mode):
     del x, y, idx
 
 
+# ---- products with a vector: sums of products ----------------------------------------------
+
+VECTOR_PRODUCTS = {
+    "mv": "kernel mv(a: f32[M, K], v: f32[K]) -> f32[M] { return a @ v }",
+    "mv_f16_epilogue": "kernel mv16(a: f16[M, K], v: f16[K], b: f32[M]) -> f16[M] { return relu(a @ v + b) }",
+    "vm": "kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }",
+    "vm_bf16": "kernel vm16(x: bf16[K], w: bf16[K, N]) -> bf16[N] { return x @ w }",
+    "dot": "kernel dot(a: f32[K], b: f32[K]) -> f32 { return a @ b }",
+    "batched_mv": "kernel bmv(a: f32[B, M, K], v: f32[K]) -> f32[B, M] { return a @ v }",
+}
+
+
+@pytest.mark.parametrize("size", [1, 7, 1000, 4099, 1 << 20])
+@pytest.mark.parametrize("name", list(VECTOR_PRODUCTS))
+def test_products_with_a_vector(name, size):
+    """A @ v, v @ B and dot products run as reductions: exact at tails, size 1, long K."""
+    k = compiled(VECTOR_PRODUCTS[name])
+    dims = k.graph.dims
+    if size == 1 << 20 and len(dims) > 1:
+        extents = {d: (3 if d == "B" else 1 << 20 if d == "K" else 5) for d in dims}   # long K, few rows
+    else:
+        extents = {d: (3 if d == "B" else size if d == "K" else max(1, size // 3 + 1)) for d in dims}
+    check(k, host_arguments(k, extents), extents, "out")
+    if size == 4099:    # and many rows against a short K
+        wide = {d: (2 if d == "B" else 33 if d == "K" else 20000) for d in dims}
+        check(k, host_arguments(k, wide), wide, "alloc")
+
+
 # ---- every row-reduction schedule ----------------------------------------------------------
 
 # Enough rows for the persistent (blocks_per_sm) and prefetching schedules to be candidates,

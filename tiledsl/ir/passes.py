@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from .graph import Graph, Value
+from .graph import Graph, Value, broadcast_dims
 from .verify import verify
 
 
@@ -47,7 +47,39 @@ def eliminate_dead_values(graph: Graph) -> Graph:
     return _rebuild(graph, keep, {})
 
 
+def lower_vector_products(graph: Graph) -> Graph:
+    """A product with a one-dim operand (A @ v, v @ B, a dot product) as what it is, a sum
+    of products over the contracted dim: sum(A * v, axis=K) in the accumulation dtype.
+    A reduction runs at memory bandwidth, as a matrix-vector product should; the GEMM
+    templates need both M and N."""
+    fresh = max((v.id for v in graph.values), default=-1) + 1
+    keep: list[Value] = []
+    replace: dict[int, Value] = {}
+
+    def add(op: str, operands: tuple, dtype, dims: tuple, loc, **attrs) -> Value:
+        nonlocal fresh
+        v = Value(fresh, op, operands, dtype, dims, tuple(sorted(attrs.items())), loc)
+        fresh += 1
+        keep.append(v)
+        return v
+
+    for v in graph.values:
+        if v.op != "matmul" or all(len(o.dims) >= 2 for o in v.operands):
+            keep.append(v)
+            continue
+        a, b = (o if o.dtype == v.dtype else add("cast", (o,), v.dtype, o.dims, v.loc, to=v.dtype)
+                for o in (replace.get(o.id, o) for o in v.operands))
+        k = v.attr("contract")
+        products = add("mul", (a, b), v.dtype, broadcast_dims(a.dims, b.dims), v.loc)
+        total = add("reduce", (products,), v.dtype, tuple(d for d in products.dims if d != k), v.loc,
+                    kind="sum", axes=(k,))
+        assert total.dims == v.dims, (total.dims, v.dims)
+        replace[v.id] = total
+    return _rebuild(graph, keep, replace)
+
+
 PIPELINE: tuple[Callable[[Graph], Graph], ...] = (
+    lower_vector_products,
     eliminate_common_subexpressions,
     eliminate_dead_values,
 )

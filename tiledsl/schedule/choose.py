@@ -511,13 +511,7 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
 
 def matmul_shape(p: Problem) -> tuple[int, int, int, int]:
     """(batch, M, N, K) of a matmul group: its result's loops, then K."""
-    mm = next(v for v in p.group.values if v.op == "matmul")
-    if any(len(o.dims) < 2 for o in mm.operands):
-        from ..errors import TdslError
-        raise TdslError("a matrix-vector product (an operand of @ with one dim) does not run on the GPU "
-                        "yet; give the vector a dim of extent 1 (e.g. x: f32[1, K]) or use .reference",
-                        mm.loc)
-    n_kept = p.layout.n_kept
+    n_kept = p.layout.n_kept      # (products with a one-dim operand are reductions: ir.passes)
     batch = 1
     for l in range(n_kept - 2):
         batch *= p.loops[l]
