@@ -464,16 +464,13 @@ def families() -> list[Family]:
         [("cupy (unfused)", _softmax_cupy), ("cupy kernels (3 passes)", _softmax_kernels),
          ("cupy.fuse", no_fuse), ("torch.softmax", _softmax_torch),
          ("triton", triton_builder("softmax", ("x",)))])
+    layernorm_peers = [("cupy (unfused)", _layernorm_cupy), ("cupy kernels (3 passes)", _layernorm_kernels),
+                       ("cupy.fuse", no_fuse), ("torch F.layer_norm", _layernorm_torch),
+                       ("triton", triton_builder("layernorm", ("x", "w", "b"), eps=LN_EPS))]
     fam("layernorm", "f16 (w, b f32)", "f16", _make_layernorm, ("x", "w", "b"),
-        lambda cp, i: (i["x"].shape, cp.float16), _ref_layernorm, "layernorm",
-        [("cupy (unfused)", _layernorm_cupy), ("cupy kernels (3 passes)", _layernorm_kernels),
-         ("cupy.fuse", no_fuse), ("torch F.layer_norm", _layernorm_torch),
-         ("triton", triton_builder("layernorm", ("x", "w", "b"), eps=LN_EPS))])
+        lambda cp, i: (i["x"].shape, cp.float16), _ref_layernorm, "layernorm", layernorm_peers)
     fam(LN16, "f16", "f16", _make_layernorm16, ("x", "w", "b"),
-        lambda cp, i: (i["x"].shape, cp.float16), _ref_layernorm, "layernorm16",
-        [("cupy (unfused)", _layernorm_cupy), ("cupy kernels (3 passes)", _layernorm_kernels),
-         ("cupy.fuse", no_fuse), ("torch F.layer_norm", _layernorm_torch),
-         ("triton", triton_builder("layernorm", ("x", "w", "b"), eps=LN_EPS))])
+        lambda cp, i: (i["x"].shape, cp.float16), _ref_layernorm, "layernorm16", layernorm_peers)
     fam("rmsnorm", "f16", "f16", _make_rmsnorm, ("x", "w"),
         lambda cp, i: (i["x"].shape, cp.float16), _ref_rmsnorm, "rmsnorm",
         [("cupy (unfused)", _rmsnorm_cupy), ("cupy kernels (2 passes)", _rmsnorm_kernels),

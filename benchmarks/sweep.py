@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import tiledsl  # noqa: E402
+from benchmarks.bench_memory import LAYERNORM16_TDSL  # noqa: E402
 from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error  # noqa: E402
 from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides  # noqa: E402
@@ -26,8 +27,6 @@ from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
 
 POINTWISE = "kernel f(x: f32[N], y: f32[N], s: f32, bias: f32[N]) -> f32[N] { return relu((x + y) * s + bias) }"
 CHAIN = "kernel chain(x: f32[M, N]) -> f32[M, N] { return sigmoid(relu((x + 1) * 2) - 0.5) }"
-LAYERNORM16 = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples",
-                                "layernorm.tdsl")).read().replace("w: f32[N], b: f32[N]", "w: f16[N], b: f16[N]")
 
 WORKLOADS = [
     ("pointwise", POINTWISE, dict(N=1 << 26)),
@@ -36,7 +35,7 @@ WORKLOADS = [
      for m, n in ((16384, 1024), (8192, 4096), (4096, 16384), (32768, 781))] + [
     (name, f"examples/{name}.tdsl", dict(M=m, N=n)) for name in ("layernorm", "rmsnorm")
     for m, n in ((16384, 4096), (65536, 1024), (4096, 8192))] + [
-    ("layernorm16", LAYERNORM16, dict(M=m, N=n)) for m, n in ((16384, 4096), (65536, 1024), (4096, 8192))]
+    ("layernorm16", LAYERNORM16_TDSL, dict(M=m, N=n)) for m, n in ((16384, 4096), (65536, 1024), (4096, 8192))]
 
 
 def main() -> None:

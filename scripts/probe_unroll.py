@@ -24,10 +24,8 @@ if "before" in sys.argv[1:]:
 
     def env():
         text = base.loader.get_source(base, "reduce.cu.j2")[0]
-        text = re.sub(r"\n#pragma unroll \{\{ stream_unroll \}\}", "", text)
-        loader = jinja2.ChoiceLoader([jinja2.DictLoader({"reduce.cu.j2": text}), base.loader])
-        return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                                  trim_blocks=True, lstrip_blocks=True)
+        text = re.sub(r"\n\{% if stream_unroll %\}\n#pragma unroll \{\{ stream_unroll \}\}\n\{% endif %\}", "", text)
+        return base.overlay(loader=jinja2.ChoiceLoader([jinja2.DictLoader({"reduce.cu.j2": text}), base.loader]))
     cuda._env = env
 
 CASES = [("sum f32", "kernel t(x: f32[K]) -> f32 { return sum(x) }", dict(K=1 << 26)),
