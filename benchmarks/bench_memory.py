@@ -650,6 +650,19 @@ def main(argv: Optional[list] = None) -> int:
           "row's time (above 1: faster than every peer); rel. error is against float64 on the "
           "device.", flush=True)
 
+    print("\n## Against a copy of the same bytes\n", flush=True)
+    same = C.same_size_copies(rows, copy_gbps, repeats=args.repeats, warmup=args.warmup,
+                              warmup_ms=args.warmup_ms)
+    print(C.simple_table(
+        ["workload", "shape", "dtype", "MiB moved", "copy of them (GB/s)", "× reference copy", "tiledsl ×",
+         "best peer ×"],
+        [[s["workload"], s["shape"], s["dtype"], f"{s['bytes'] / 2**20:.0f}", f"{s['copy_gbps']:.0f}",
+          f"{s['vs_reference_copy']:.2f}", C._fmt(s.get("tiledsl"), ".2f"), C._fmt(s.get("best_peer"), ".2f")]
+         for s in same]))
+    print("\nA copy of the workload's bytes (half read, half written, buffers rotated as the inputs are) "
+          "pays the launch, ramp-up and last wave a kernel of that size pays; tiledsl × and best peer × "
+          "are their GB/s over it.", flush=True)
+
     launch = []
     if not args.skip_launch:
         print(f"\n## Launch overhead (tiny x + y, sizes 1000..1063 in turn, best of 5 rounds of {n_calls} calls)\n", flush=True)
@@ -683,7 +696,7 @@ def main(argv: Optional[list] = None) -> int:
                          "flush_l2": args.flush_l2,
                          "quick": args.quick, "launch_calls": n_calls},
             "streams": C.streams_note(), "copy_bandwidth": copy,
-            "rows": [r.to_dict() for r in rows], "launch_overhead": launch,
+            "rows": [r.to_dict() for r in rows], "same_size_copy": same, "launch_overhead": launch,
             "compile_time": compile_rows, "elapsed_s": elapsed})
         print(f"saved {args.json}")
     return 0

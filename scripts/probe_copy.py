@@ -12,6 +12,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import copy_bandwidth  # noqa: E402
 
 for mib in (1024, 256, 128, 64, 32):
-    c = copy_bandwidth(mib << 20, repeats=30)
+    c = copy_bandwidth(mib << 20, repeats=30, rotate=mib < 1024, warmup_ms=100)
     print(f"copy {mib} MiB: memcpy {c['memcpy_gbps']:.0f} GB/s ({c['memcpy_us']:.1f} us), "
           f"kernel {c['copy_kernel_gbps']:.0f} GB/s ({c['copy_kernel_us']:.1f} us)")
