@@ -501,3 +501,39 @@ def test_schedule_block_pins_the_gemm_on_every_gpu():
     with pytest.raises(tiledsl.TdslError, match="shared memory"):
         sources_for(tiledsl.compile("kernel m(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }\n"
                                     "schedule m { tile(M=256, N=256, K=128) warps(8) }"), big, arch="sm_80")
+
+
+def test_a_streamed_loop_takes_an_explicit_unroll_that_the_tuner_may_try():
+    """`Schedule.unroll` writes the streamed loop's `#pragma unroll n` (0 leaves the compiler's
+    rule); candidates() offers 16 and 32 words of loads in flight beside it, never a copy of the
+    rule, and only where the elements stream through a loop."""
+    k = tiledsl.compile("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }")
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(K=8192, N=8192))
+    base = default(p)
+    assert base.unroll == 0 and base.kind == "reduce_split"
+    unrolled = [s for s in candidates(p) if s.unroll]
+    assert {s.unroll for s in unrolled} == {8, 16}      # x and W: 2 words an iteration
+    assert all(s.streamed for s in unrolled) and all(replace(s, unroll=0) in candidates(p) for s in unrolled)
+    s16 = replace(base, unroll=16)
+    assert s16.tag.endswith("_u16_x32") and s16.tag != base.tag and fits(p, s16) == ""
+    text = render(k.graph, g, lay, s16, 1).source
+    assert text.count("#pragma unroll 16\n") == 1 and "#pragma unroll 16" not in render(k.graph, g, lay, base, 1).source
+    for arch in ARCHS:
+        usage = toolchain.compile_cuda(text, arch=arch).resources[render(k.graph, g, lay, s16, 1).name]
+        assert usage.spill_stores == 0 and usage.local_bytes == 0
+    # two f32 vectors an iteration: the rule already unrolls by 2, so 2 is not offered again
+    k2 = tiledsl.compile("kernel d(x: f32[K], y: f32[K]) -> f32 { return sum(x * y) }")
+    g2 = partition(k2.graph)[0]
+    p2 = problem(g2, plan_layout(g2, k2.graph), dict(K=1 << 24))
+    assert {s.unroll for s in candidates(p2) if s.vec == 4} == {0, 4}
+    # rows kept in registers have no streamed loop
+    soft = tiledsl.compile((EXAMPLES / "softmax.tdsl").read_text())
+    gs = partition(soft.graph)[0]
+    ps = problem(gs, plan_layout(gs, soft.graph), dict(M=4096, N=1024))
+    assert all(s.unroll == 0 for s in candidates(ps) if s.items > 0)
+    with pytest.raises(tiledsl.TdslError, match="only a streamed loop"):
+        replace(default(ps), unroll=4)
+    with pytest.raises(tiledsl.TdslError, match="unroll must be one of"):
+        replace(base, unroll=3)

@@ -932,6 +932,46 @@ def test_every_row_reduction_schedule(name, extents, schedule):
     check(k, host_arguments(k, extents), extents, "out")
 
 
+# Reductions whose elements stream through a loop (column, split and looped row schedules), at
+# sizes that leave partial blocks, chunks and vectors: every candidate, with and without an
+# explicit unroll of the loop.
+STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
+                     ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=5001, N=33)),
+                     ("kernel d(x: f32[M, N], y: f32[M, N]) -> f32 { return sum(x * y) }", dict(M=33, N=5001)),
+                     ("kernel m(x: f16[M, N]) -> f32[M] { return mean(x, axis=N) }", dict(M=3, N=40009)),
+                     ("softmax.tdsl", dict(M=5, N=40001))]
+
+
+def _streamed_candidates():
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    for n, (name, extents) in enumerate(STREAMED_PROGRAMS):
+        k = compiled(name)
+        launcher = launcher_for(k)
+        p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
+        label = "x".join(map(str, extents.values()))
+        for s in candidates(p, k.hints):
+            if s.streamed:
+                yield pytest.param(name, extents, s, id=f"p{n}-{label}-{s.tag}-sp{s.splits}")
+
+
+@pytest.mark.parametrize("name,extents,schedule", list(_streamed_candidates()))
+def test_every_streamed_reduction_schedule(name, extents, schedule):
+    """Each streamed candidate the tuner may time (an explicit unroll or the compiler's rule)
+    is exact at tails, written everywhere (poisoned outputs)."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    k = compiled(name)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    check(k, host_arguments(k, extents), extents, "out")
+
+
+def test_every_streamed_program_offers_unrolled_candidates():
+    assert {n for n, (name, _) in enumerate(STREAMED_PROGRAMS)} == {
+        int(p.id.split("-")[0][1:]) for p in _streamed_candidates() if p.values[2].unroll}
+
+
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
 @pytest.mark.parametrize("extents", [dict(M=1001, N=1032), dict(M=700, N=4096 + 8), dict(M=3, N=8)])
 def test_stages_pinned_on_a_row_reduction(stages, extents):

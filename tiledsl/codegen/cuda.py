@@ -19,7 +19,7 @@ from ..ir.graph import Graph, Value
 from ..resources import resource_dir
 from ..schedule.layout import Layout, Operand, operand_input
 from ..schedule.partition import Group
-from ..schedule.schedules import Schedule, ring_refusal
+from ..schedule.schedules import Schedule, ring_refusal, stream_unroll_rule
 
 
 @lru_cache(maxsize=1)
@@ -477,9 +477,11 @@ class _Renderer:
         # more than one 16-byte vector (sum(x * y) in f32) that spilled under 64 registers.
         # Those loops are unrolled to 16 words of loads in flight a thread; the others keep
         # ptxas's choice, measured as fast or faster (H100: column sums 37.7 against 40.5 us
-        # with any pragma; sum(x * y) the same 200 us, f16 row dots 102 against 104).
+        # with any pragma; sum(x * y) the same 200 us, f16 row dots 102 against 104). Where
+        # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
+        # `Schedule.unroll` overrides the rule.
         words = sum(op.dtype.itemsize / 4 for op in per_row) * self.vec
-        stream_unroll = int(16 // words) if words > 4 else 0
+        stream_unroll = self.s.unroll or stream_unroll_rule(words)
         return dict(
             split=split, stream_unroll=stream_unroll,
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,

@@ -13,7 +13,7 @@ from .hints import Hints
 from .layout import operand_input, Layout
 from .partition import Group
 from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
-                        Schedule, ring_refusal)
+                        Schedule, ring_refusal, stream_unroll_rule)
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -378,7 +378,26 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             if tpr >= 256:
                 out.append(Schedule("reduce_row", block=tpr, vec=vec, items=0, row_threads=tpr,
                                     index64=p.index64))
-    return out
+    return [u for s in out for u in [s] + [replace(s, unroll=n) for n in stream_unrolls(p, s)]]
+
+
+def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
+    """Explicit unrolls worth timing for a streamed loop: 16 and 32 words of loads in
+    flight a thread. ptxas's own choice (the default) is best for most (H100: column
+    sums 37.7 against 40.5 us unrolled); x @ W, a column split, took 96.8 against
+    108.1 us with 16 iterations (BENCHMARKS.md, "Products with a vector")."""
+    if not s.streamed:
+        return []
+    words = p.words_per_row_element(s.vec) * s.vec
+    return sorted({n for n in (_pow2_at_most(16 / words), _pow2_at_most(32 / words))
+                   if 2 <= n <= 16 and n != stream_unroll_rule(words)})
+
+
+def _pow2_at_most(x: float) -> int:
+    n = 1
+    while 2 * n <= x:
+        n *= 2
+    return n
 
 
 def default(p: Problem, hints: Hints = Hints()) -> Schedule:

@@ -20,6 +20,9 @@ of it: one compiled kernel serves every size of its class.
                                         are re-read per phase (from L2)
     reduce_col                          a thread per kept element, for
                                         reductions over outer dims
+    reduce_col unroll=16 (tag _u16)     its streamed loop as `#pragma unroll 16`:
+                                        16 loads in flight a thread, not ptxas's
+                                        choice (unroll=0); a tuner candidate
     reduce_split splits=32              few rows, long reductions (sum(x),
                                         column sums of a wide tensor): blocks
                                         reduce chunks into partials, a second
@@ -40,6 +43,15 @@ MAX_ROW_STAGES = 4         # reduce_row: rows in a thread's shared-memory ring
 MAX_RING_BYTES = 40 * 1024  # a row ring's static shared memory (of the 48 KB a block has without opting in)
 R40_THREADS = 1536         # reduce_row: resident threads per SM that 40 registers a thread allow
 ROW_THREAD_BUDGETS = (R40_THREADS, THREADS_PER_SM)   # min_blocks * block beyond the usual 1024
+STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: the compiler's rule)
+
+
+def stream_unroll_rule(words: float) -> int:
+    """The unroll of a streamed loop whose iteration loads `words` 4-byte words a
+    thread, where the schedule leaves it to the compiler (unroll=0): 16 words in
+    flight where an iteration loads more than one 16-byte vector (ptxas's own
+    unroll of those spilled), else 0: ptxas decides."""
+    return int(16 // words) if words > 4 else 0
 
 
 def ring_bytes(s: "Schedule", inputs: int) -> int:
@@ -84,6 +96,8 @@ class Schedule:
     group: int = 0              # matmul: launch blocks this many block rows at a time (L2 reuse); 0 = row by row
     wgmma: bool = False         # matmul (sm_90a): warpgroup tensor cores reading swizzled shared memory
     min_blocks: int = 1         # matmul (wgmma, SIMT vec 4), reduce_row: blocks per SM the registers are budgeted for
+    unroll: int = 0             # streamed loops (reduce_col, reduce_split, looped reduce_row): #pragma unroll
+                                # this many iterations; 0 = the compiler's rule (see codegen reduce())
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
 
     def __post_init__(self):
@@ -98,6 +112,10 @@ class Schedule:
             return "block must be a multiple of 32 between 32 and 1024"
         if self.vec not in (1, 2, 4, 8, 16):
             return "vec must be 1, 2, 4, 8 or 16"
+        if self.unroll not in STREAM_UNROLLS:
+            return f"unroll must be one of {', '.join(map(str, STREAM_UNROLLS))} (0: the compiler's rule)"
+        if self.unroll and not self.streamed:
+            return "only a streamed loop (a column or split reduction, a looped row: items=0) takes an unroll"
         if self.prefetch and self.kind != "reduce_row":
             return "only a row reduction prefetches its next row"
         if self.stages < 1 or (self.stages > 1 and self.kind not in ("matmul", "reduce_row")):
@@ -186,6 +204,12 @@ class Schedule:
         return ""
 
     @property
+    def streamed(self) -> bool:
+        """Whether the kernel streams its reduced elements through a loop (the rows
+        are not kept in registers): what `unroll` applies to."""
+        return self.kind in ("reduce_col", "reduce_split") or (self.kind == "reduce_row" and self.items == 0)
+
+    @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory a launch asks for: the pipelined GEMM's stages
         (room for either B layout, so the size follows from the schedule alone)."""
@@ -237,6 +261,8 @@ class Schedule:
                 parts.append(f"s{self.stages}")
             if self.min_blocks > 1:     # registers capped for 1536 threads (r40) or all 2048 (r32)
                 parts.append(f"r{self.register_cap}")
+        if self.unroll:
+            parts.append(f"u{self.unroll}")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 
