@@ -528,6 +528,8 @@ def test_a_streamed_loop_takes_an_explicit_unroll_that_the_tuner_may_try():
     g2 = partition(k2.graph)[0]
     p2 = problem(g2, plan_layout(g2, k2.graph), dict(K=1 << 24))
     assert {s.unroll for s in candidates(p2) if s.vec == 4} == {0, 4}
+    # one row that a split spreads over the GPU: no block-a-row candidates (slower, and less exact)
+    assert candidates(p2) and all(s.kind == "reduce_split" for s in candidates(p2))
     # rows kept in registers have no streamed loop
     soft = tiledsl.compile((EXAMPLES / "softmax.tdsl").read_text())
     gs = partition(soft.graph)[0]

@@ -83,6 +83,18 @@ def test_device_relative_error_matches_the_projects_definition(case, rng):
     assert (mine == want) or mine == pytest.approx(want, rel=1e-12)
 
 
+def test_scalar_results_are_judged_on_positive_inputs():
+    """A scalar sum of zero-mean terms can land near zero by chance, where its relative
+    error says nothing about the kernel: such kernels draw positive inputs. Vector results
+    keep zero-mean inputs (their norm does not vanish by chance)."""
+    dot = tiledsl.compile("kernel d(x: f32[K], y: f32[K]) -> f32 { return x @ y }")
+    rows = tiledsl.compile("kernel r(x: f32[M, K], y: f32[K]) -> f32[M] { return x @ y }")
+    x, y = random_arguments(dot.graph, dict(K=4096))
+    assert (x > 0).all() and (y > 0).all() and len(np.unique(x)) > 4000
+    a, v = random_arguments(rows.graph, dict(M=64, K=4096))
+    assert (a < 0).any() and (v < 0).any()
+
+
 def test_poison_and_corrupt_on_numpy_arrays():
     f = np.ones(20, np.float16)
     safety.poison(f)
