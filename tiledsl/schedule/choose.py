@@ -329,10 +329,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         out.append(Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1,
                             index64=p.index64))
     split = split_schedule(p)
-    if split is not None:
-        for factor in (1, 2, 4):
-            if split.splits // factor >= 2:
-                out.append(replace(split, splits=split.splits // factor))
+    if split is not None:   # the default's splits, twice as many (while chunks last) and half
+        for n in dict.fromkeys((split.splits, min(2 * split.splits, max_splits(p, split)), split.splits // 2)):
+            if n >= 2:
+                out.append(replace(split, splits=n))
     # A few rows that a split reduction spreads over the GPU: a block a row would leave most
     # SMs idle, and each thread sums a long stretch serially (H100, sum(x * y) over 2^26 f32:
     # 2.4-3.8 ms against the split's 0.19, and relative errors of 1.9e-5 against float64).
@@ -495,7 +495,12 @@ def pinned_ring(p: Problem, s: Schedule, stages: int) -> Schedule:
 def split_schedule(p: Problem) -> Optional[Schedule]:
     """A split reduction where too few rows would leave the GPU idle: rows
     along the inner memory dim get a thread each (coalesced), one long row
-    gets whole blocks; the splits bring the grid to about 4 blocks per SM."""
+    gets whole blocks; the splits bring the grid to about 2 blocks per SM, at
+    most 512 threads. Measured 2026-11-22 (`tiledsl autotune`, 10 shapes: column
+    sums, x @ W, sums and dot products): the old 4 blocks per SM took 4-32% longer
+    on 9 of them on an H100 and on 8 on an H200 (sum(x) 4096x4096: 45.5 against
+    33.1 us, and 38.8 against 25.9 on the H200); 4 per SM won one shape by 4%
+    on the H200 (column sums 65536x4096), and lost it by 2.5% on the H100."""
     if not p.splittable() or p.row_length < 4096:
         return None
     vec = 1
@@ -509,12 +514,18 @@ def split_schedule(p: Problem) -> Optional[Schedule]:
         row_blocks = -(-p.rows // block)
     if row_blocks >= 2 * p.sm_count:
         return None
-    chunk = 8 * tpr * vec if tpr > 1 else 64    # elements of a row one block reduces, at least
-    splits = min(-(-4 * p.sm_count // row_blocks), -(-p.row_length // chunk), 65535)
-    if splits < 2:
-        return None
-    return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
-                    index64=p.index64)
+    per_sm = max(1, min(2, 512 // block))
+    s = Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=2, index64=p.index64)
+    splits = min(-(-per_sm * p.sm_count // row_blocks), max_splits(p, s))
+    return replace(s, splits=splits) if splits >= 2 else None
+
+
+def max_splits(p: Problem, s: Schedule) -> int:
+    """The most chunks a split reduction's rows are cut into: at least 8 vectors a
+    thread of a block-wide row (64 elements where a thread has a row), at most a
+    grid's 65535."""
+    chunk = 8 * s.row_threads * s.vec if s.row_threads > 1 else 64
+    return min(-(-p.row_length // chunk), 65535)
 
 
 def launches(p: Problem, s: Schedule) -> list[Launch]:
