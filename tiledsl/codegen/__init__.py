@@ -16,6 +16,6 @@ def sources_for(kernel, extents: dict[str, int], sm_count: int = 132, arch: str 
     for group in partition(graph):
         layout = plan_layout(group, graph)
         p = problem(group, layout, extents, set(), sm_count, arch, hbm_gbps)
-        for launch in plan(group, layout, extents, set(), kernel.hints, sm_count, arch=arch, p=p):
+        for launch in plan(p, kernel.hints):
             out.append(render(graph, group, layout, launch.schedule, launch.stage))
     return out

@@ -297,7 +297,7 @@ class Launcher:
                 p = problem(g, lay, extents, bad, sm_count, arch, hbm_gbps)
                 if override is None:
                     override, origin = self._tuned(i, p, extents, device)
-                for launch in plan(g, lay, extents, bad, self.kernel.hints, sm_count, override, arch, p):
+                for launch in plan(p, self.kernel.hints, override):
                     fn, args = self._function(i, launch, device)
                     launches.append((i, launch, fn, args))
                     choices[i] = (launch.schedule, origin)

@@ -823,16 +823,13 @@ def fits(p: Problem, s: Schedule) -> str:
     return ""
 
 
-def plan(group: Group, layout: Layout, extents: dict[str, int], misaligned: set[int],
-         hints: Hints, sm_count: int = 132, override: Optional[Schedule] = None,
-         arch: str = "sm_90a", p: Optional[Problem] = None) -> list[Launch]:
-    """The launches for one group at these sizes: `override` if given, else the
-    default. `p`, when the caller has it already, is this call's problem."""
-    p = p if p is not None else problem(group, layout, extents, misaligned, sm_count, arch)
-    s = override if override is not None else default(p, hints)
-    if override is not None:
-        why = fits(p, override)
-        if why:
-            from ..errors import TdslScheduleError
-            raise TdslScheduleError(f"schedule {override.tag} cannot run group {group.index}: {why}")
-    return launches(p, s)
+def plan(p: Problem, hints: Hints, override: Optional[Schedule] = None) -> list[Launch]:
+    """The launches for one group at one call's sizes (`p`): `override` if given
+    (checked with `fits`), else the default."""
+    if override is None:
+        return launches(p, default(p, hints))
+    why = fits(p, override)
+    if why:
+        from ..errors import TdslScheduleError
+        raise TdslScheduleError(f"schedule {override.tag} cannot run group {p.group.index}: {why}")
+    return launches(p, override)
