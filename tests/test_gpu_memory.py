@@ -942,20 +942,20 @@ STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
                      ("softmax.tdsl", dict(M=5, N=40001))]
 
 
-def _streamed_candidates():
+def _streamed_schedules():
+    """(program number, name, extents, schedule) for each streamed candidate."""
     from tiledsl.runtime import launcher_for
     from tiledsl.schedule.choose import candidates, problem
     for n, (name, extents) in enumerate(STREAMED_PROGRAMS):
         k = compiled(name)
         launcher = launcher_for(k)
         p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
-        label = "x".join(map(str, extents.values()))
-        for s in candidates(p, k.hints):
-            if s.streamed:
-                yield pytest.param(name, extents, s, id=f"p{n}-{label}-{s.tag}-sp{s.splits}")
+        yield from ((n, name, extents, s) for s in candidates(p, k.hints) if s.streamed)
 
 
-@pytest.mark.parametrize("name,extents,schedule", list(_streamed_candidates()))
+@pytest.mark.parametrize("name,extents,schedule", [
+    pytest.param(name, extents, s, id=f"p{n}-{'x'.join(map(str, extents.values()))}-{s.tag}-sp{s.splits}")
+    for n, name, extents, s in _streamed_schedules()])
 def test_every_streamed_reduction_schedule(name, extents, schedule):
     """Each streamed candidate the tuner may time (an explicit unroll or the compiler's rule)
     is exact at tails, written everywhere (poisoned outputs)."""
@@ -968,8 +968,7 @@ def test_every_streamed_reduction_schedule(name, extents, schedule):
 
 
 def test_every_streamed_program_offers_unrolled_candidates():
-    assert {n for n, (name, _) in enumerate(STREAMED_PROGRAMS)} == {
-        int(p.id.split("-")[0][1:]) for p in _streamed_candidates() if p.values[2].unroll}
+    assert {n for n, _, _, s in _streamed_schedules() if s.unroll} == set(range(len(STREAMED_PROGRAMS)))
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
