@@ -94,3 +94,33 @@ def test_a_tuple_of_outputs_has_its_own_key():
     assert k1((x,), pair) != k1((x,), None)
     assert k1((x,), pair[0]) is None           # one array for two results: the checked path says why
     assert k1((x,), (pair[0], FakeArray((100,), contiguous=False))) is None
+
+
+def test_a_new_size_binds_new_values_to_the_same_compiled_warm_call():
+    """A warm call's text holds no sizes (grids, byte counts and pointers are bound
+    parameters), so a first call at a new size compiles no Python: the same code object
+    serves both sizes and each launches its own grid."""
+    from types import SimpleNamespace as NS
+    from tiledsl.dtypes import DTYPES
+    from tiledsl.runtime.launcher import _FastCall
+    launched = []
+    stream = NS(ptr=77)
+    cupy = NS(ndarray=lambda shape, dtype: NS(data=NS(ptr=1 << 30)),
+              cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda: stream,
+                      driver=NS(launchKernel=lambda *a: launched.append(a)),
+                      Device=lambda d: NS(use=lambda: None)))
+    launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
+
+    def program(n):
+        return NS(slots=(1, 2, 1, 0), constants=[n], scalar_params=[], array_args=[0, 1],
+                  out_shapes=[((n,), DTYPES["f32"])], temps=[], pointwise_only=True,
+                  steps=[(NS(ptr=1234), (-(-n // 256),), (256,), (0, 1, 2, 3), 0)])
+    views = {i: NS(shape=(1000,), dtype=np.dtype("float32")) for i in (0, 1)}
+    small = _FastCall(launcher, program(1000), views, 0, 2, True).__call__
+    large = _FastCall(launcher, program(5000), views, 0, 2, True).__call__
+    assert small.__code__ is large.__code__
+    assert "1000" not in small.source and "5000" not in small.source
+    assert small((None, None), "o", 1 << 20, 1 << 21, 1 << 22) == "o"
+    large((None, None), "o", 1 << 20, 1 << 21, 1 << 22)
+    assert [a[:8] for a in launched] == [(1234, 4, 1, 1, 256, 1, 1, 0), (1234, 20, 1, 1, 256, 1, 1, 0)]
+    assert all(a[8] == 77 for a in launched)
