@@ -242,6 +242,19 @@ def test_stale_records_are_skipped_not_fatal(tmp_path, softmax):
         assert _lookup(only_stale, softmax, dict(M=m, N=1024)) is None
 
 
+@pytest.mark.parametrize("field,value", [("block", 128.0), ("unroll", 4.0), ("vec", "4"), ("keep", 1),
+                                         ("tile", [64.0, 64, 32])])
+def test_a_record_whose_numbers_are_not_integers_is_refused(softmax, field, value):
+    """A database is a file a user may hand over (--db): its numbers reach the generated
+    CUDA, so a float, a string or an int where a bool belongs makes no schedule."""
+    p = _problem(softmax, dict(M=4096, N=1024))
+    config = tdb.schedule_config(default(p, softmax.hints))
+    assert tdb.schedule_from_config(config) == default(p, softmax.hints)
+    assert tdb.schedule_from_config(dict(config, **{field: value})) is None
+    with pytest.raises(tiledsl.TdslError, match="integer|true or false|tuples of integers"):
+        type(default(p, softmax.hints))(**dict(config, **{field: tuple(value) if field == "tile" else value}))
+
+
 def test_reads_are_cached_until_the_file_changes(tmp_path, softmax, monkeypatch):
     path = tmp_path / "t.json"
     ext = dict(M=4096, N=1024)

@@ -46,6 +46,11 @@ ROW_THREAD_BUDGETS = (R40_THREADS, THREADS_PER_SM)   # min_blocks * block beyond
 STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: the compiler's rule)
 
 
+_INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
+               "min_blocks", "unroll")
+_BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64")
+
+
 def stream_unroll_rule(words: float) -> int:
     """The unroll of a streamed loop whose iteration loads `words` 4-byte words a
     thread, where the schedule leaves it to the compiler (unroll=0): 16 words in
@@ -108,6 +113,15 @@ class Schedule:
     def invalid(self) -> str:
         if self.kind not in _KINDS:
             return f"unknown kind {self.kind}"
+        # (a schedule may come from a tuning database, a file: its numbers reach the CUDA text)
+        for f in _INT_FIELDS:
+            if type(getattr(self, f)) is not int:
+                return f"{f} must be an integer"
+        for f in _BOOL_FIELDS:
+            if type(getattr(self, f)) is not bool:
+                return f"{f} must be true or false"
+        if any(type(v) is not int for v in self.tile + self.micro) or len(self.tile) > 3 or len(self.micro) > 2:
+            return "tile and micro are tuples of integers"
         if self.block < 32 or self.block > 1024 or self.block % 32:
             return "block must be a multiple of 32 between 32 and 1024"
         if self.vec not in (1, 2, 4, 8, 16):
