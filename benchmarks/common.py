@@ -460,24 +460,20 @@ def launch_overhead(n_calls: int = 10_000, triton_peers=None) -> list[dict]:
         synchronize()
         ok = bool(cupy.allclose(outs[0], xs[0] + ys[0]))
 
-        def first_pass():
-            """Each of 63 sizes never seen, timed alone: the median, and the slowest, which
-            include compiling the alignment classes the warm-up size did not have (N odd: no
-            vectors; N even: 8-byte ones) unless the disk cache has them."""
-            times = []
-            for j in range(1, len(LAUNCH_SIZES)):
-                cupy.cuda.get_current_stream().synchronize()
-                t0 = time.perf_counter()
-                k(xs[j], ys[j], out=outs[j])
-                times.append((time.perf_counter() - t0) * 1e6)
-            times.sort()
-            first_notes.append(f"median of 63; the slowest {times[-1] / 1e3:.1f} ms, {times[-2] / 1e3:.1f} ms "
-                               f"(a new alignment class compiles once, unless the disk cache has it)")
-            return times[len(times) // 2]
-
-        first_notes: list = []
-        add_row("tiledsl", "out=, first call at each of 63 new sizes", first_pass)
-        rows[-1]["note"] = rows[-1]["note"] or (first_notes[0] if first_notes else "")
+        # Each of 63 sizes never seen, timed alone: the median, and the slowest, which include
+        # compiling the alignment classes the warm-up size did not have (N odd: no vectors;
+        # N even: 8-byte ones) unless the disk cache has them.
+        times = []
+        for j in range(1, len(LAUNCH_SIZES)):
+            cupy.cuda.get_current_stream().synchronize()
+            t0 = time.perf_counter()
+            k(xs[j], ys[j], out=outs[j])
+            times.append((time.perf_counter() - t0) * 1e6)
+        times.sort()
+        rows.append({"impl": "tiledsl", "mode": "out=, first call at each of 63 new sizes",
+                     "us_per_call": times[len(times) // 2], "calls": len(times),
+                     "note": f"median of 63; the slowest {times[-1] / 1e3:.1f} ms, {times[-2] / 1e3:.1f} ms "
+                             f"(a new alignment class compiles once, unless the disk cache has it)"})
         ok = ok and all(bool(cupy.allclose(outs[j], xs[j] + ys[j])) for j in range(len(LAUNCH_SIZES)))
         add_row("tiledsl", "out=", lambda: _loop_us(lambda j: k(xs[j], ys[j], out=outs[j]), n_calls),
                 "" if ok else "WRONG RESULTS")

@@ -62,8 +62,7 @@ NOOP = {"launch": lambda *a: None, "F0": lambda *a, **kw: None}
 
 
 def without_launch(warm):
-    names = warm.__code__.co_varnames[warm.__code__.co_argcount - len(warm.__defaults__):warm.__code__.co_argcount]
-    return _warm_call(warm.source, tuple(NOOP.get(n, v) for n, v in zip(names, warm.__defaults__)))
+    return _warm_call(warm.source, tuple(NOOP.get(n, v) for n, v in warm.bound.items()))
 
 
 no_launch = without_launch(fast)

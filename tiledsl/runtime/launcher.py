@@ -601,7 +601,7 @@ class _FastCall:
         lines[0] = lines[0][:-2] + f", {', '.join(f'{v}=None' for v in bound)}):"
         source = "\n".join(lines)
         self.__call__ = _warm_call(source, tuple(val[v] for v in bound))
-        self.__call__.source = source     # (profiling reads it back and rebinds the values)
+        self.__call__.source, self.__call__.bound = source, {v: val[v] for v in bound}   # (profiling rebinds them)
 
     def __call__(self, args, out):    # replaced per instance by the generated function
         raise NotImplementedError

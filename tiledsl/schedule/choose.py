@@ -330,7 +330,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                             index64=p.index64))
     split = split_schedule(p)
     if split is not None:   # the default's splits, twice as many (while chunks last) and half
-        for n in dict.fromkeys((split.splits, min(2 * split.splits, max_splits(p, split)), split.splits // 2)):
+        for n in dict.fromkeys((split.splits, min(2 * split.splits, max_splits(p, split.row_threads, split.vec)), split.splits // 2)):
             if n >= 2:
                 out.append(replace(split, splits=n))
     # A few rows that a split reduction spreads over the GPU: a block a row would leave most
@@ -515,16 +515,18 @@ def split_schedule(p: Problem) -> Optional[Schedule]:
     if row_blocks >= 2 * p.sm_count:
         return None
     per_sm = max(1, min(2, 512 // block))
-    s = Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=2, index64=p.index64)
-    splits = min(-(-per_sm * p.sm_count // row_blocks), max_splits(p, s))
-    return replace(s, splits=splits) if splits >= 2 else None
+    splits = min(-(-per_sm * p.sm_count // row_blocks), max_splits(p, tpr, vec))
+    if splits < 2:
+        return None
+    return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
+                    index64=p.index64)
 
 
-def max_splits(p: Problem, s: Schedule) -> int:
+def max_splits(p: Problem, row_threads: int, vec: int) -> int:
     """The most chunks a split reduction's rows are cut into: at least 8 vectors a
     thread of a block-wide row (64 elements where a thread has a row), at most a
     grid's 65535."""
-    chunk = 8 * s.row_threads * s.vec if s.row_threads > 1 else 64
+    chunk = 8 * row_threads * vec if row_threads > 1 else 64
     return min(-(-p.row_length // chunk), 65535)
 
 
