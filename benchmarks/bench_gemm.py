@@ -7,6 +7,7 @@
 
 Workloads (M x N x K; a: [M, K], b: [K, N], the result in the operands' dtype):
   f16 and bf16 a @ b at 4096^3, 8192^3, 4000^3, 8192x8192x1024, 16x8192x8192;
+  f16 a @ b at 256x256x65536 (split-K), 1024x1024x8192 and 2048x2048x8192;
   f32 a @ b at 4096^3 and 8192^3 (tiledsl: exact f32 on CUDA cores; cuBLAS SGEMM, TF32 off);
   TF32 a @ w.T, w: [N, K], at the same sizes (tiledsl's schedule { tf32(true) }, which reads TF32
     through wgmma where both operands are K-contiguous; cuBLAS with TF32 allowed);
@@ -61,6 +62,9 @@ NA_TF32 = ("n/a: tf32(true) chose no TF32 code here (tiledsl's TF32 needs sm_90a
 
 PLAIN_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4000, 4000, 4000),
                 (8192, 8192, 1024), (16, 8192, 8192)]          # (M, N, K)
+# f16 only: few output tiles over a long K (split-K on tensor cores), and mid-size
+# products whose 128x256 tiles fall short of a wave
+F16_EXTRA_SHAPES = [(256, 256, 65536), (1024, 1024, 8192), (2048, 2048, 8192)]
 TRITON_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]      # f16 rows with a Triton peer
 F32_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 BATCHED = (32, 512, 512, 64)                                   # (B, M, N, K)
@@ -127,6 +131,8 @@ def full_workloads() -> list[Workload]:
     for dt in ("f16", "bf16"):
         for m, n, k in PLAIN_SHAPES:
             out.append(Workload(OP_PLAIN, dt, m, n, k, triton=dt == "f16" and (m, n, k) in TRITON_SHAPES))
+    for m, n, k in F16_EXTRA_SHAPES:
+        out.append(Workload(OP_PLAIN, "f16", m, n, k))
     for m, n, k in F32_SHAPES:
         out.append(Workload(OP_PLAIN, "f32", m, n, k))
     for m, n, k in F32_SHAPES:

@@ -58,10 +58,11 @@ def workloads(small: bool) -> list[tuple[str, str, dict]]:
                ("layernorm f16 16384x4096", "layernorm", dict(M=32, N=512)),
                ("rmsnorm f16 16384x4096", "rmsnorm", dict(M=32, N=512))]
         return gemm + [(n, str(ROOT / "examples" / f"{e}.tdsl"), x) for n, e, x in red]
-    # bench_gemm's shapes: f16 at all five, bf16 at the cubes, f32 and TF32, batched, the fused linear
+    # bench_gemm's shapes: f16 at all eight, bf16 at the cubes, f32 and TF32, batched, the fused linear
     gemm = [(f"gemm f16 {m}^3" if m == n == k else f"gemm f16 {m}x{n}x{k}", MM.format(t="f16"), dict(M=m, N=n, K=k))
             for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (4000, 4000, 4000),
-                            (8192, 8192, 1024), (16, 8192, 8192))]
+                            (8192, 8192, 1024), (16, 8192, 8192), (256, 256, 65536), (1024, 1024, 8192),
+                            (2048, 2048, 8192))]
     gemm += [(f"gemm bf16 {m}^3", MM.format(t="bf16"), dict(M=m, N=m, K=m)) for m in (4096, 8192)]
     gemm += [(f"gemm f32 {m}^3", MM.format(t="f32"), dict(M=m, N=m, K=m)) for m in (4096, 8192)]
     gemm += [(f"gemm tf32 {m}^3", TF32, dict(M=m, N=m, K=m)) for m in (4096, 8192)]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk f32 memory launchbench gemm tunetests tune.
+# Phases: facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm tunetests tune.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -21,6 +21,8 @@ for phase in "$@"; do
     hints) timeout 400 python3 scripts/probe_hints.py ;;
     f32sweep) timeout 400 python3 scripts/gemm_sweep.py --cases 0,2 --top 12 ;;
     splitk) timeout 300 python3 scripts/gemm_sweep.py --cases 14,15 --top 10 ;;
+    tcsplit) timeout 400 python3 scripts/gemm_sweep.py --cases 19,20,21,22,23,24,25,26,27,28 --top 8 ;;
+    mmsplit) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -k "split" -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     f32) timeout 300 python3 benchmarks/bench_gemm.py --only f32 --no-triton --json $OUT/gemm_f32.json ;;
     ringsweep) for w in layernorm softmax rmsnorm; do timeout 300 python3 benchmarks/sweep.py --widest --only $w --json $OUT/sweep_$w.json; done ;;
     sweep) timeout 400 python3 benchmarks/sweep.py --only norm --json $OUT/sweep_norm.json ;;

@@ -32,7 +32,17 @@ CASES = [("f32", "ab", (4096, 4096, 4096)), ("f32", "ab", (1000, 1000, 1000)), (
          ("bf16", "ab", (4096, 4096, 4096)), ("f16", "ab", (4000, 4000, 4000)), ("f16", "relu", (4096, 4096, 4096)),
          ("f32", "ab", (256, 256, 65536)), ("f32", "relu", (512, 512, 16384)),     # 14, 15: split-K
          # 16-18: which of 4000^3's dimensions costs it (rows of 8000 bytes straddle 128-byte lines)
-         ("f16", "ab", (4000, 4096, 4096)), ("f16", "ab", (4096, 4000, 4096)), ("f16", "ab", (4096, 4096, 4000))]
+         ("f16", "ab", (4000, 4096, 4096)), ("f16", "ab", (4096, 4000, 4096)), ("f16", "ab", (4096, 4096, 4000)),
+         # 19-28: tensor-core split-K (few output tiles over a long K)
+         ("f16", "ab", (256, 256, 65536)), ("f16", "relu", (512, 512, 16384)), ("f16", "ab", (1024, 1024, 4096)),
+         ("f16", "ab", (64, 4096, 16384)), ("bf16", "ab", (1024, 1024, 8192)), ("f32", "tf32", (256, 256, 32768)),
+         ("f16", "ab", (16, 8192, 8192)), ("f16", "abT", (768, 768, 8192)), ("f16", "ab", (1024, 2048, 8192)),
+         ("f16", "ab", (64, 1024, 65536)),
+         # 29-32: mid-size products whose 128x256 tiles fall just short of a wave
+         ("f16", "ab", (2048, 2048, 8192)), ("f16", "ab", (2048, 1024, 4096)), ("f16", "ab", (1536, 1536, 4096)),
+         ("f16", "ab", (1024, 2048, 2048)),
+         # 33-34: large products where 128x192 tiles leave less of the last wave idle than 128x256
+         ("f16", "ab", (3000, 3000, 3000)), ("f16", "ab", (6144, 3072, 4096))]
 
 
 def _problem(kern, shape):
@@ -69,7 +79,7 @@ def main():
         kern = tiledsl.compile(src)
         _, p = _problem(kern, shape)
         cands = [s for s in candidates(p, kern.hints) if s.vec > 1 or args.all]
-        plan.append((dtype, kind, shape, src, cands, default(p)))
+        plan.append((dtype, kind, shape, src, cands, default(p, kern.hints)))
         jobs += [(src, shape, s) for s in cands]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=min(16, os.cpu_count() or 2)) as pool:
@@ -119,7 +129,8 @@ def main():
                 ok = err <= (1e-3 if kind == "tf32" else {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-5}[dtype])
                 t = time_cuda(lambda i: kern(*sets[i % len(sets)], *extra, out=out), repeats=10,
                               n_sets=len(sets)).median_us
-                rows.append((t, s.tag + ("" if ok else f" WRONG err={err:.1e}"), s == base))
+                label = s.tag + (f" sp{s.splits}" if s.splits else "")
+                rows.append((t, label + ("" if ok else f" WRONG err={err:.1e}"), s == base))
             except Exception as err:  # noqa: BLE001
                 rows.append((float("inf"), s.tag + " FAILED " + str(err).splitlines()[0][:90], s == base))
         set_overrides(launcher, {})

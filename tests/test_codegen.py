@@ -542,3 +542,102 @@ def test_a_streamed_loop_takes_an_explicit_unroll_that_the_tuner_may_try():
         replace(default(ps), unroll=4)
     with pytest.raises(tiledsl.TdslError, match="unroll must be one of"):
         replace(base, unroll=3)
+
+
+# -- split-K on tensor cores and the warpgroup GEMM's tile rule ------------------------------------
+
+SKINNY_F16 = "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] { return relu(a @ b + bias) }"
+SKINNY_TF32 = ("kernel lin(x: f32[M, K], w: f32[N, K]) -> f32[M, N] { return x @ w.T }\n"
+               "schedule lin { tf32(true) }")
+
+
+def _tensor_core_split_variants():
+    for label, src in (("f16", SKINNY_F16), ("tf32", SKINNY_TF32)):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        for arch in ARCHS:
+            seen = set()
+            for s in candidates(problem(g, lay, dict(M=256, K=65536, N=256), arch=arch), k.hints):
+                if s.mma and s.splits and s.code not in seen:
+                    seen.add(s.code)
+                    for stage in (1, 2):
+                        yield pytest.param(k, g, lay, s, stage, arch, id=f"{label}-{s.tag}-s{stage}-{arch}")
+
+
+TC_SPLIT_VARIANTS = list(_tensor_core_split_variants())
+
+
+def test_the_tensor_core_split_candidates_cover_wgmma_and_mma_sync():
+    tags = {(v.values[3].tag, v.values[5]) for v in TC_SPLIT_VARIANTS}
+    assert any("_wg_" in t and a == "sm_90a" for t, a in tags) and any("_wg_tf32_" in t for t, _ in tags)
+    assert any("_tc_" in t and a == "sm_80" for t, a in tags)
+    assert all("_sk_" in t for t, _ in tags)
+
+
+@pytest.mark.parametrize("k,g,lay,s,stage,arch", TC_SPLIT_VARIANTS)
+def test_every_tensor_core_split_k_variant_compiles_without_spills(k, g, lay, s, stage, arch):
+    ks, compiled, usage = _compile(k, g, lay, s, arch, stage)
+    assert usage.spill_stores == 0 and usage.spill_loads == 0 and usage.local_bytes == 0, usage
+    sass = toolchain.sass(compiled.cubin)
+    if stage == 1:     # the chunks multiply on tensor cores and store f32 partials (no epilogue)
+        assert toolchain.has_instruction(sass, "HGMMA" if s.wgmma else "HMMA")
+        assert "part0" in ks.source and "relu" not in ks.source.split('extern "C"')[1]
+    else:              # the combining kernel: no tensor cores, no shared memory, the epilogue
+        assert not toolchain.has_instruction(sass, "HGMMA") and not toolchain.has_instruction(sass, "HMMA")
+        assert usage.shared_bytes == 0 and "nsplit" in ks.source
+
+
+# (M, N, K) -> (the block tile's M x N, K chunks) of the f16 default on Hopper, as measured
+# (scripts/gemm_sweep.py cases 19-34, H100 2026-11-22)
+WGMMA_DEFAULTS = {(256, 256, 65536): ((128, 128), 32), (512, 512, 16384): ((128, 128), 8),
+                  (1024, 1024, 8192): ((128, 256), 4), (64, 4096, 16384): ((64, 128), 4),
+                  (64, 1024, 65536): ((64, 128), 16), (768, 768, 8192): ((128, 256), 4),
+                  # as many SMs filled by a tile twice as large: not worth a second kernel
+                  (1024, 1024, 4096): ((64, 128), 0), (16, 8192, 8192): ((64, 64), 0),
+                  (1024, 2048, 8192): ((128, 128), 0), (2048, 2048, 8192): ((128, 256), 0),
+                  (1536, 1536, 4096): ((128, 192), 0), (1000, 1000, 1000): ((64, 128), 0),
+                  (4096, 4096, 4096): ((128, 256), 0), (8192, 8192, 1024): ((128, 256), 0)}
+
+
+@pytest.mark.parametrize("shape", list(WGMMA_DEFAULTS), ids=lambda s: "x".join(map(str, s)))
+def test_the_warpgroup_default_tile_and_split(shape):
+    m, n, kk = shape
+    k = tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }")
+    first, *rest = sources_for(k, dict(M=m, N=n, K=kk))
+    tile, splits = WGMMA_DEFAULTS[shape]
+    assert first.schedule.wgmma and first.schedule.tile[:2] == tile and first.schedule.splits == splits
+    assert [ks.name[-3:] for ks in rest] == (["_s2"] if splits else [])
+
+
+def test_split_k_on_tensor_cores_elsewhere_and_when_pinned():
+    k = tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }")
+    ampere, _ = sources_for(k, dict(M=256, N=256, K=65536), arch="sm_80")
+    assert ampere.schedule.mma and not ampere.schedule.wgmma and ampere.schedule.splits >= 2
+    # split_k(n) keeps f16 on the tensor cores (it used to move the product to CUDA cores)
+    pinned = tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }\n"
+                             "schedule mm { split_k(3) }")
+    for arch in ARCHS:
+        first, final = sources_for(pinned, dict(M=300, N=200, K=1000), arch=arch)
+        assert first.schedule.mma and first.schedule.splits == 3 and final.name.endswith("_s2")
+    one, = sources_for(tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }\n"
+                                       "schedule mm { split_k(1) }"), dict(M=256, N=256, K=65536))
+    assert not one.schedule.splits
+
+
+def test_a_split_k_combining_launch_asks_for_no_shared_memory():
+    from tiledsl.schedule.choose import launches
+    k = tiledsl.compile(SKINNY_F16)
+    g = partition(k.graph)[0]
+    p = problem(g, plan_layout(g, k.graph), dict(M=256, K=65536, N=256))
+    first, final = launches(p, default(p))
+    assert first.shared_bytes == first.schedule.shared_bytes > 48 * 1024 and final.shared_bytes == 0
+    assert first.grid[2] == first.schedule.splits and final.stage == 2
+
+
+def test_split_k_counts_outside_2_to_64_are_refused():
+    s = Schedule("matmul", block=256, tile=(128, 128, 64), micro=(64, 128), mma=True, wgmma=True, vec=8,
+                 stages=4, splits=8)
+    assert "_sk_" in s.tag and s.code.splits == 2
+    with pytest.raises(tiledsl.TdslError, match="2 to 64 chunks"):
+        replace(s, splits=65)

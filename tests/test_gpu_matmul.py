@@ -219,3 +219,61 @@ def test_split_k_pinned_by_a_schedule_block_batched_f16_with_a_scalar(extents):
     k = tiledsl.compile(src)
     assert sources_for(k, extents)[0].schedule.splits == 3
     _run(src, extents)
+
+
+# Split-K on tensor cores: K = 5000 leaves the last K tile short and the chunks
+# uneven; M and N leave partial block tiles.
+TC_SKINNY = dict(M=200, K=5000, N=264)
+
+
+def _tensor_core_split_candidates():
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    for label, src in (("f16", "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] "
+                               "{ return relu(a @ b + bias) }"),
+                       ("f16-bT", "kernel mm(a: f16[M, K], bt: f16[N, K]) -> f32[M, N] { return a @ bt.T }"),
+                       ("bf16", "kernel mm(a: bf16[M, K], b: bf16[K, N]) -> bf16[M, N] { return a @ b }"),
+                       ("tf32", TF32)):
+        k = tiledsl.compile(src)
+        launcher = launcher_for(k)
+        p = problem(launcher.groups[0], launcher.layouts[0], TC_SKINNY, frozenset(), 132, "sm_90a")
+        for s in candidates(p, k.hints):
+            if s.mma and s.splits:
+                yield pytest.param(src, s, id=f"{label}-{s.tag}-sp{s.splits}")
+
+
+@pytest.mark.parametrize("src,schedule", list(_tensor_core_split_candidates()))
+def test_every_tensor_core_split_k_schedule(src, schedule):
+    import cupy
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    if schedule.wgmma and cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("wgmma needs an sm_90 GPU")
+    k = tiledsl.compile(src)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    tolerance = TOLERANCE["tf32"] if k.hints.tf32 else None
+    for _ in range(2):      # the checked path, then the warm one
+        check(k, random_arguments(k.graph, TC_SKINNY), TC_SKINNY, "out", tolerance=tolerance)
+    check(k, random_arguments(k.graph, TC_SKINNY), TC_SKINNY, "alloc", tolerance=tolerance)
+
+
+def test_tensor_core_split_k_is_the_default_for_few_tiles_over_a_long_k():
+    from tiledsl.codegen import sources_for
+    src = "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] { return relu(a @ b + bias) }"
+    extents = dict(M=256, K=65536, N=256)
+    first, final = sources_for(tiledsl.compile(src), extents)
+    assert first.schedule.mma and first.schedule.splits >= 2 and final.name.endswith("_s2")
+    _run(src, extents)
+
+
+@pytest.mark.parametrize("extents", [dict(M=130, K=136, N=72), dict(M=64, K=64, N=64), dict(M=1, K=8, N=8)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_tensor_core_split_k_with_empty_chunks(extents):
+    # 8 chunks of at most 3 K tiles: most chunks are empty and contribute zeros
+    src = ("kernel mm(a: f16[M, K], b: f16[K, N], s: f32) -> f16[M, N] { return (a @ b) * s }\n"
+           "schedule mm { split_k(8) }")
+    from tiledsl.codegen import sources_for
+    [first, _] = sources_for(tiledsl.compile(src), extents)
+    assert first.schedule.mma and first.schedule.splits == 8
+    _run(src, extents)

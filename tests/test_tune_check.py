@@ -35,9 +35,10 @@ def test_cpu_smoke(tune_check, tmp_path, capsys):
 def test_the_full_size_workloads_are_the_issues():
     tc = importlib.import_module("benchmarks.tune_check")
     names = [w[0] for w in tc.workloads(False)]
-    # bench_gemm's 13 GEMM workloads (f16 at five shapes, bf16, f32 and TF32 cubes, batched, fused), 10 rows
-    assert len(names) == 5 + 2 + 2 + 2 + 1 + 1 + 4 + 3 + 3
-    assert {"gemm f16 8192x8192x1024", "gemm f16 4000^3", "gemm tf32 8192^3", "bmm f16 32x(512x512x64)"} <= set(names)
+    # bench_gemm's 16 GEMM workloads (f16 at eight shapes, bf16, f32 and TF32 cubes, batched, fused), 10 rows
+    assert len(names) == 8 + 2 + 2 + 2 + 1 + 1 + 4 + 3 + 3
+    assert {"gemm f16 8192x8192x1024", "gemm f16 4000^3", "gemm tf32 8192^3", "bmm f16 32x(512x512x64)",
+            "gemm f16 256x256x65536"} <= set(names)
     assert ("gemm f16 4096^3", dict(M=4096, N=4096, K=4096)) == tuple(tc.workloads(False)[0][::2])
     assert set(w[0] for w in tc.workloads(True)) <= set(names)
 

@@ -325,12 +325,12 @@ class _Renderer:
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise":
             text = _env().get_template("pointwise.cu.j2").render(**common, **self.pointwise())
+        elif self.s.kind == "matmul" and stage == 2:    # split-K's combining kernel, whatever ran the chunks
+            text = _env().get_template("matmul_splitk.cu.j2").render(**common, **self.matmul_splitk())
         elif self.s.kind == "matmul" and self.s.wgmma:
             text = _env().get_template("matmul_wgmma.cu.j2").render(**common, **self.matmul_wgmma())
         elif self.s.kind == "matmul" and self.s.mma:
             text = _env().get_template("matmul_mma.cu.j2").render(**common, **self.matmul_mma())
-        elif self.s.kind == "matmul" and stage == 2:
-            text = _env().get_template("matmul_splitk.cu.j2").render(**common, **self.matmul_splitk())
         elif self.s.kind == "matmul":
             text = _env().get_template("matmul.cu.j2").render(**common, **self.matmul())
         elif stage == 2:
@@ -598,8 +598,8 @@ class _Renderer:
             vector=vector,
             acc_t=acc_t, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, uniform=uniform,
             min_blocks_per_sm=self.s.min_blocks,
-            # the SIMT template names the product index bz (blockIdx.z, or its share of it under split-K)
-            batch_coords=self.coords(list(range(n_kept - 2)), "bz" if not self.s.mma else "(idx_t)blockIdx.z"),
+            # every GEMM template names the product index bz (blockIdx.z, or its share of it under split-K)
+            batch_coords=self.coords(list(range(n_kept - 2)), "bz"),
             splits=bool(self.s.splits),
             lm=lm, ln=ln, lk=lk, mm=mm.id,
             a_tile=tile_load(a, lk, lm, bk, bm, "As"),   # As[k][m]
@@ -666,8 +666,22 @@ class _Renderer:
                     a_tile=a_tile, b_tile=b_tile, warps_n=bn // wn, wm=wm, wn=wn,
                     to16="f32_to_f16" if half == "f16" else "f32_to_bf16",
                     ptx_type={"f32": "tf32"}.get(half, half), elem_bytes=a.dtype.itemsize,
-                    elem_t=storage_type(a.dtype))
+                    elem_t=storage_type(a.dtype), k_range=self.tensor_core_k_range())
         return base
+
+    def tensor_core_k_range(self) -> list[str]:
+        """Lines naming the product index `bz` and the K tiles a tensor-core block
+        multiplies, [first_tile, first_tile + ntiles): all of them, or under split-K
+        chunk blockIdx.z % nsplit of them (whole tiles, as the SIMT GEMM splits; the
+        last chunks shorter, maybe empty: their partial sums are zeros)."""
+        lk, bk = self.layout.n_kept, self.s.tile[2]
+        tiles = f"(n{lk} + {bk - 1}) / {bk}"
+        if not self.s.splits:
+            return [f"const idx_t bz = (idx_t)blockIdx.z, first_tile = 0, ntiles = {tiles};"]
+        return ["const idx_t split = (idx_t)blockIdx.z % (idx_t)nsplit, bz = (idx_t)blockIdx.z / (idx_t)nsplit;",
+                f"const idx_t all_tiles = {tiles}, per_chunk = (all_tiles + (idx_t)nsplit - 1) / (idx_t)nsplit;",
+                "const idx_t first_tile = split * per_chunk < all_tiles ? split * per_chunk : all_tiles;",
+                "const idx_t ntiles = all_tiles - first_tile < per_chunk ? all_tiles - first_tile : per_chunk;"]
 
     def matmul_wgmma(self) -> dict:
         """The warpgroup GEMM: `matmul_mma`'s tiles, read by wgmma through

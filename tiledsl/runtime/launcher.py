@@ -156,7 +156,7 @@ class Launcher:
                 group, layout, schedule = self.groups[index], self.layouts[index], launch.schedule
                 binary = self.binary(index, schedule, launch.stage, device_arch(device))
                 name = schedule.kernel_name(self.graph.name, index, launch.stage)
-                fn = (_load(binary.cubin, name, device, schedule.shared_bytes),
+                fn = (_load(binary.cubin, name, device, launch.shared_bytes),
                       kernel_params(group, layout, schedule, launch.stage)[1])
                 self._functions[key] = fn
         return fn
@@ -421,8 +421,7 @@ class Program:
                     picks.append(constants.index(launch.schedule.splits))
                 else:
                     picks.append(scalar_slot[ref])
-            self.steps.append((fn, launch.grid, (launch.schedule.block,), tuple(picks),
-                               launch.schedule.shared_bytes))
+            self.steps.append((fn, launch.grid, (launch.schedule.block,), tuple(picks), launch.shared_bytes))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs

@@ -28,6 +28,12 @@ class Launch:
     loop_extents: tuple[int, ...]
     stage: int = 1                     # 2: a split reduction's (or split-K GEMM's) combining kernel
 
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory this launch asks for: a split-K GEMM's combining
+        kernel uses none of its pipeline's."""
+        return self.schedule.shared_bytes if self.stage == 1 else 0
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -219,6 +225,18 @@ def ring_problem(p: Problem, s: Schedule) -> str:
 SPLIT_K_MIN_CHUNK = 512         # K a split-K chunk covers at least: its partial sums stay small traffic
 # (tile, microtile) of the SIMT GEMMs that the tuner also tries split K ways
 SPLIT_K_TILES = (((128, 128, 8), (16, 8)), ((128, 128, 8), (8, 8)), ((64, 64, 16), (4, 4)))
+# ... and (tile, warp tile or wgmma's (64, BN), stages) of the tensor-core GEMMs split K ways
+TC_SPLIT_TILES = (((128, 256, 64), (64, 256), 4), ((128, 128, 64), (64, 128), 4), ((64, 256, 64), (64, 256), 4),
+                  ((64, 128, 64), (64, 128), 5), ((64, 64, 64), (64, 64), 6),
+                  ((128, 256, 32), (64, 256), 4), ((64, 128, 32), (64, 128), 5),       # TF32 wgmma
+                  ((128, 128, 32), (64, 32), 4), ((64, 128, 32), (32, 64), 3), ((64, 64, 64), (32, 32), 4))
+# A tensor-core chunk of K: long enough that its pipeline's fill and its partial sums'
+# traffic stay small beside its multiply (H100: 1024-deep chunks lost 7-15% to 2048).
+TC_SPLIT_MIN_CHUNK = 2048
+# (BM, BN, stages) of the warpgroup tiles the default splits, larger first, by (operand bytes, M <= 64)
+# (64 rows where M <= 64: taller tiles would multiply zeros)
+WGMMA_SPLIT_TILES = {(2, False): ((128, 256, 4), (128, 128, 4)), (2, True): ((64, 128, 5), (64, 64, 6)),
+                     (4, False): ((128, 256, 4), (64, 128, 5)), (4, True): ((64, 128, 5),)}
 
 
 def output_tiles(p: Problem, bm: int, bn: int) -> int:
@@ -308,8 +326,11 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                    (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (32, 32, 32, 2, 2)):
             out.append(Schedule("matmul", block=(bm // tm) * (bn // tn), tile=(bm, bn, bk),
                                 micro=(tm, tn), index64=p.index64))
-        # split-K where the tiles leave SMs idle and K is long: the SIMT tiles of the defaults
-        out += [replace(s, splits=k) for s in out if not s.mma and (s.tile, s.micro) in SPLIT_K_TILES
+        # split-K where the tiles leave SMs idle and K is long: the SIMT tiles of the defaults,
+        # and the tensor-core tiles in launch order, one block per SM
+        out += [replace(s, splits=k) for s in out
+                if ((s.tile, s.micro) in SPLIT_K_TILES if not s.mma else
+                    (s.tile, s.micro, s.stages) in TC_SPLIT_TILES and not s.group and s.min_blocks == 1)
                 for k in split_k_choices(p, s.tile)]
         return out
     if p.group.kind == "pointwise":
@@ -622,13 +643,14 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
     would leave SMs idle). A schedule block's tile(), stages(), warps() and
     group() replace the rule's choices."""
     big = output_tiles(p, 128, 128) >= p.sm_count
-    if uses_tensor_cores(p) and not hints.split_k:     # split_k(n) pins the CUDA-core GEMM
-        return _tensor_core_default(p, hints)
+    if uses_tensor_cores(p):
+        return _tensor_core_split(p, hints, _tensor_core_default(p, hints))
     if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":
         # opted in: f32 operands read as TF32 by wgmma (K-contiguous A and B only)
         bm, bn, stages = (128, 256, 4) if output_tiles(p, 128, 256) >= p.sm_count else (64, 128, 5)
-        return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 32), micro=(64, bn), mma=True,
-                        wgmma=True, vec=4, stages=stages, group=hints.group or 0, index64=p.index64)
+        return _tensor_core_split(p, hints, Schedule(
+            "matmul", block=128 * (bm // 64), tile=(bm, bn, 32), micro=(64, bn), mma=True, wgmma=True, vec=4,
+            stages=stages, group=hints.group or 0, index64=p.index64))
     pinned = bool(dict(hints.tile) or dict(hints.microtile) or hints.warps)
     auto_split = 0 if pinned or hints.split_k is not None else split_k_default(p)
     big = big or bool(auto_split)       # split-K fills the SMs with 128x128 tiles
@@ -659,11 +681,73 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
                     vec=vec, splits=splits if splits > 1 else 0, index64=p.index64)
 
 
+def _tensor_core_split(p: Problem, hints: Hints, s: Schedule) -> Schedule:
+    """`s` split K ways as a schedule block's split_k(n) asks, else by the rule
+    (wgmma_split_default, tensor_core_split_count) where no tile, stage or warp
+    count is pinned."""
+    if hints.split_k is not None:
+        return replace(s, splits=hints.split_k if hints.split_k > 1 else 0)
+    if hints.tile or hints.stages or hints.warps:
+        return s
+    if s.wgmma:
+        return wgmma_split_default(p, s)
+    blocks = output_tiles(p, s.tile[0], s.tile[1])
+    return replace(s, splits=tensor_core_split_count(p, blocks) if 2 * blocks <= p.sm_count else 0)
+
+
+def tensor_core_split_count(p: Problem, blocks: int) -> int:
+    """The most chunks (a power of two, 2 to 64) that keep `blocks` output tiles
+    within one wave, each chunk at least TC_SPLIT_MIN_CHUNK of K (0: none)."""
+    k, n = matmul_shape(p)[3], 0
+    while 2 * (n or 1) <= 64 and blocks * 2 * (n or 1) <= p.sm_count and k // (2 * (n or 1)) >= TC_SPLIT_MIN_CHUNK:
+        n = 2 * (n or 1)
+    return n
+
+
+def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
+    """Where 128x256 tiles would not fill the SMs, the unsplit default `s` takes
+    smaller tiles; over a long K, large tiles split K ways fill a wave instead
+    and reuse each operand load more. Of WGMMA_SPLIT_TILES (64 rows for M <= 64),
+    the one whose split fills the most SMs, on a tie the one with more of its
+    tile inside the result, then the smaller; where that fills more SMs than
+    `s`, or as many with four times the tile.
+    Measured on an H100 (scripts/gemm_sweep.py,
+    2026-11-22), f16: 512x512x16384 (relu epilogue) 199 -> 276 TFLOP/s
+    (1.18x cuBLAS) with 128x128 tiles in 8 chunks; 1024x1024x8192 326 -> 394
+    (128x256, 4 chunks); 256x256x65536 (128x128, 32 chunks) 213, 0.77x cuBLAS."""
+    if output_tiles(p, 128, 256) >= p.sm_count:
+        return s
+    _, m, n_cols, _ = matmul_shape(p)
+
+    def rank(bm: int, bn: int, blocks: int) -> tuple:    # SMs filled, then tile inside the result, then less outside
+        return min(blocks, p.sm_count), min(bm, m) * min(bn, n_cols), -bm * bn
+
+    best = None
+    for bm, bn, stages in WGMMA_SPLIT_TILES[(16 // s.vec, m <= 64)]:     # (operand bytes, skinny)
+        blocks = output_tiles(p, bm, bn)
+        n = tensor_core_split_count(p, blocks)
+        if n and (best is None or rank(bm, bn, blocks * n) > rank(*best[:3])):
+            best = (bm, bn, blocks * n, stages, n)
+    if best is None:
+        return s
+    fill, inside, _ = rank(*best[:3])
+    unsplit_fill, unsplit_inside, _ = rank(s.tile[0], s.tile[1], output_tiles(p, s.tile[0], s.tile[1]))
+    # as many SMs filled: worth the second kernel and the partials' traffic only for a
+    # much larger tile (H100: 128x256 for 64x128 gained 19-21%; 128x128 for 64x128 and
+    # 64x128 for 64x64 lost 6-10%)
+    if fill < unsplit_fill or (fill == unsplit_fill and inside < 4 * unsplit_inside):
+        return s
+    bm, bn, _, stages, n = best
+    return replace(s, block=128 * (bm // 64), tile=(bm, bn, s.tile[2]), micro=(64, bn), stages=stages, group=0,
+                   splits=n)
+
+
 def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
-    """Measured on an H200 (scripts/gemm_sweep.py, 2026-11-22): with 16-byte
-    operands on Hopper, wgmma tiles of 128x256x64 (4 stages) where they fill a
-    wave, 64x64x64 (6 stages: many loads in flight) for skinny M, else
-    64x128x64 (5 stages); other GPUs and schedule blocks that pin warp tiles
+    """Measured on an H200 and an H100 (scripts/gemm_sweep.py, 2026-11-22): with
+    16-byte operands on Hopper, wgmma tiles of 64x64x64 (6 stages: many loads in
+    flight) for skinny M, else the tile of `wgmma_tile` (128x256x64, 4 stages,
+    where they fill the SMs' waves; 128x192, 128x128 or 64x128 where those fill
+    them better); other GPUs and schedule blocks that pin warp tiles
     take mma.sync: a cp.async pipeline of 128x256x32 tiles in 64x64 warp tiles (3
     stages) where they fill two waves and K is long, 128x128x32 (4 stages)
     for a wave, 64x64x64 (4 stages) for skinny M, else 64x128x32 (3 stages).
@@ -682,8 +766,7 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # 1.13x at 1000^3, 1.04x at 16x8192x8192, against 0.40-0.46x for the best
         # mma.sync pipeline at the large sizes); blocks grouped 8 rows at a time
         # measured 1-3% faster where the grid is two waves or more
-        bm, bn, stages = ((128, 256, 4) if waves(128, 256) >= 1 else (64, 64, 6) if m <= 64
-                          else (64, 128, 5))
+        bm, bn, stages = (64, 64, 6) if m <= 64 else wgmma_tile(p)
         return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 64), micro=(64, bn), mma=True,
                         wgmma=True, vec=8, stages=stages, group=hints.group or (8 if waves(bm, bn) >= 2 else 0),
                         index64=p.index64)
@@ -732,6 +815,24 @@ def shared_limit(arch: str) -> int:
     """Dynamic shared memory a block may opt in to on `arch`."""
     cc = int("".join(ch for ch in arch if ch.isdigit()) or 0)
     return {90: 227, 80: 163, 87: 163, 86: 99, 89: 99}.get(cc, 227 if cc > 90 else 48) * 1024
+
+
+# (BM, BN, stages) of the warpgroup GEMM's default tiles and their speed relative to
+# 128x256 with every SM busy. H100 (scripts/gemm_sweep.py, 2026-11-22, f16): 128x128
+# at 0.83 (2048x2048x8192), 128x192 at 0.93 (1536x1536x4096), 64x128 at 0.55 (a block
+# of 5 stages takes the SM's shared memory: one warpgroup an SM).
+WGMMA_TILE_SPEED = {(128, 256, 4): 1.0, (128, 192, 4): 0.93, (128, 128, 5): 0.83, (64, 128, 5): 0.55}
+
+
+def wgmma_tile(p: Problem) -> tuple[int, int, int]:
+    """The default warpgroup tile: the one whose speed times the share of the
+    SMs its last wave keeps busy is highest (M > 64). H100 before this rule
+    took 64x128 wherever 128x256 tiles fell short of a wave: 1024x2048x8192 332
+    -> 530 TFLOP/s (128x128), 2048x2048x8192 324 -> 644 (128x256: 128 tiles,
+    0.97 of a wave), 1536x1536x4096 244 -> 447 (128x192); 1000^3 keeps 64x128."""
+    def busy(tiles: int) -> float:
+        return tiles / (-(-tiles // p.sm_count) * p.sm_count)
+    return max(WGMMA_TILE_SPEED, key=lambda t: WGMMA_TILE_SPEED[t] * busy(output_tiles(p, t[0], t[1])))
 
 
 def _pinned_wgmma(p: Problem, hints: Hints) -> Optional[Schedule]:

@@ -27,6 +27,11 @@ of it: one compiled kernel serves every size of its class.
                                         column sums of a wide tensor): blocks
                                         reduce chunks into partials, a second
                                         kernel combines them and finishes
+    matmul wgmma tile=(64,128,64) splits=16  256x256x65536 f16: 8 output tiles
+                                        would leave 124 of 132 SMs idle; 16
+                                        chunks of K make 128 blocks that store
+                                        f32 partials, and a second kernel adds
+                                        them and runs the epilogue (tag _sk)
 """
 from __future__ import annotations
 
@@ -91,7 +96,7 @@ class Schedule:
     keep: bool = False          # reduce_row: keep costly element values in registers between phases
     prefetch: bool = False      # reduce_row (cached): load the block's next row while this one is reduced
     splits: int = 0             # reduce_split: chunks of the reduced dims, reduced by separate blocks;
-                                # matmul (SIMT): split-K, chunks of K summed by a second kernel
+                                # matmul (any kind): split-K, chunks of K summed by a second kernel
     tile: tuple = ()            # matmul: block tile (BM, BN, BK)
     micro: tuple = ()           # matmul: microtile (TM, TN) per thread; with mma, the warp tile (WM, WN)
     mma: bool = False           # matmul: tensor cores (mma.sync m16n8k16) for f16/bf16 operands
@@ -197,8 +202,8 @@ class Schedule:
                 return "only the tensor-core GEMM has a cp.async pipeline"
             elif (bm // tm) * (bn // tn) != self.block:
                 return f"a {bm}x{bn} tile of {tm}x{tn} microtiles takes {(bm // tm) * (bn // tn)} threads, not {self.block}"
-            if self.splits and (self.mma or self.wgmma or not 2 <= self.splits <= 64):
-                return "split-K (2 to 64 chunks of K) runs on the CUDA-core GEMM, not on tensor cores"
+            if self.splits and not 2 <= self.splits <= 64:
+                return "split-K takes 2 to 64 chunks of K"
             if not self.mma and self.vec not in (1, 4):
                 return "SIMT tiles load f32 one at a time or in 16-byte vectors (vec 1 or 4)"
             if not self.mma and self.vec == 4 and (tm % 4 or tn % 4 or 2 * bk * (bm + bn + 8) * 4 > 48 * 1024):
@@ -251,8 +256,8 @@ class Schedule:
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
             if self.wgmma:
                 return (f"mm_wg{'_tf32' if self.vec == 4 else ''}_m{bm}n{bn}k{bk}_s{self.stages}_"
-                        + (f"b{self.min_blocks}_" if self.min_blocks > 1 else "") + (f"g{self.group}_" if self.group else "")
-                        + ("x64" if self.index64 else "x32"))
+                        + (f"b{self.min_blocks}_" if self.min_blocks > 1 else "") + ("sk_" if self.splits else "")
+                        + (f"g{self.group}_" if self.group else "") + ("x64" if self.index64 else "x32"))
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
                     f"v{self.vec}_" + (f"s{self.stages}_" if self.stages > 1 else "")
                     + (f"b{self.min_blocks}_" if self.min_blocks > 1 else "")
