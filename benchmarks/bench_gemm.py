@@ -422,7 +422,9 @@ def schedule_tags(kernel, extents: dict, dev: dict, arch: str) -> str:
         srcs = sources_for(kernel, extents, sm_count=sm, arch=arch)
     except TypeError:             # a tiledsl whose sources_for takes no arch
         srcs = sources_for(kernel, extents, sm_count=sm)
-    return " + ".join(s.schedule.tag for s in srcs)
+    return " + ".join("its chunks' sum" if s.schedule.splits and s.name.endswith("_s2")
+                      else s.schedule.tag + (f" in {s.schedule.splits} chunks of K" if s.schedule.splits else "")
+                      for s in srcs)
 
 
 def tiledsl_tag(key: str):

@@ -7,6 +7,7 @@ then each is checked against cuBLAS and timed with CUDA events.
 """
 import argparse
 import os
+import re
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -71,6 +72,8 @@ def main():
     ap.add_argument("--cases", help="indices into CASES, e.g. 0,1,2")
     ap.add_argument("--compile-only", action="store_true", help="no GPU needed")
     ap.add_argument("--sets", type=int, default=1, help="input sets to rotate among (past L2)")
+    ap.add_argument("--match", help="only candidates whose tag (plus ' sp<n>' when split) this regular "
+                                    "expression finds, and the default")
     args = ap.parse_args()
     jobs, plan = [], []
     cases = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES[:2] if args.quick else CASES
@@ -78,8 +81,11 @@ def main():
         src = KERNELS[kind].format(t=dtype)
         kern = tiledsl.compile(src)
         _, p = _problem(kern, shape)
+        base = default(p, kern.hints)
         cands = [s for s in candidates(p, kern.hints) if s.vec > 1 or args.all]
-        plan.append((dtype, kind, shape, src, cands, default(p, kern.hints)))
+        if args.match:
+            cands = [s for s in cands if s == base or re.search(args.match, s.tag + (f" sp{s.splits}" if s.splits else ""))]
+        plan.append((dtype, kind, shape, src, cands, base))
         jobs += [(src, shape, s) for s in cands]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=min(16, os.cpu_count() or 2)) as pool:

@@ -277,3 +277,16 @@ def test_tensor_core_split_k_with_empty_chunks(extents):
     [first, _] = sources_for(tiledsl.compile(src), extents)
     assert first.schedule.mma and first.schedule.splits == 8
     _run(src, extents)
+
+
+@pytest.mark.parametrize("extents", [dict(B=3, M=100, K=1000, N=72), dict(B=2, M=64, K=4096, N=136)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_tensor_core_split_k_of_a_batch(extents):
+    # each product's chunks land in their own slice of the partials (aligned operands: wgmma on Hopper)
+    src = ("kernel bmm(a: f16[B, M, K], b: f16[B, K, N], bias: f32[N]) -> f16[B, M, N] "
+           "{ return relu(a @ b + bias) }\nschedule bmm { split_k(4) }")
+    from tiledsl.codegen import sources_for
+    first, final = sources_for(tiledsl.compile(src), extents)
+    assert first.schedule.mma and first.schedule.splits == 4 and final.name.endswith("_s2")
+    _run(src, extents)
+    _run(src, extents, "alloc")
