@@ -641,3 +641,16 @@ def test_split_k_counts_outside_2_to_64_are_refused():
     assert "_sk_" in s.tag and s.code.splits == 2
     with pytest.raises(tiledsl.TdslError, match="2 to 64 chunks"):
         replace(s, splits=65)
+
+
+def test_short_k_products_share_each_sm_between_two_blocks():
+    # at most 4 K tiles (attention's head dim of 64, say): two 128x128 blocks an SM
+    k = tiledsl.compile((EXAMPLES / "batched_matmul.tdsl").read_text())
+    [ks] = sources_for(k, dict(B=32, M=512, N=512, K=64))
+    assert ks.schedule.wgmma and ks.schedule.tile[:2] == (128, 128) and ks.schedule.min_blocks == 2
+    compiled = toolchain.compile_cuda(ks.source, arch="sm_90a")
+    usage = compiled.resources[ks.name]
+    assert usage.registers * ks.schedule.block * 2 <= 65536 and usage.spill_stores == 0, usage
+    assert 2 * ks.schedule.shared_bytes <= 228 * 1024
+    mm = tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }")
+    assert sources_for(mm, dict(M=4096, N=4096, K=512))[0].schedule.min_blocks == 1   # longer K: 128x256
