@@ -21,7 +21,7 @@ for phase in "$@"; do
     hints) timeout 400 python3 scripts/probe_hints.py ;;
     f32sweep) timeout 400 python3 scripts/gemm_sweep.py --cases 0,2 --top 12 ;;
     splitk) timeout 300 python3 scripts/gemm_sweep.py --cases 14,15 --top 10 ;;
-    tcsplit) timeout 400 python3 scripts/gemm_sweep.py --cases 19,20,21,22,23,24,25,26,27,28 --top 8 ;;
+    tcsplit) timeout 400 python3 scripts/gemm_sweep.py --cases 19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34 --top 8 ;;
     mmsplit) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -k "split" -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     f32) timeout 300 python3 benchmarks/bench_gemm.py --only f32 --no-triton --json $OUT/gemm_f32.json ;;
     ringsweep) for w in layernorm softmax rmsnorm; do timeout 300 python3 benchmarks/sweep.py --widest --only $w --json $OUT/sweep_$w.json; done ;;

@@ -46,6 +46,11 @@ CASES = [("f32", "ab", (4096, 4096, 4096)), ("f32", "ab", (1000, 1000, 1000)), (
          ("f16", "ab", (3000, 3000, 3000)), ("f16", "ab", (6144, 3072, 4096))]
 
 
+def _label(s) -> str:
+    """A candidate's name: its tag, and its K chunks where split (a launch-only field)."""
+    return s.tag + (f" sp{s.splits}" if s.splits else "")
+
+
 def _problem(kern, shape):
     m, n, k = shape
     launcher = launcher_for(kern)
@@ -84,7 +89,7 @@ def main():
         base = default(p, kern.hints)
         cands = [s for s in candidates(p, kern.hints) if s.vec > 1 or args.all]
         if args.match:
-            cands = [s for s in cands if s == base or re.search(args.match, s.tag + (f" sp{s.splits}" if s.splits else ""))]
+            cands = [s for s in cands if s == base or re.search(args.match, _label(s))]
         plan.append((dtype, kind, shape, src, cands, base))
         jobs += [(src, shape, s) for s in cands]
     t0 = time.perf_counter()
@@ -135,10 +140,9 @@ def main():
                 ok = err <= (1e-3 if kind == "tf32" else {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-5}[dtype])
                 t = time_cuda(lambda i: kern(*sets[i % len(sets)], *extra, out=out), repeats=10,
                               n_sets=len(sets)).median_us
-                label = s.tag + (f" sp{s.splits}" if s.splits else "")
-                rows.append((t, label + ("" if ok else f" WRONG err={err:.1e}"), s == base))
+                rows.append((t, _label(s) + ("" if ok else f" WRONG err={err:.1e}"), s == base))
             except Exception as err:  # noqa: BLE001
-                rows.append((float("inf"), s.tag + " FAILED " + str(err).splitlines()[0][:90], s == base))
+                rows.append((float("inf"), _label(s) + " FAILED " + str(err).splitlines()[0][:90], s == base))
         set_overrides(launcher, {})
         rows.sort(key=lambda r: r[0])
         print(f"## {dtype} {kind} {m}x{n}x{k}: cuBLAS {flop / t_cublas / 1e6:.1f} TFLOP/s; "

@@ -137,8 +137,9 @@ TF32 = ("kernel lin(x: f32[M, K], w: f32[N, K], b: f32[N]) -> f32[M, N] { return
 TAIL_SHAPE = dict(M=200, K=136, N=264)
 
 
-@pytest.mark.parametrize("src,schedule", list(_tensor_core_candidates()))
-def test_every_pipelined_tensor_core_schedule(src, schedule):
+def _pinned(src, schedule):
+    """The kernel of `src` with its GEMM pinned to `schedule` (a wgmma schedule
+    skips the test on GPUs other than Hopper), and its tolerance."""
     import cupy
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides
@@ -147,7 +148,12 @@ def test_every_pipelined_tensor_core_schedule(src, schedule):
     k = tiledsl.compile(src)
     k._launcher = launcher_for(k)
     set_overrides(k._launcher, {0: schedule})
-    tolerance = TOLERANCE["tf32"] if k.hints.tf32 else None
+    return k, TOLERANCE["tf32"] if k.hints.tf32 else None
+
+
+@pytest.mark.parametrize("src,schedule", list(_tensor_core_candidates()))
+def test_every_pipelined_tensor_core_schedule(src, schedule):
+    k, tolerance = _pinned(src, schedule)
     check(k, random_arguments(k.graph, TAIL_SHAPE), TAIL_SHAPE, "out", tolerance=tolerance)
 
 
@@ -244,15 +250,7 @@ def _tensor_core_split_candidates():
 
 @pytest.mark.parametrize("src,schedule", list(_tensor_core_split_candidates()))
 def test_every_tensor_core_split_k_schedule(src, schedule):
-    import cupy
-    from tiledsl.runtime import launcher_for
-    from tiledsl.runtime.launcher import set_overrides
-    if schedule.wgmma and cupy.cuda.Device().compute_capability != "90":
-        pytest.skip("wgmma needs an sm_90 GPU")
-    k = tiledsl.compile(src)
-    k._launcher = launcher_for(k)
-    set_overrides(k._launcher, {0: schedule})
-    tolerance = TOLERANCE["tf32"] if k.hints.tf32 else None
+    k, tolerance = _pinned(src, schedule)
     for _ in range(2):      # the checked path, then the warm one
         check(k, random_arguments(k.graph, TC_SKINNY), TC_SKINNY, "out", tolerance=tolerance)
     check(k, random_arguments(k.graph, TC_SKINNY), TC_SKINNY, "alloc", tolerance=tolerance)

@@ -701,10 +701,10 @@ def _tensor_core_split(p: Problem, hints: Hints, s: Schedule) -> Schedule:
 def tensor_core_split_count(p: Problem, blocks: int) -> int:
     """The most chunks (a power of two, 2 to 64) that keep `blocks` output tiles
     within one wave, each chunk at least TC_SPLIT_MIN_CHUNK of K (0: none)."""
-    k, n = matmul_shape(p)[3], 0
-    while 2 * (n or 1) <= 64 and blocks * 2 * (n or 1) <= p.sm_count and k // (2 * (n or 1)) >= TC_SPLIT_MIN_CHUNK:
-        n = 2 * (n or 1)
-    return n
+    k, n = matmul_shape(p)[3], 1
+    while 2 * n <= 64 and blocks * 2 * n <= p.sm_count and k // (2 * n) >= TC_SPLIT_MIN_CHUNK:
+        n *= 2
+    return n if n > 1 else 0
 
 
 def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
@@ -713,11 +713,11 @@ def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
     and reuse each operand load more. Of WGMMA_SPLIT_TILES (64 rows for M <= 64),
     the one whose split fills the most SMs, on a tie the one with more of its
     tile inside the result, then the smaller; where that fills more SMs than
-    `s`, or as many with four times the tile.
-    Measured on an H100 (scripts/gemm_sweep.py,
-    2026-11-22), f16: 512x512x16384 (relu epilogue) 199 -> 276 TFLOP/s
-    (1.18x cuBLAS) with 128x128 tiles in 8 chunks; 1024x1024x8192 326 -> 394
-    (128x256, 4 chunks); 256x256x65536 (128x128, 32 chunks) 213, 0.77x cuBLAS."""
+    `s`, or as many with four times the tile. Measured on an H100
+    (scripts/gemm_sweep.py, 2026-11-22) against the unsplit default: f16
+    256x256x65536 21 -> 215 TFLOP/s (128x128 tiles in 32 chunks, 0.78x cuBLAS),
+    relu(x @ w + b) 512x512x16384 87 -> 275 (128x128, 8 chunks), bf16
+    1024x1024x8192 325 -> 398 (128x256, 4 chunks)."""
     if output_tiles(p, 128, 256) >= p.sm_count:
         return s
     _, m, n_cols, _ = matmul_shape(p)
