@@ -4,6 +4,7 @@ cubin's report, compile failures and the budget."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -63,6 +64,12 @@ def test_labels_are_unique_where_tags_repeat():
     assert len(set(labels)) == len(labels)
     twin = next(c for c in space.candidates if c.schedule.blocks_per_sm)
     assert config_label(twin.schedule) == f"{twin.schedule.tag}_ps{twin.schedule.blocks_per_sm}"
+    # split-K twins share a kernel too: each label names its chunk count, two included
+    mm = tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }")
+    [gemm] = search_space(mm, dict(M=256, N=256, K=65536))
+    split = [c for c in gemm.candidates if c.schedule.splits]
+    assert split and all(c.tag.endswith(f"_sp{c.schedule.splits}") for c in split)
+    assert config_label(replace(split[0].schedule, splits=2)) == split[0].schedule.tag + "_sp2"
 
 
 def test_resource_problems():

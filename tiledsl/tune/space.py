@@ -148,9 +148,9 @@ _LAUNCH_ONLY = {"blocks_per_sm": "ps", "splits": "sp"}
 
 def config_label(s: Schedule) -> str:
     """The schedule's tag plus the fields that change only its launch (the tag
-    names the compiled kernel, so it leaves those out): 'row_b256_..._x32_ps8'."""
-    extra = "".join(f"_{abbr}{getattr(s, name)}" for name, abbr in _LAUNCH_ONLY.items()
-                    if getattr(s, name, None) != getattr(s.code, name, None))
+    names the compiled kernel, so it leaves those out): 'row_b256_..._x32_ps8',
+    'mm_wg_..._sk_x32_sp2' (every split count named, two included)."""
+    extra = "".join(f"_{abbr}{getattr(s, name)}" for name, abbr in _LAUNCH_ONLY.items() if getattr(s, name, 0))
     return s.tag + extra
 
 
