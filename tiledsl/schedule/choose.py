@@ -245,13 +245,13 @@ def output_tiles(p: Problem, bm: int, bn: int) -> int:
     return batch * -(-m // bm) * -(-n // bn)
 
 
-def split_k_choices(p: Problem, tile: tuple) -> list[int]:
+def split_k_choices(p: Problem, tile: tuple, waves: int = 2, min_chunk: int = SPLIT_K_MIN_CHUNK) -> list[int]:
     """Split-K factors worth trying for this tile: powers of two up to the one
-    that fills the SMs twice over, each chunk of K at least SPLIT_K_MIN_CHUNK."""
+    that fills the SMs `waves` times over, each chunk of K at least `min_chunk`."""
     k = matmul_shape(p)[3]
     blocks = output_tiles(p, tile[0], tile[1])
     out, splits = [], 2
-    while blocks * splits <= 2 * p.sm_count and k // splits >= SPLIT_K_MIN_CHUNK and splits <= 64:
+    while blocks * splits <= waves * p.sm_count and k // splits >= min_chunk and splits <= 64:
         out.append(splits)
         splits *= 2
     return out
@@ -276,21 +276,27 @@ PIPELINE_TILES = (((128, 256, 32), (64, 64)), ((256, 128, 32), (64, 64)), ((128,
                   ((128, 64, 32), (64, 32)))
 
 
+def wgmma_schedule(p: Problem, bm: int, bn: int, stages: int, vec: int = 8, group: int = 0,
+                   min_blocks: int = 1) -> Schedule:
+    """A warpgroup GEMM of bm x bn block tiles: a warpgroup per 64 rows, each row
+    of a K tile 128 bytes (64 16-bit or, vec 4, 32 TF32 values)."""
+    return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 8 * vec),
+                    micro=(64, bn), mma=True, wgmma=True, vec=vec, stages=stages, group=group,
+                    min_blocks=min_blocks, index64=p.index64)
+
+
 def _wgmma_schedules(p: Problem, vec: int) -> list[Schedule]:
     """Warpgroup GEMMs over WGMMA_TILES: rows of 128 bytes along K (64
     16-bit or 32 TF32 values), 3 to 8 stages where they fit."""
-    out, bk = [], 8 * vec
+    out = []
     for bm, bn in WGMMA_TILES:
         for stages in (3, 4, 5, 6, 8):
             if stages * (bm + bn) * 128 + 1024 > MAX_SHARED_BYTES:
                 continue
-            for group in (0, 8):
-                out.append(Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, bk), micro=(64, bn), mma=True,
-                                    wgmma=True, vec=vec, stages=stages, group=group, index64=p.index64))
+            out += [wgmma_schedule(p, bm, bn, stages, vec, group) for group in (0, 8)]
             # two blocks per SM: one's prologue and epilogue overlap the other's main loop
             if bn <= 128 and 2 * (stages * (bm + bn) * 128 + 1024) <= MAX_SHARED_BYTES + 1024:
-                out.append(Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, bk), micro=(64, bn), mma=True,
-                                    wgmma=True, vec=vec, stages=stages, min_blocks=2, index64=p.index64))
+                out.append(wgmma_schedule(p, bm, bn, stages, vec, min_blocks=2))
     return out
 
 
@@ -651,9 +657,7 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
         # 4096^3 +3.8% and -0.7%, 8192^3 +4.1% and +6.3%)
         bm, bn, stages = (128, 256, 4) if output_tiles(p, 128, 256) >= p.sm_count else (64, 128, 5)
         group = hints.group or (8 if output_tiles(p, bm, bn) >= 2 * p.sm_count else 0)
-        return _tensor_core_split(p, hints, Schedule(
-            "matmul", block=128 * (bm // 64), tile=(bm, bn, 32), micro=(64, bn), mma=True, wgmma=True, vec=4,
-            stages=stages, group=group, index64=p.index64))
+        return _tensor_core_split(p, hints, wgmma_schedule(p, bm, bn, stages, vec=4, group=group))
     pinned = bool(dict(hints.tile) or dict(hints.microtile) or hints.warps)
     auto_split = 0 if pinned or hints.split_k is not None else split_k_default(p)
     big = big or bool(auto_split)       # split-K fills the SMs with 128x128 tiles
@@ -694,17 +698,14 @@ def _tensor_core_split(p: Problem, hints: Hints, s: Schedule) -> Schedule:
         return s
     if s.wgmma:
         return wgmma_split_default(p, s)
-    blocks = output_tiles(p, s.tile[0], s.tile[1])
-    return replace(s, splits=tensor_core_split_count(p, blocks) if 2 * blocks <= p.sm_count else 0)
+    idle = 2 * output_tiles(p, s.tile[0], s.tile[1]) <= p.sm_count
+    return replace(s, splits=tensor_core_split_count(p, s.tile) if idle else 0)
 
 
-def tensor_core_split_count(p: Problem, blocks: int) -> int:
-    """The most chunks (a power of two, 2 to 64) that keep `blocks` output tiles
+def tensor_core_split_count(p: Problem, tile: tuple) -> int:
+    """The most chunks (a power of two, 2 to 64) that keep this tile's blocks
     within one wave, each chunk at least TC_SPLIT_MIN_CHUNK of K (0: none)."""
-    k, n = matmul_shape(p)[3], 1
-    while 2 * n <= 64 and blocks * 2 * n <= p.sm_count and k // (2 * n) >= TC_SPLIT_MIN_CHUNK:
-        n *= 2
-    return n if n > 1 else 0
+    return (split_k_choices(p, tile, waves=1, min_chunk=TC_SPLIT_MIN_CHUNK) or [0])[-1]
 
 
 def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
@@ -728,7 +729,7 @@ def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
     best = None
     for bm, bn, stages in WGMMA_SPLIT_TILES[(16 // s.vec, m <= 64)]:     # (operand bytes, skinny)
         blocks = output_tiles(p, bm, bn)
-        n = tensor_core_split_count(p, blocks)
+        n = tensor_core_split_count(p, (bm, bn))
         if n and (best is None or rank(bm, bn, blocks * n) > rank(*best[:3])):
             best = (bm, bn, blocks * n, stages, n)
     if best is None:
@@ -741,8 +742,7 @@ def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
     if fill < unsplit_fill or (fill == unsplit_fill and inside < 4 * unsplit_inside):
         return s
     bm, bn, _, stages, n = best
-    return replace(s, block=128 * (bm // 64), tile=(bm, bn, s.tile[2]), micro=(64, bn), stages=stages, group=0,
-                   splits=n)
+    return replace(wgmma_schedule(p, bm, bn, stages, s.vec), splits=n)
 
 
 def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
@@ -774,12 +774,9 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
             # 128x128 blocks share an SM and one's epilogue overlaps the other's loads
             # (batched 32x(512x512x64), tuner side by side: H100 +7.1% and +8.4%, H200
             # +9.1% over 128x256)
-            return Schedule("matmul", block=256, tile=(128, 128, 64), micro=(64, 128), mma=True, wgmma=True,
-                            vec=8, stages=3, min_blocks=2, group=hints.group or 0, index64=p.index64)
+            return wgmma_schedule(p, 128, 128, 3, group=hints.group or 0, min_blocks=2)
         bm, bn, stages = (64, 64, 6) if m <= 64 else wgmma_tile(p)
-        return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 64), micro=(64, bn), mma=True,
-                        wgmma=True, vec=8, stages=stages, group=hints.group or (8 if waves(bm, bn) >= 2 else 0),
-                        index64=p.index64)
+        return wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if waves(bm, bn) >= 2 else 0))
     if vec == 8:
         if waves(128, 256) >= 2 and k > 1024:
             tile, warp, stages = (128, 256, 32), (64, 64), 3
@@ -862,8 +859,7 @@ def _pinned_wgmma(p: Problem, hints: Hints) -> Optional[Schedule]:
         return None
     if stages * (bm + bn) * 128 + 1024 > MAX_SHARED_BYTES:
         return None
-    return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 64), micro=(64, bn), mma=True, wgmma=True,
-                    vec=8, stages=stages, group=hints.group or 0, index64=p.index64)
+    return wgmma_schedule(p, bm, bn, stages, group=hints.group or 0)
 
 
 def _warp_tile(tile: tuple, warps: int) -> tuple:

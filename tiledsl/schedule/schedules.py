@@ -27,8 +27,8 @@ of it: one compiled kernel serves every size of its class.
                                         column sums of a wide tensor): blocks
                                         reduce chunks into partials, a second
                                         kernel combines them and finishes
-    matmul wgmma tile=(64,128,64) splits=16  256x256x65536 f16: 8 output tiles
-                                        would leave 124 of 132 SMs idle; 16
+    matmul wgmma tile=(128,128,64) splits=32  256x256x65536 f16: 4 output tiles
+                                        would leave 128 of 132 SMs idle; 32
                                         chunks of K make 128 blocks that store
                                         f32 partials, and a second kernel adds
                                         them and runs the epilogue (tag _sk)
