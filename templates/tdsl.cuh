@@ -91,8 +91,12 @@ __device__ __forceinline__ T warp_reduce(T v) {
 }
 
 // Combine across a whole block of `threads` threads; every thread gets the
-// result. `scratch` holds one slot per warp; the trailing barrier lets the
-// caller reuse it at once.
+// result. `scratch` holds one slot per warp, and one barrier orders its writes
+// before its reads. A caller that reduces again (the next row) must pass the
+// other of two such sets: a thread that writes a set again has passed the
+// barrier of the call between, so every thread has read it by then. (A
+// trailing barrier per call, to reuse one set at once, cost layernorm four
+// barriers a row instead of two.)
 template <class Op, int threads, class T>
 __device__ __forceinline__ T block_reduce(T v, T* scratch) {
     constexpr int warps = threads / 32;
@@ -102,9 +106,7 @@ __device__ __forceinline__ T block_reduce(T v, T* scratch) {
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
     v = scratch[lane % warps];
-    v = warp_reduce<Op, warps>(v);
-    __syncthreads();
-    return v;
+    return warp_reduce<Op, warps>(v);
 }
 
 // ---- tensor-core fragments ---------------------------------------------------------

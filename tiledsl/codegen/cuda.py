@@ -485,8 +485,10 @@ class _Renderer:
         return dict(
             split=split, stream_unroll=stream_unroll,
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,
-            scratch=[f"__shared__ {reg_type(r.dtype)} scratch{r.id}[{max(1, self.s.block // 32)}];"
-                     for r in reduces] if self.s.row_threads > 32 else [],
+            # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
+            # one barrier a reduction (tdsl::block_reduce)
+            scratch=[f"__shared__ {reg_type(r.dtype)} scratch{r.id}[2][{max(1, self.s.block // 32)}];"
+                     for r in reduces] + ["int flip = 0;"] if self.s.row_threads > 32 else [],
             rows=" * ".join(f"n{l}" for l in lay.kept_loops) or "1",
             rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 else ""),
             row_coords=self.coords(list(lay.kept_loops), "row"),
@@ -731,7 +733,7 @@ class _Renderer:
             return ""
         if self.s.row_threads == 32:
             return f"acc{r.id} = tdsl::warp_reduce<{op}, 32>(acc{r.id});"
-        return f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id});"
+        return f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id}[flip]);"
 
 
 def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
