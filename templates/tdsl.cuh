@@ -168,6 +168,34 @@ __device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned
          | ((unsigned long long)(stride >> 4) << 32) | (1ull << 62);
 }
 
+// ---- the tensor memory accelerator (sm_90) ---------------------------------------
+// A tensor map as the driver encodes it (cuTensorMapEncodeTiled): 128 opaque bytes,
+// passed by value as a __grid_constant__ parameter.
+struct __align__(64) TmaMap { unsigned long long words[16]; };
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned arrivals) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(arrivals) : "memory");
+}
+// One arrival that also expects `bytes` to land (the copies' complete_tx).
+__device__ __forceinline__ void mbar_expect(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ bool mbar_test(unsigned bar, unsigned parity) {
+    unsigned done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done;
+}
+// Until phase `parity` of the barrier completes.
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    while (!mbar_test(bar, parity)) {}
+}
+// The box at element coordinates (c0 innermost, c1) of `map` into shared memory at
+// `dst`, counted against barrier `bar`; out-of-bounds elements arrive as zeros.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaMap* map, unsigned bar, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+                 :: "r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1) : "memory");
+}
+
 // ---- vector memory access ----------------------------------------------------
 // N elements of T as one aligned access (16 bytes at most: LDG.128/STG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };

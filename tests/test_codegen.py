@@ -102,9 +102,11 @@ def test_every_variant_compiles_without_spills(k, g, lay, s, stage, arch):
     assert usage.spill_stores == 0 and usage.spill_loads == 0, usage
     assert usage.local_bytes == 0, usage
     assert usage.registers <= 255
-    if s.wgmma:     # the warpgroup path really runs on wgmma, fed by cp.async
+    if s.wgmma:     # the warpgroup path really runs on wgmma, fed by cp.async or by TMA
         sass = toolchain.sass(compiled.cubin)
-        assert toolchain.has_instruction(sass, "HGMMA") and toolchain.has_instruction(sass, "LDGSTS")
+        assert toolchain.has_instruction(sass, "HGMMA")
+        assert toolchain.has_instruction(sass, "UTMALDG.2D" if s.tma else "LDGSTS.E.BYPASS.128")
+        assert not toolchain.has_instruction(sass, "LDGSTS.E.BYPASS.128" if s.tma else "UTMALDG.2D")
         assert "C7510" not in compiled.log and "serialized" not in compiled.log   # wgmma left asynchronous
 
 
@@ -379,8 +381,9 @@ def test_half_precision_matmul_uses_tensor_cores(dtype, arch):
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("layout", ["a @ b", "a @ bt.T"])
-def test_pipelined_matmul_moves_tiles_by_cp_async(layout, arch):
+def test_pipelined_matmul_moves_tiles_asynchronously(layout, arch):
     # x @ w with w[K, N] keeps B as [k][n] (transposed ldmatrix); x @ w.T as [n][k].
+    # On Hopper the tensor memory accelerator copies the tiles (UTMALDG), elsewhere cp.async.
     b_type = "b: f16[K, N]" if layout == "a @ b" else "bt: f16[N, K]"
     k = tiledsl.compile(f"kernel mm(a: f16[M, K], {b_type}) -> f16[M, N] {{ return {layout} }}")
     [ks] = sources_for(k, dict(M=4096, K=4096, N=4096), arch=arch)
@@ -389,10 +392,11 @@ def test_pipelined_matmul_moves_tiles_by_cp_async(layout, arch):
     usage = compiled.resources[ks.name]
     assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
     sass = toolchain.sass(compiled.cubin)
-    assert toolchain.has_instruction(sass, "LDGSTS")
     if arch == "sm_90a":
-        assert ks.schedule.wgmma and toolchain.has_instruction(sass, "HGMMA")
+        assert ks.schedule.wgmma and ks.schedule.tma and toolchain.has_instruction(sass, "HGMMA")
+        assert toolchain.has_instruction(sass, "UTMALDG.2D") and not toolchain.has_instruction(sass, "LDGSTS")
     else:
+        assert toolchain.has_instruction(sass, "LDGSTS")
         assert toolchain.has_instruction(sass, "LDSM") and toolchain.has_instruction(sass, "HMMA")
 
 

@@ -288,3 +288,61 @@ def test_tensor_core_split_k_of_a_batch(extents):
     assert first.schedule.mma and first.schedule.splits == 4 and final.name.endswith("_s2")
     _run(src, extents)
     _run(src, extents, "alloc")
+
+
+# The warpgroup GEMM's tiles copied by the tensor memory accelerator (TMA): the default
+# on Hopper wherever both operands are 2-D 16-bit inputs with rows of whole 16 bytes.
+TMA_SOURCES = {
+    "f16-ab-relu": "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] { return relu(a @ b + bias) }",
+    "bf16-abT": "kernel mm(a: bf16[M, K], bt: bf16[N, K]) -> f32[M, N] { return a @ bt.T }",
+    "f16-scaled": "kernel mm(a: f16[M, K], b: f16[K, N], s: f32) -> f16[M, N] { return (a @ b) * s }",
+}
+
+
+def _hopper_only():
+    import cupy
+    if cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("TMA and wgmma need an sm_90 GPU")
+
+
+@pytest.mark.parametrize("label", list(TMA_SOURCES))
+@pytest.mark.parametrize("extents", [dict(M=1000, K=1000, N=1000), dict(M=2049, K=520, N=1032),
+                                     dict(M=8, K=8, N=8), dict(M=300, K=4104, N=136)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_tma_copies_are_right_past_every_edge(label, extents):
+    """The default's tiles copied by TMA (pinned where the default's 64x64 tiles take
+    cp.async): boxes past the M, N and K tails, or larger than the whole product,
+    read zeros; the checked path (first call), the warm one, an allocated result."""
+    _hopper_only()
+    from dataclasses import replace
+    from tiledsl.codegen import sources_for
+    src = TMA_SOURCES[label]
+    s = sources_for(tiledsl.compile(src), extents)[0].schedule
+    assert s.wgmma and (s.tma or s.tile[:2] == (64, 64)), s
+    k, _ = _pinned(src, replace(s, tma=True))
+    for out_kind in ("out", "out", "alloc"):
+        check(k, random_arguments(k.graph, extents), extents, out_kind)
+
+
+def test_tma_maps_follow_each_calls_arrays():
+    """A map holds its array's address: every call with new arrays (the pool hands
+    freed addresses out again, with other contents) reads those arrays."""
+    _hopper_only()
+    k = tiledsl.compile(TMA_SOURCES["f16-ab-relu"])
+    extents = dict(M=300, K=264, N=200)
+    for _ in range(6):
+        check(k, random_arguments(k.graph, extents), extents, "out")
+    assert any(any(program.maps) for program in k._launcher._plans.values()), "no launch took tensor maps"
+
+
+def test_tma_not_taken_where_rows_are_not_whole_16_bytes_or_batched():
+    _hopper_only()
+    from tiledsl.codegen import sources_for
+    k = tiledsl.compile(TMA_SOURCES["f16-ab-relu"])
+    for extents in (dict(M=100, K=100, N=100), dict(M=64, K=64, N=100)):      # 200-byte rows: no vectors
+        assert not sources_for(k, extents)[0].schedule.tma
+        check(k, random_arguments(k.graph, extents), extents, "out")
+    bmm = tiledsl.compile("kernel bmm(a: f16[B, M, K], b: f16[B, K, N]) -> f16[B, M, N] { return a @ b }")
+    extents = dict(B=3, M=200, K=136, N=72)
+    assert not sources_for(bmm, extents)[0].schedule.tma      # three-dim operands: cp.async
+    check(bmm, random_arguments(bmm.graph, extents), extents, "out")

@@ -114,7 +114,7 @@ def test_a_new_size_binds_new_values_to_the_same_compiled_warm_call():
     def program(n):
         return NS(slots=(1, 2, 1, 0), constants=[n], scalar_params=[], array_args=[0, 1],
                   out_shapes=[((n,), DTYPES["f32"])], temps=[], pointwise_only=True,
-                  steps=[(NS(ptr=1234), (-(-n // 256),), (256,), (0, 1, 2, 3), 0)])
+                  steps=[(NS(ptr=1234), (-(-n // 256),), (256,), (0, 1, 2, 3), 0)], maps=[()])
     views = {i: NS(shape=(1000,), dtype=np.dtype("float32")) for i in (0, 1)}
     small = _FastCall(launcher, program(1000), views, 0, 2, True).__call__
     large = _FastCall(launcher, program(5000), views, 0, 2, True).__call__

@@ -693,6 +693,7 @@ class _Renderer:
         ctx["a_tile"] = dict(ctx["a_tile"], p="a")
         ctx["b_tile"] = dict(ctx["b_tile"], p="b")
         ctx["min_blocks_per_sm"] = self.s.min_blocks
+        ctx["tma"] = self.s.tma
         # Accumulators 2q and 2q + 1 are neighbours along N: where the only output is
         # N-contiguous, 2 or 4 bytes wide, a pair leaves in one store.
         outs = self.layout.outputs
@@ -744,6 +745,11 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
     decls, args = [], []
     split = schedule is not None and bool(schedule.splits)     # a split reduction or a split-K GEMM
     reduces = [v for v in group.values if v.op in ("reduce", "matmul")]
+    if schedule is not None and schedule.tma and stage == 1:    # the operands' tensor maps, by value
+        mm = next(v for v in group.values if v.op == "matmul")
+        for name, operand in zip(("map_a", "map_b"), mm.operands):
+            decls.append(f"const __grid_constant__ tdsl::TmaMap {name}")
+            args.append(("tmap", operand_input(layout, operand).index))
     for op in layout.inputs:
         decls.append(f"const {storage_type(op.dtype)}* __restrict__ in{op.index}")
         args.append(("in", op.index))
@@ -769,6 +775,35 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
             decls.append(f"{ctype} s{i}")
             args.append(("scalar", i))
     return decls, args
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    """A 2-D tensor map of a C-contiguous input (runtime.tma encodes it): extents
+    innermost first, the row pitch in bytes, the box (innermost first) one copy
+    moves into shared memory, the element type."""
+    dims: tuple
+    row_bytes: int
+    box: tuple
+    dtype: str
+
+
+def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_extents: tuple) -> list:
+    """The tensor maps a TMA GEMM's launch passes (A's, then B's), as the
+    template's copies read them: each operand a C-contiguous 2-D input, extents
+    innermost first; a box of 64 K values by the tile's rows where K is
+    contiguous, else (B as [K][N]) 64 N values by 64 K, one per 64 columns."""
+    mm = next(v for v in group.values if v.op == "matmul")
+    lk, lm, ln = layout.n_kept, layout.n_kept - 2, layout.n_kept - 1
+    bm, bn, bk = schedule.tile
+    specs = []
+    for operand, row_loop, rows in zip(mm.operands, (lm, ln), (bm, bn)):
+        op = operand_input(layout, operand)
+        slow, fast = op.loops
+        inner = loop_extents[fast]
+        box = (bk, rows) if fast == lk else (64, bk)
+        specs.append((op.index, MapSpec((inner, loop_extents[slow]), inner * op.dtype.itemsize, box, op.dtype.name)))
+    return specs
 
 
 def render(graph: Graph, group: Group, layout: Layout, schedule: Schedule, stage: int = 1) -> KernelSource:

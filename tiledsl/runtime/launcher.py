@@ -403,13 +403,22 @@ class Program:
         self.graph_params = graph.params
         self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
         self.steps = []
+        self.maps = []             # per step: (value slot of the input's pointer, MapCache) of each tensor map
         self.choices: dict = {}    # group index -> (Schedule, where it came from)
         self.slots = (len(constants), len(self.array_args), len(launcher.result_ids), len(temp_keys))
         for group_index, launch, fn, args in launches:
-            picks = []
+            picks, maps = [], []
             layout = launcher.layouts[group_index]
+            specs = {}
+            if launch.schedule.tma and launch.stage == 1:
+                from ..codegen.cuda import tensor_map_specs
+                from .tma import MapCache
+                specs = dict(tensor_map_specs(launcher.groups[group_index], layout, launch.schedule,
+                                              launch.loop_extents))
             for kind, ref in args:
-                if kind == "in":
+                if kind == "tmap":      # leads the parameters (codegen.kernel_params)
+                    maps.append((slot[layout.inputs[ref].value.id], MapCache(specs[ref])))
+                elif kind == "in":
                     picks.append(slot[layout.inputs[ref].value.id])
                 elif kind == "out":
                     picks.append(slot[layout.outputs[ref].value.id])
@@ -422,6 +431,7 @@ class Program:
                 else:
                     picks.append(scalar_slot[ref])
             self.steps.append((fn, launch.grid, (launch.schedule.block,), tuple(picks), launch.shared_bytes))
+            self.maps.append(tuple(maps))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
@@ -429,8 +439,30 @@ class Program:
         values += [t.data.ptr for t in temps]
         values += [float(v) if type(v) is int and p.dtype.is_float else v
                    for v, p in zip(scalars, self.scalar_params)]
-        for fn, grid, block, picks, shared in self.steps:
-            fn(grid, block, tuple(values[i] for i in picks), shared_mem=shared)   # CuPy's launch, current stream
+        for (fn, grid, block, picks, shared), maps in zip(self.steps, self.maps):
+            if maps:
+                _launch_with_maps(fn, grid, block, shared, [cache.address(values[i]) for i, cache in maps],
+                                  [values[i] for i in picks])
+            else:
+                fn(grid, block, tuple(values[i] for i in picks), shared_mem=shared)   # CuPy's launch, current stream
+
+
+def _launch_with_maps(fn, grid, block, shared: int, maps: list, values: list) -> None:
+    """The driver's launch of a kernel whose leading parameters are tensor maps
+    (passed by their 128 bytes' addresses), the rest 8-byte slots: pointers and
+    integers as int64 (a bool reads the low byte), floats as doubles."""
+    cupy = _cupy()
+    slots = (ctypes.c_double * max(1, len(values)))()
+    for i, v in enumerate(values):
+        if type(v) is float:
+            slots[i] = v
+        else:
+            ctypes.c_int64.from_address(ctypes.addressof(slots) + 8 * i).value = int(v)
+    params = (ctypes.c_void_p * (len(maps) + len(values)))(*maps, *[ctypes.addressof(slots) + 8 * i
+                                                                     for i in range(len(values))])
+    dims = (tuple(grid) + (1, 1))[:3] + (tuple(block) + (1, 1))[:3]
+    cupy.cuda.driver.launchKernel(fn.ptr, *dims, shared, cupy.cuda.get_current_stream().ptr,
+                                  ctypes.addressof(params), 0)
 
 
 def _allocate(cupy, shape, dtype):
@@ -576,6 +608,9 @@ class _FastCall:
         for k, (shape, dtype) in enumerate(program.temps):
             val[f"TS{k}"], val[f"TD{k}"] = shape, dtype
             lines.append(f"    t{k} = ndarray(TS{k}, TD{k})")
+        if blocks is None and any(program.maps):
+            raise TdslRuntimeError("this CuPy has no driver launch (cupy.cuda.driver.launchKernel), "
+                                   "which a kernel taking tensor maps (TMA) needs")
         if blocks is None:      # CuPy's launch: arrays and int64 scalars as they are
             for n, (fn, grid, block, picks, shared) in enumerate(program.steps):
                 val[f"F{n}"], val[f"G{n}"], val[f"B{n}"] = fn, grid, block
@@ -588,12 +623,18 @@ class _FastCall:
                       "        blk = new_blocks()"]
             floats = {n_const + n_in + n_out + n_temp + k for k, p in enumerate(program.scalar_params)
                       if p.dtype.is_float}
-            for n, (fn, grid, block, picks, shared) in enumerate(program.steps):
+            for n, ((fn, grid, block, picks, shared), maps) in enumerate(zip(program.steps, program.maps)):
                 fmt = "".join("d" if i in floats else "q" for i in picks)
                 dims = (tuple(grid) + (1, 1))[:3] + (tuple(block) + (1, 1))[:3] + (shared,)
                 dims = ", ".join(name(f"L{n}_{d}", int(v)) for d, v in enumerate(dims))
                 val[f"FP{n}"] = fn.ptr
-                lines.append(f"    pack('{fmt}', blk[{n}][0], 0, {', '.join(names[i] for i in picks)})")
+                for j, (i, cache) in enumerate(maps):   # the tensor maps' slots point at this pointer's map
+                    val[f"TA{n}_{j}"], val[f"TM{n}_{j}"] = cache.addresses, cache.address
+                    lines.append(f"    m{n}_{j} = TA{n}_{j}.get({names[i]}) or TM{n}_{j}({names[i]})")
+                if maps:
+                    lines.append(f"    pack('{'q' * len(maps)}', blk[{n}][2], 0, "
+                                 f"{', '.join(f'm{n}_{j}' for j in range(len(maps)))})")
+                lines.append(f"    pack('{fmt}', blk[{n}][0], {8 * len(maps)}, {', '.join(names[i] for i in picks)})")
                 lines.append(f"    launch(FP{n}, {dims}, stream().ptr, blk[{n}][1], 0)")
         lines.append(f"    return {results if n_out > 1 else 'r0'}")
         bound = sorted(val)
@@ -642,7 +683,7 @@ class _ParamBlocks:
         driver = getattr(cupy.cuda, "driver", None)
         if not hasattr(driver, "launchKernel") or not all(hasattr(s[0], "ptr") for s in program.steps):
             return None
-        return cls(cupy, [len(s[3]) for s in program.steps], device)
+        return cls(cupy, [len(maps) + len(s[3]) for s, maps in zip(program.steps, program.maps)], device)
 
     def make_for_this_thread(self) -> list:
         """A thread's first launch of the class (the warm call reads `thread.blocks`

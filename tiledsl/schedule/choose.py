@@ -277,12 +277,32 @@ PIPELINE_TILES = (((128, 256, 32), (64, 64)), ((256, 128, 32), (64, 64)), ((128,
 
 
 def wgmma_schedule(p: Problem, bm: int, bn: int, stages: int, vec: int = 8, group: int = 0,
-                   min_blocks: int = 1) -> Schedule:
+                   min_blocks: int = 1, tma: Optional[bool] = None) -> Schedule:
     """A warpgroup GEMM of bm x bn block tiles: a warpgroup per 64 rows, each row
-    of a K tile 128 bytes (64 16-bit or, vec 4, 32 TF32 values)."""
+    of a K tile 128 bytes (64 16-bit or, vec 4, 32 TF32 values). Unless told
+    otherwise its tiles are copied by TMA wherever the operands allow
+    (`tma_operands`): 1.1-1.5x the cp.async kernel's speed (H200, 2026-11-22:
+    4096^3 732 against 615 TFLOP/s, 4000^3 624 against 426), except in 64x64
+    tiles, the skinny products' (16x8192x8192: 57 us against 38)."""
+    if tma is None:
+        tma = vec == 8 and (bm, bn) != (64, 64) and tma_operands(p)
     return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 8 * vec),
                     micro=(64, bn), mma=True, wgmma=True, vec=vec, stages=stages, group=group,
-                    min_blocks=min_blocks, index64=p.index64)
+                    min_blocks=min_blocks, index64=p.index64, tma=tma)
+
+
+def tma_operands(p: Problem) -> bool:
+    """Whether TMA can copy both operands' tiles: 16-bit plain inputs in 16-byte
+    vectors (`matmul_vector`), each a 2-D array (no batch dim of its own: its
+    map has two) whose extents fit the copies' 32-bit coordinates."""
+    if p.arch != "sm_90a" or matmul_vector(p) != 8:
+        return False
+    mm = next(v for v in p.group.values if v.op == "matmul")
+    for operand in mm.operands:
+        op = operand_input(p.layout, operand)
+        if len(op.loops) != 2 or any(p.loops[l] >= 2 ** 31 for l in op.loops):
+            return False
+    return True
 
 
 def _wgmma_schedules(p: Problem, vec: int) -> list[Schedule]:
@@ -303,7 +323,7 @@ def _wgmma_schedules(p: Problem, vec: int) -> list[Schedule]:
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
     if p.group.kind == "matmul":
-        out = []
+        out, twins = [], []
         if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":   # opted in: f32 as TF32
             out += _wgmma_schedules(p, vec=4)
         if uses_tensor_cores(p):
@@ -314,7 +334,12 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                     out.append(Schedule("matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32,
                                         tile=tile, micro=warp, mma=True, vec=vec, index64=p.index64))
             if matmul_vector(p) == 8 and p.arch == "sm_90a":     # warpgroup tensor cores
-                out += _wgmma_schedules(p, vec=8)
+                warpgroup = _wgmma_schedules(p, vec=8)
+                out += warpgroup
+                # where TMA can copy the tiles, the usual tiles by the other copy too (unsplit)
+                if tma_operands(p):
+                    twins = [replace(s, tma=not s.tma) for s in warpgroup
+                             if s.tile[:2] in ((128, 256), (128, 128), (64, 64))]
             if matmul_vector(p) == 8:     # cp.async pipelines
                 for tile, warp in PIPELINE_TILES:
                     for stages in (3, 4):
@@ -338,7 +363,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                 if ((s.tile, s.micro) in SPLIT_K_TILES if not s.mma else
                     (s.tile, s.micro, s.stages) in TC_SPLIT_TILES and not s.group and s.min_blocks == 1)
                 for k in split_k_choices(p, s.tile)]
-        return out
+        return out + twins
     if p.group.kind == "pointwise":
         out = []
         words = max(0.5, sum(op.dtype.itemsize / 4 for op in p.layout.inputs))
@@ -905,6 +930,8 @@ def fits(p: Problem, s: Schedule) -> str:
     inner = p.inner
     if s.wgmma and p.arch != "sm_90a":
         return "wgmma needs an sm_90a GPU (Hopper)"
+    if s.tma and not tma_operands(p):
+        return "TMA copies tiles of 2-D 16-bit inputs, rows a multiple of 16 bytes, 16-byte aligned"
     if s.kind == "matmul" and s.wgmma and s.vec == 4:
         if not tf32_operands(p):
             return "TF32 wgmma needs plain f32 operands contiguous along K, 16-byte aligned"

@@ -1,0 +1,180 @@
+"""The tensor memory accelerator path of the warpgroup GEMM, on the CPU: when the
+schedule takes it, what the kernel compiles to, the maps the launcher asks the
+driver for (through a stand-in encoder), and their cache."""
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+import tiledsl
+from tiledsl.codegen.cuda import MapSpec, kernel_params, render, tensor_map_specs
+from tiledsl.errors import TdslRuntimeError, TdslScheduleError
+from tiledsl.runtime import toolchain
+from tiledsl.runtime.tma import MapCache, encode
+from tiledsl.schedule.choose import candidates, default, fits, problem
+from tiledsl.schedule.layout import plan_layout
+from tiledsl.schedule.partition import partition
+from tiledsl.schedule.schedules import Schedule
+
+AB = "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] { return relu(a @ b + bias) }"
+ABT = "kernel mm(a: bf16[M, K], bt: bf16[N, K]) -> f32[M, N] { return a @ bt.T }"
+BMM = "kernel bmm(a: f16[B, M, K], b: f16[B, K, N]) -> f16[B, M, N] { return a @ b }"
+TF32 = ("kernel lin(x: f32[M, K], w: f32[N, K]) -> f32[M, N] { return x @ w.T }\n"
+        "schedule lin { tf32(true) }")
+
+
+def _problem(src, extents, arch="sm_90a", misaligned=frozenset()):
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    return k, g, lay, problem(g, lay, extents, misaligned, 132, arch, 3352.0)
+
+
+@pytest.mark.parametrize("src,extents", [(AB, dict(M=4096, N=4096, K=4096)), (ABT, dict(M=1000, N=1000, K=1000)),
+                                         (AB, dict(M=256, N=256, K=65536)), (AB, dict(M=64, N=4096, K=16384))])
+def test_the_warpgroup_default_copies_by_tma_where_operands_allow(src, extents):
+    k, g, lay, p = _problem(src, extents)
+    s = default(p, k.hints)
+    assert s.wgmma and s.tma and "_tma_" in s.tag
+    assert fits(p, s) == ""
+
+
+def test_skinny_products_in_64x64_tiles_keep_cp_async():
+    """16x8192x8192 streams B through 64x64 tiles: TMA took 57 us there against cp.async's 38 (H200)."""
+    k, g, lay, p = _problem(AB, dict(M=16, N=8192, K=8192))
+    s = default(p, k.hints)
+    assert s.wgmma and s.tile[:2] == (64, 64) and not s.tma
+    assert fits(p, Schedule(**{**s.__dict__, "tma": True})) == ""      # the tuner may still try it
+
+
+@pytest.mark.parametrize("src,extents,why", [
+    (AB, dict(M=100, N=100, K=100), "rows of 200 bytes: no 16-byte vectors"),
+    (BMM, dict(B=4, M=512, N=512, K=512), "three-dim operands"),
+    (TF32, dict(M=4096, N=4096, K=4096), "TF32 tiles"),
+])
+def test_no_tma_where_operands_do_not_allow(src, extents, why):
+    k, g, lay, p = _problem(src, extents)
+    s = default(p, k.hints)
+    assert not s.tma, why
+    assert all(not c.tma for c in candidates(p, k.hints)), why
+
+
+def test_no_tma_for_a_misaligned_operand_and_fits_refuses_it():
+    k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
+    tma = default(p)
+    # an input whose pointer is not 16-byte aligned (its operand in the problem's set) moves no vectors
+    misaligned = problem(g, lay, dict(M=4096, N=4096, K=4096), frozenset({id(lay.inputs[0])}), 132, "sm_90a")
+    assert not default(misaligned).tma
+    assert "TMA" in fits(misaligned, tma)
+    bmm = _problem(BMM, dict(B=2, M=512, N=512, K=512))[3]
+    assert "TMA" in fits(bmm, Schedule("matmul", block=256, tile=(128, 256, 64), micro=(64, 256), mma=True,
+                                       wgmma=True, vec=8, stages=4, tma=True))
+
+
+def test_the_tuner_also_times_the_usual_tiles_by_cp_async():
+    k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
+    cands = candidates(p, k.hints)
+    by_copy = [s for s in cands if s.wgmma and not s.splits and s.tile[:2] in ((128, 256), (128, 128), (64, 64))]
+    assert by_copy and {s for s in by_copy if s.tma} == {Schedule(**{**s.__dict__, "tma": True}) for s in by_copy}
+    assert any(not s.tma for s in by_copy) and len(set(cands)) == len(cands)
+    assert all(s.tma for s in cands if s.wgmma and s.tile[:2] not in ((128, 256), (128, 128), (64, 64)))
+
+
+@pytest.mark.parametrize("bad,why", [
+    (dict(wgmma=False, mma=True, tile=(128, 128, 32), micro=(64, 32), block=256, stages=3), "only the warpgroup"),
+    (dict(vec=4, tile=(128, 256, 32)), "16-bit tiles only"),
+])
+def test_schedule_validation_refuses_tma_elsewhere(bad, why):
+    fields = dict(block=256, tile=(128, 256, 64), micro=(64, 256), mma=True, wgmma=True, vec=8, stages=4, tma=True)
+    fields.update(bad)
+    with pytest.raises(TdslScheduleError, match=why):
+        Schedule("matmul", **fields)
+    with pytest.raises(TdslScheduleError, match="only the warpgroup"):
+        Schedule("pointwise", block=256, vec=4, tma=True)
+
+
+@pytest.mark.parametrize("src", [AB, ABT])
+def test_the_tma_kernel_compiles_to_bulk_tensor_copies_without_spills(src):
+    """One thread's UTMALDG copies replace every thread's LDGSTS, and the chunk
+    addresses and predicates leave the registers (219 to 154 for a plain a @ b at 4096^3)."""
+    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=4096))
+    s = default(p, k.hints)
+    usage, ops = {}, {}
+    for label, sched in (("tma", s), ("cp.async", Schedule(**{**s.__dict__, "tma": False}))):
+        ks = render(k.graph, g, lay, sched)
+        compiled = toolchain.compile_cuda(ks.source, arch="sm_90a")
+        usage[label] = compiled.resources[ks.name]
+        ops[label] = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+        assert usage[label].spill_stores == 0 and usage[label].local_bytes == 0
+    count = lambda label, prefix: sum(n for op, n in ops[label].items() if op.startswith(prefix))  # noqa: E731
+    assert count("tma", "UTMALDG") >= 2 and count("tma", "LDGSTS") == 0
+    assert count("cp.async", "UTMALDG") == 0 and count("cp.async", "LDGSTS") > 0
+    assert count("tma", "HGMMA") == count("cp.async", "HGMMA")
+    assert usage["tma"].registers <= usage["cp.async"].registers     # (the epilogue may set the peak)
+
+
+def test_the_launch_passes_two_maps_first_then_the_usual_parameters():
+    k, g, lay, p = _problem(ABT, dict(M=1000, N=1000, K=1000))
+    s = default(p, k.hints)
+    decls, args = kernel_params(g, lay, s)
+    assert decls[:2] == ["const __grid_constant__ tdsl::TmaMap map_a", "const __grid_constant__ tdsl::TmaMap map_b"]
+    assert args[:2] == [("tmap", 0), ("tmap", 1)] and ("tmap", 0) not in args[2:]
+    plain, plain_args = kernel_params(g, lay, Schedule(**{**s.__dict__, "tma": False}))
+    assert decls[2:] == plain and args[2:] == plain_args
+
+
+def test_map_specs_follow_the_template_boxes():
+    bm = 128
+    for src, b_spec in ((AB, lambda bn: ((1000, 520), 2000, (64, 64))), (ABT, lambda bn: ((520, 1000), 1040, (64, bn)))):
+        k, g, lay, p = _problem(src, dict(M=700, N=1000, K=520))
+        s = Schedule("matmul", block=256, tile=(bm, 256, 64), micro=(64, 256), mma=True, wgmma=True, vec=8,
+                     stages=4, tma=True)
+        loops = tuple(p.loops)
+        (ia, a), (ib, b) = tensor_map_specs(g, lay, s, loops)
+        assert (ia, ib) == (0, 1)
+        assert a == MapSpec((520, 700), 1040, (64, bm), a.dtype) and a.dtype in ("f16", "bf16")
+        assert (b.dims, b.row_bytes, b.box) == b_spec(256)
+
+
+class _Encoder:
+    """cuTensorMapEncodeTiled's stand-in: records its arguments, writes a marker."""
+
+    def __init__(self, result=0):
+        self.calls, self.result = [], result
+
+    def __call__(self, out, dtype, rank, ptr, dims, strides, box, elem, interleave, swizzle, l2, oob):
+        r = rank.value
+        self.calls.append(dict(dtype=dtype.value, rank=r, ptr=ptr.value, dims=list(dims[:r]), strides=list(strides[:r - 1]),
+                               box=list(box[:r]), elem=list(elem[:r]), swizzle=swizzle.value, oob=oob.value))
+        assert out.value % 64 == 0, "the driver wants the map 64-byte aligned"
+        ctypes.memmove(out.value, (ptr.value & 0xFFFFFFFF).to_bytes(4, "little") * 32, 128)
+        return self.result
+
+
+def test_encode_asks_the_driver_for_a_swizzled_zero_filled_tiled_map():
+    enc = _Encoder()
+    spec = MapSpec((520, 700), 1040, (64, 128), "bf16")
+    blob = encode(0x7F0000001000, spec, enc)
+    assert len(blob) == 128 and blob[:4] == (0x1000).to_bytes(4, "little")
+    [call] = enc.calls
+    assert call == dict(dtype=9, rank=2, ptr=0x7F0000001000, dims=[520, 700], strides=[1040], box=[64, 128],
+                        elem=[1, 1], swizzle=3, oob=0)
+
+
+def test_a_refused_map_is_a_runtime_error_naming_it():
+    with pytest.raises(TdslRuntimeError, match="refused a tensor map"):
+        encode(0x1000, MapSpec((8, 8), 16, (64, 64), "f16"), _Encoder(result=1))
+
+
+def test_the_map_cache_makes_a_map_once_per_pointer_and_stays_bounded():
+    enc = _Encoder()
+    cache = MapCache(MapSpec((64, 64), 128, (64, 64), "f16"), limit=4, encoder=enc)
+    first = cache.address(0x1000)
+    assert first % 64 == 0 and cache.address(0x1000) == first and cache.addresses[0x1000] == first
+    assert ctypes.string_at(first, 4) == (0x1000).to_bytes(4, "little")
+    assert len(enc.calls) == 1
+    for ptr in (0x2000, 0x3000, 0x4000, 0x5000):
+        cache.address(ptr)
+    assert len(cache.addresses) <= 4 and 0x5000 in cache.addresses
+    assert ctypes.string_at(cache.address(0x5000), 4) == (0x5000).to_bytes(4, "little")

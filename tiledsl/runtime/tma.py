@@ -1,0 +1,86 @@
+"""Tensor maps for the tensor memory accelerator (TMA, sm_90): the driver encodes
+a 128-byte descriptor of a global array (address, extents, row pitch) and of the
+box one copy moves into shared memory; a kernel takes it as a __grid_constant__
+parameter (`tdsl::TmaMap`).
+
+A map holds its array's address, so it is made for each new pointer: through
+libcuda's cuTensorMapEncodeTiled (ctypes; CuPy does not wrap it), kept per call
+class by pointer (`MapCache`): a map describes only memory, so one made for an
+address stays right for any array later allocated there with the same extents.
+"""
+from __future__ import annotations
+
+import ctypes
+
+from ..codegen.cuda import MapSpec
+from ..errors import TdslRuntimeError
+
+# CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h)
+DATA_TYPES = {"f16": 6, "bf16": 9}
+SWIZZLE_128B = 3
+L2_PROMOTE = 2      # 128 bytes: 256 measured slower at 4096^3, 3000^3, 1000^3 (H200)
+
+
+class TensorMap:
+    """One encoded map; `address` is where its 128 bytes are (64-byte aligned)."""
+    __slots__ = ("_buffer", "address")
+
+    def __init__(self, encoded: bytes):
+        self._buffer = ctypes.create_string_buffer(128 + 64)
+        self.address = (ctypes.addressof(self._buffer) + 63) & ~63
+        ctypes.memmove(self.address, encoded, 128)
+
+
+_encode_function = None
+
+
+def _driver_encode():
+    global _encode_function
+    if _encode_function is None:
+        try:
+            fn = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeTiled
+        except (OSError, AttributeError) as e:
+            raise TdslRuntimeError(f"this CUDA driver does not encode tensor maps (cuTensorMapEncodeTiled): {e}")
+        fn.restype = ctypes.c_int
+        _encode_function = fn
+    return _encode_function
+
+
+def encode(ptr: int, spec: MapSpec, encoder=None) -> bytes:
+    """The 128 bytes of the map of `spec` at address `ptr`: 128-byte swizzle (the
+    layout wgmma reads), out-of-bounds elements read as zeros."""
+    encoder = encoder or _driver_encode()
+    out = ctypes.create_string_buffer(128 + 64)
+    at = (ctypes.addressof(out) + 63) & ~63
+    rank = len(spec.dims)
+    err = encoder(ctypes.c_void_p(at), ctypes.c_int(DATA_TYPES[spec.dtype]), ctypes.c_uint32(rank),
+                  ctypes.c_void_p(ptr), (ctypes.c_uint64 * rank)(*spec.dims),
+                  (ctypes.c_uint64 * (rank - 1))(spec.row_bytes), (ctypes.c_uint32 * rank)(*spec.box),
+                  (ctypes.c_uint32 * rank)(*([1] * rank)), ctypes.c_int(0), ctypes.c_int(SWIZZLE_128B),
+                  ctypes.c_int(L2_PROMOTE), ctypes.c_int(0))
+    if err:
+        raise TdslRuntimeError(f"the driver refused a tensor map of {spec} at {ptr:#x} (CUresult {err})")
+    return ctypes.string_at(at, 128)
+
+
+class MapCache:
+    """Maps of one spec by pointer: `addresses[ptr]` is the address of the map made
+    for `ptr`, `address(ptr)` makes it on a pointer's first call. Bounded: past
+    `limit` pointers it starts again (the driver copies a launch's parameters
+    when the launch is issued, so a map may go once it has been launched)."""
+
+    def __init__(self, spec: MapSpec, limit: int = 256, encoder=None):
+        self.spec, self.limit, self._encoder = spec, limit, encoder
+        self.addresses: dict[int, int] = {}
+        self._maps: dict[int, TensorMap] = {}
+
+    def address(self, ptr: int) -> int:
+        found = self.addresses.get(ptr)
+        if found is not None:
+            return found
+        if len(self._maps) >= self.limit:
+            self._maps.clear()
+            self.addresses.clear()
+        m = self._maps[ptr] = TensorMap(encode(ptr, self.spec, self._encoder))
+        self.addresses[ptr] = m.address
+        return m.address
