@@ -762,9 +762,11 @@ def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
     fill, inside, _ = rank(*best[:3])
     unsplit_fill, unsplit_inside, _ = rank(s.tile[0], s.tile[1], output_tiles(p, s.tile[0], s.tile[1]))
     # as many SMs filled: worth the second kernel and the partials' traffic only for a
-    # much larger tile (H100: 128x256 for 64x128 gained 19-21%; 128x128 for 64x128 and
-    # 64x128 for 64x64 lost 6-10%)
-    if fill < unsplit_fill or (fill == unsplit_fill and inside < 4 * unsplit_inside):
+    # much larger tile fed by cp.async (H100: 128x256 for 64x128 gained 19-21%; 128x128
+    # for 64x128 and 64x128 for 64x64 lost 6-10%), never where TMA feeds the unsplit
+    # tile (H100 17:48: bf16 1024x1024x8192 unsplit 64x128 504 TFLOP/s, split 128x256
+    # 432; 768x768x8192 327 against 302)
+    if fill < unsplit_fill or (fill == unsplit_fill and (s.tma or inside < 4 * unsplit_inside)):
         return s
     bm, bn, _, stages, n = best
     return replace(wgmma_schedule(p, bm, bn, stages, s.vec), splits=n)
@@ -801,6 +803,10 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
             # +9.1% over 128x256)
             return wgmma_schedule(p, 128, 128, 3, group=hints.group or 0, min_blocks=2)
         bm, bn, stages = (64, 64, 6) if m <= 64 else wgmma_tile(p)
+        if (bm, bn) == (64, 128) and tma_operands(p) and k > 4096:
+            # copied by TMA over a long K, 8 stages: bf16 1024x1024x8192 492-504 TFLOP/s
+            # against 426-441 for 5 (H100 17:48); 1-1.4% slower at K = 4096 and 1000
+            stages = 8
         return wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if waves(bm, bn) >= 2 else 0))
     if vec == 8:
         if waves(128, 256) >= 2 and k > 1024:
