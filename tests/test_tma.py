@@ -178,3 +178,6 @@ def test_the_map_cache_makes_a_map_once_per_pointer_and_stays_bounded():
         cache.address(ptr)
     assert len(cache.addresses) <= 4 and 0x5000 in cache.addresses
     assert ctypes.string_at(cache.address(0x5000), 4) == (0x5000).to_bytes(4, "little")
+    # a map dropped at the restart stays readable (another thread may be launching with it)
+    assert 0x1000 not in cache.addresses and cache._retired[0x1000].address == first
+    assert ctypes.string_at(first, 4) == (0x1000).to_bytes(4, "little")

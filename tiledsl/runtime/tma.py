@@ -66,20 +66,22 @@ def encode(ptr: int, spec: MapSpec, encoder=None) -> bytes:
 class MapCache:
     """Maps of one spec by pointer: `addresses[ptr]` is the address of the map made
     for `ptr`, `address(ptr)` makes it on a pointer's first call. Bounded: past
-    `limit` pointers it starts again (the driver copies a launch's parameters
-    when the launch is issued, so a map may go once it has been launched)."""
+    `limit` pointers it starts again, keeping the maps it drops alive until the
+    next time (a thread may have read an address just before: the driver copies
+    a launch's parameters when the launch is issued, microseconds later)."""
 
     def __init__(self, spec: MapSpec, limit: int = 256, encoder=None):
         self.spec, self.limit, self._encoder = spec, limit, encoder
         self.addresses: dict[int, int] = {}
         self._maps: dict[int, TensorMap] = {}
+        self._retired: dict[int, TensorMap] = {}
 
     def address(self, ptr: int) -> int:
         found = self.addresses.get(ptr)
         if found is not None:
             return found
         if len(self._maps) >= self.limit:
-            self._maps.clear()
+            self._retired, self._maps = self._maps, {}
             self.addresses.clear()
         m = self._maps[ptr] = TensorMap(encode(ptr, self.spec, self._encoder))
         self.addresses[ptr] = m.address
