@@ -124,3 +124,77 @@ def test_a_new_size_binds_new_values_to_the_same_compiled_warm_call():
     large((None, None), "o", 1 << 20, 1 << 21, 1 << 22)
     assert [a[:8] for a in launched] == [(1234, 4, 1, 1, 256, 1, 1, 0), (1234, 20, 1, 1, 256, 1, 1, 0)]
     assert all(a[8] == 77 for a in launched)
+
+
+def _template_encoder(calls: list, address_in_word0: bool = True):
+    """cuTensorMapEncodeTiled's stand-in: the address in the first 8 bytes (as the
+    driver has it) or, for the fallback, folded into a later word too."""
+    import ctypes
+
+    def encode(out, dtype, rank, ptr, dims, strides, box, elem, interleave, swizzle, l2, oob):
+        calls.append(ptr.value)
+        words = [ptr.value] + [0x46310 + i for i in range(15)]
+        if not address_in_word0:
+            words[3] = ptr.value >> 4
+        ctypes.memmove(out.value, b"".join(w.to_bytes(8, "little") for w in words), 128)
+        return 0
+    return encode
+
+
+def test_a_map_for_a_new_pointer_is_the_template_with_its_address():
+    """The driver encodes the first map and, as a check, one 16 bytes on; every later
+    pointer's map is the template with that pointer in front, with no driver call.
+    Where more than the first word follows the address, each pointer is encoded."""
+    import ctypes
+    from tiledsl.codegen.cuda import MapSpec
+    from tiledsl.runtime.tma import MapCache
+    spec = MapSpec((64, 64), 128, (64, 64), "f16")
+    calls = []
+    cache = MapCache(spec, encoder=_template_encoder(calls))
+    first = cache.address(0x10000)
+    assert calls == [0x10000, 0x10010] and cache.template is not None
+    later = cache.address(0x7F0000020000)
+    assert calls == [0x10000, 0x10010]
+    assert ctypes.string_at(later, 128) == (0x7F0000020000).to_bytes(8, "little") + ctypes.string_at(first, 128)[8:]
+    calls2 = []
+    folded = MapCache(spec, encoder=_template_encoder(calls2, address_in_word0=False))
+    folded.address(0x10000)
+    folded.address(0x20000)
+    assert folded.template is None and calls2 == [0x10000, 0x10010, 0x20000]
+
+
+@pytest.mark.parametrize("patchable", [True, False], ids=["template", "encoded"])
+def test_the_warm_call_hands_the_driver_each_calls_maps(patchable):
+    """A TMA launch's first two parameters are tensor maps: from a thread's copy of
+    the template with this call's address written in, or the cached map of this
+    call's pointer; the rest are packed after them as always."""
+    import ctypes
+    from types import SimpleNamespace as NS
+    from tiledsl.codegen.cuda import MapSpec
+    from tiledsl.dtypes import DTYPES
+    from tiledsl.runtime.launcher import _FastCall
+    from tiledsl.runtime.tma import MapCache
+    calls, launched = [], []
+    caches = [MapCache(MapSpec((64, 64), 128, (64, 64), "f16"),
+                       encoder=_template_encoder(calls, address_in_word0=patchable)) for _ in range(2)]
+    for c in caches:
+        c.address(0x1000)       # the checked path's first call made one
+
+    def launch(*a):             # what the driver would read: the parameter pointers, then through them
+        params = np.frombuffer((ctypes.c_int64 * 5).from_address(a[9]), dtype=np.int64)
+        launched.append(([ctypes.string_at(int(params[j]), 8) for j in range(2)],
+                         [ctypes.c_int64.from_address(int(params[j])).value for j in range(2, 5)]))
+    cupy = NS(ndarray=None, cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda: NS(ptr=0),
+                                   driver=NS(launchKernel=launch), Device=lambda d: NS(use=lambda: None)))
+    launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
+    program = NS(slots=(1, 2, 1, 0), constants=[64], scalar_params=[], array_args=[0, 1],
+                 out_shapes=[((64, 64), DTYPES["f16"])], temps=[], pointwise_only=False,
+                 steps=[(NS(ptr=1234), (1, 1), (128,), (1, 2, 3, 0), 0)], maps=[((1, caches[0]), (2, caches[1]))])
+    views = {i: NS(shape=(64, 64), dtype=np.dtype("float16")) for i in (0, 1)}
+    fast = _FastCall(launcher, program, views, 0, 2, True).__call__
+    assert ("pack('Q', blk[0][3][0]" in fast.source) == patchable
+    for a, b, o in ((0x7F00000A0000, 0x7F00000B0000, 0x7F00000C0000), (0x7F00000D0000, 0x7F00000E0000, 0x7F00000F0000)):
+        fast((None, None), "o", a, b, o)
+        maps, rest = launched[-1]
+        assert maps == [a.to_bytes(8, "little"), b.to_bytes(8, "little")] and rest == [a, b, o]
+    assert len(calls) == (4 if patchable else 8)    # two pointers each: the first map and its check, then new ones

@@ -628,13 +628,14 @@ class _FastCall:
                 dims = (tuple(grid) + (1, 1))[:3] + (tuple(block) + (1, 1))[:3] + (shared,)
                 dims = ", ".join(name(f"L{n}_{d}", int(v)) for d, v in enumerate(dims))
                 val[f"FP{n}"] = fn.ptr
-                for j, (i, cache) in enumerate(maps):   # the tensor maps' slots point at this pointer's map
-                    val[f"TA{n}_{j}"], val[f"TM{n}_{j}"] = cache.addresses, cache.address
-                    lines.append(f"    m{n}_{j} = TA{n}_{j}.get({names[i]}) or TM{n}_{j}({names[i]})")
-                if maps:
-                    lines.append(f"    pack('{'q' * len(maps)}', blk[{n}][2], 0, "
-                                 f"{', '.join(f'm{n}_{j}' for j in range(len(maps)))})")
-                lines.append(f"    pack('{fmt}', blk[{n}][0], {8 * len(maps)}, {', '.join(names[i] for i in picks)})")
+                for j, (i, cache) in enumerate(maps):
+                    if cache.template is not None:    # the array's address into this thread's copy of the map
+                        lines.append(f"    pack('Q', blk[{n}][3][{j}], 0, {names[i]})")
+                    else:                             # the map slot at the cached map of this pointer
+                        val[f"TA{n}_{j}"], val[f"TM{n}_{j}"] = cache.addresses, cache.address
+                        lines.append(f"    pack('q', blk[{n}][2][0], {8 * j}, "
+                                     f"TA{n}_{j}.get({names[i]}) or TM{n}_{j}({names[i]}))")
+                lines.append(f"    pack('{fmt}', blk[{n}][0], 0, {', '.join(names[i] for i in picks)})")
                 lines.append(f"    launch(FP{n}, {dims}, stream().ptr, blk[{n}][1], 0)")
         lines.append(f"    return {results if n_out > 1 else 'r0'}")
         bound = sorted(val)
@@ -672,10 +673,15 @@ class _ParamBlocks:
     a bool reads the low byte), and the array of the slots' addresses the
     driver takes. Packing pointers into a kept buffer and calling the driver
     costs 0.4-1.1 us less per launch than CuPy's Function call (H100 hosts,
-    2026-11-22; scripts/launch_profile.py)."""
+    2026-11-22; scripts/launch_profile.py).
 
-    def __init__(self, cupy, sizes: list, device: int):
-        self._cupy, self._sizes, self._device = cupy, sizes, device
+    A launch that takes tensor maps has them first: each its own 128 bytes,
+    a copy of its MapCache's template where there is one (the warm call writes
+    the array's address into the first 8), else the slot is pointed at the
+    cached map of the call's pointer."""
+
+    def __init__(self, cupy, sizes: list, templates: list, device: int):
+        self._cupy, self._sizes, self._templates, self._device = cupy, sizes, templates, device
         self.thread = threading.local()     # .blocks: this thread's (gone with it)
 
     @classmethod
@@ -683,19 +689,28 @@ class _ParamBlocks:
         driver = getattr(cupy.cuda, "driver", None)
         if not hasattr(driver, "launchKernel") or not all(hasattr(s[0], "ptr") for s in program.steps):
             return None
-        return cls(cupy, [len(maps) + len(s[3]) for s, maps in zip(program.steps, program.maps)], device)
+        templates = [[cache.template for _, cache in maps] for maps in program.maps]
+        return cls(cupy, [len(s[3]) for s in program.steps], templates, device)
 
     def make_for_this_thread(self) -> list:
         """A thread's first launch of the class (the warm call reads `thread.blocks`
-        after): its blocks, with the device's context made current to it, as
-        CuPy's own launch would, since the driver API launches in that context."""
+        after): its blocks, (values, kernelParams address, [its arrays], [its map
+        copies]), with the device's context made current to it, as CuPy's own
+        launch would, since the driver API launches in that context."""
         self._cupy.cuda.Device(self._device).use()
         out = []
-        for size in self._sizes:
+        for size, templates in zip(self._sizes, self._templates):
             buf = bytearray(8 * max(1, size))
             base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-            slots = np.array([base + 8 * i for i in range(max(1, size))], dtype=np.int64)
-            out.append((buf, int(slots.ctypes.data), slots))     # slots kept alive with the block
+            maps = []
+            for template in templates:      # 64-byte aligned, as the driver wants a map
+                room = ctypes.create_string_buffer(128 + 64)
+                at = (ctypes.addressof(room) + 63) & ~63
+                ctypes.memmove(at, template or bytes(128), 128)
+                maps.append(((ctypes.c_char * 128).from_address(at), room))
+            slots = np.array([ctypes.addressof(m) for m, _ in maps] + [base + 8 * i for i in range(max(1, size))],
+                             dtype=np.int64)
+            out.append((buf, int(slots.ctypes.data), (slots, maps), [m for m, _ in maps]))  # kept alive with the block
         self.thread.blocks = out
         return out
 
