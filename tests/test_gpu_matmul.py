@@ -160,8 +160,9 @@ def test_every_pipelined_tensor_core_schedule(src, schedule):
 # TF32 keeps 10 mantissa bits: a single output element of a 4-term dot product can
 # cancel to a relative error past TF32's 1e-3 norm tolerance, so the size-1 case has
 # one row and one 4-long K but enough columns for the norm to mean something. wgmma
-# truncates f32 to TF32, for a norm error of about 0.8e-3: over 256 columns that
-# crossed 1e-3 on one draw (H100, 2026-11-22); 4096 columns hold it near its mean.
+# truncates f32 to TF32 where cp.async feeds it, for a norm error of about 0.8e-3:
+# over 256 columns that crossed 1e-3 on one draw (H100, 2026-11-22); 4096 columns hold
+# it near its mean. (TMA's TFLOAT32 maps round to nearest: 2.9e-4, as cuBLAS.)
 @pytest.mark.parametrize("extents", [dict(M=1, K=4, N=4096), dict(M=1000, K=1000, N=1000),
                                      dict(M=2048 + 3, K=516, N=2048 - 5)],
                          ids=lambda e: "x".join(map(str, e.values())))

@@ -32,7 +32,8 @@ def _problem(src, extents, arch="sm_90a", misaligned=frozenset()):
 
 
 @pytest.mark.parametrize("src,extents", [(AB, dict(M=4096, N=4096, K=4096)), (ABT, dict(M=1000, N=1000, K=1000)),
-                                         (AB, dict(M=256, N=256, K=65536)), (AB, dict(M=64, N=4096, K=16384))])
+                                         (AB, dict(M=256, N=256, K=65536)), (AB, dict(M=64, N=4096, K=16384)),
+                                         (TF32, dict(M=4096, N=4096, K=4096))])
 def test_the_warpgroup_default_copies_by_tma_where_operands_allow(src, extents):
     k, g, lay, p = _problem(src, extents)
     s = default(p, k.hints)
@@ -51,7 +52,6 @@ def test_skinny_products_in_64x64_tiles_keep_cp_async():
 @pytest.mark.parametrize("src,extents,why", [
     (AB, dict(M=100, N=100, K=100), "rows of 200 bytes: no 16-byte vectors"),
     (BMM, dict(B=4, M=512, N=512, K=512), "three-dim operands"),
-    (TF32, dict(M=4096, N=4096, K=4096), "TF32 tiles"),
 ])
 def test_no_tma_where_operands_do_not_allow(src, extents, why):
     k, g, lay, p = _problem(src, extents)
@@ -83,7 +83,6 @@ def test_the_tuner_also_times_the_usual_tiles_by_cp_async():
 
 @pytest.mark.parametrize("bad,why", [
     (dict(wgmma=False, mma=True, tile=(128, 128, 32), micro=(64, 32), block=256, stages=3), "only the warpgroup"),
-    (dict(vec=4, tile=(128, 256, 32)), "16-bit tiles only"),
 ])
 def test_schedule_validation_refuses_tma_elsewhere(bad, why):
     fields = dict(block=256, tile=(128, 256, 64), micro=(64, 256), mma=True, wgmma=True, vec=8, stages=4, tma=True)
@@ -94,7 +93,7 @@ def test_schedule_validation_refuses_tma_elsewhere(bad, why):
         Schedule("pointwise", block=256, vec=4, tma=True)
 
 
-@pytest.mark.parametrize("src", [AB, ABT])
+@pytest.mark.parametrize("src", [AB, ABT, TF32])
 def test_the_tma_kernel_compiles_to_bulk_tensor_copies_without_spills(src):
     """One thread's UTMALDG copies replace every thread's LDGSTS, and the chunk
     addresses and predicates leave the registers (219 to 154 for a plain a @ b at 4096^3)."""
@@ -150,6 +149,18 @@ class _Encoder:
         assert out.value % 64 == 0, "the driver wants the map 64-byte aligned"
         ctypes.memmove(out.value, (ptr.value & 0xFFFFFFFF).to_bytes(4, "little") * 32, 128)
         return self.result
+
+
+def test_f32_maps_are_tf32_maps():
+    """TF32 GEMM tiles: 32 K values (128 bytes) a row, the map's type TFLOAT32."""
+    k, g, lay, p = _problem(TF32, dict(M=700, N=1000, K=520))
+    s = default(p, k.hints)
+    assert s.tma and s.vec == 4
+    (_, a), (_, b) = tensor_map_specs(g, lay, s, tuple(p.loops))
+    assert a == MapSpec((520, 700), 2080, (32, s.tile[0]), "f32") and b.box == (32, s.tile[1])
+    enc = _Encoder()
+    encode(0x1000, a, enc)
+    assert enc.calls[0]["dtype"] == 11      # CU_TENSOR_MAP_DATA_TYPE_TFLOAT32
 
 
 def test_encode_asks_the_driver_for_a_swizzled_zero_filled_tiled_map():

@@ -17,7 +17,7 @@ from ..codegen.cuda import MapSpec
 from ..errors import TdslRuntimeError
 
 # CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h)
-DATA_TYPES = {"f16": 6, "bf16": 9}
+DATA_TYPES = {"f16": 6, "bf16": 9, "f32": 11}     # f32 as TFLOAT32: wgmma reads it as TF32
 SWIZZLE_128B = 3
 L2_PROMOTE = 2      # 128 bytes: 256 measured slower at 4096^3, 3000^3, 1000^3 (H200)
 

@@ -285,17 +285,18 @@ def wgmma_schedule(p: Problem, bm: int, bn: int, stages: int, vec: int = 8, grou
     4096^3 732 against 615 TFLOP/s, 4000^3 624 against 426), except in 64x64
     tiles, the skinny products' (16x8192x8192: 57 us against 38)."""
     if tma is None:
-        tma = vec == 8 and (bm, bn) != (64, 64) and tma_operands(p)
+        tma = (bm, bn) != (64, 64) and tma_operands(p)
     return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 8 * vec),
                     micro=(64, bn), mma=True, wgmma=True, vec=vec, stages=stages, group=group,
                     min_blocks=min_blocks, index64=p.index64, tma=tma)
 
 
 def tma_operands(p: Problem) -> bool:
-    """Whether TMA can copy both operands' tiles: 16-bit plain inputs in 16-byte
-    vectors (`matmul_vector`), each a 2-D array (no batch dim of its own: its
-    map has two) whose extents fit the copies' 32-bit coordinates."""
-    if p.arch != "sm_90a" or matmul_vector(p) != 8:
+    """Whether TMA can copy both operands' tiles: plain inputs that move in
+    16-byte vectors, 16-bit (`matmul_vector`) or f32 read as TF32
+    (`tf32_operands`), each a 2-D array (no batch dim of its own: its map has
+    two) whose extents fit the copies' 32-bit coordinates."""
+    if p.arch != "sm_90a" or (matmul_vector(p) != 8 and not tf32_operands(p)):
         return False
     mm = next(v for v in p.group.values if v.op == "matmul")
     for operand in mm.operands:
@@ -320,12 +321,21 @@ def _wgmma_schedules(p: Problem, vec: int) -> list[Schedule]:
     return out
 
 
+def _copy_twins(p: Problem, warpgroup: list) -> list[Schedule]:
+    """Where TMA can copy the tiles, the usual warpgroup tiles by the other copy
+    too (unsplit), for the tuner to time side by side."""
+    if not tma_operands(p):
+        return []
+    return [replace(s, tma=not s.tma) for s in warpgroup if s.tile[:2] in ((128, 256), (128, 128), (64, 64))]
+
+
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
     if p.group.kind == "matmul":
         out, twins = [], []
         if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":   # opted in: f32 as TF32
             out += _wgmma_schedules(p, vec=4)
+            twins += _copy_twins(p, out)
         if uses_tensor_cores(p):
             for tile, warp in (((128, 128, 32), (64, 32)), ((64, 64, 32), (32, 32)),
                                ((128, 64, 32), (64, 32)), ((128, 128, 32), (32, 64)),
@@ -336,10 +346,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             if matmul_vector(p) == 8 and p.arch == "sm_90a":     # warpgroup tensor cores
                 warpgroup = _wgmma_schedules(p, vec=8)
                 out += warpgroup
-                # where TMA can copy the tiles, the usual tiles by the other copy too (unsplit)
-                if tma_operands(p):
-                    twins = [replace(s, tma=not s.tma) for s in warpgroup
-                             if s.tile[:2] in ((128, 256), (128, 128), (64, 64))]
+                twins += _copy_twins(p, warpgroup)
             if matmul_vector(p) == 8:     # cp.async pipelines
                 for tile, warp in PIPELINE_TILES:
                     for stages in (3, 4):

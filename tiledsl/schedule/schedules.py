@@ -115,7 +115,7 @@ class Schedule:
     unroll: int = 0             # streamed loops (reduce_col, reduce_split, looped reduce_row): #pragma unroll
                                 # this many iterations; 0 = the compiler's rule (see codegen reduce())
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
-    tma: bool = False           # matmul (wgmma, 16-bit): the tensor memory accelerator copies the tiles
+    tma: bool = False           # matmul (wgmma): the tensor memory accelerator copies the tiles
                                 # (one thread starts them, a barrier per stage counts their bytes)
 
     def __post_init__(self):
@@ -189,8 +189,6 @@ class Schedule:
                     return "one or two blocks per SM, their stages within the SM's shared memory"
                 if self.min_blocks == 2 and bn // 2 > 64:
                     return "two blocks per SM leave 128 registers a thread: at most 64 accumulators"
-                if self.tma and self.vec != 8:
-                    return "TMA copies 16-bit tiles only (TF32 tiles move by cp.async)"
             elif self.min_blocks != 1 and (self.mma or self.vec != 4 or self.min_blocks != 2):
                 return "only the wgmma and vectorized SIMT GEMMs budget registers for two blocks per SM"
             elif self.mma:
