@@ -198,3 +198,23 @@ def test_the_warm_call_hands_the_driver_each_calls_maps(patchable):
         maps, rest = launched[-1]
         assert maps == [a.to_bytes(8, "little"), b.to_bytes(8, "little")] and rest == [a, b, o]
     assert len(calls) == (4 if patchable else 8)    # two pointers each: the first map and its check, then new ones
+
+
+def test_the_checked_path_launches_maps_first_then_eight_byte_slots(monkeypatch):
+    """A TMA kernel's first call (Program.run) launches through the driver: the maps'
+    addresses lead kernelParams, then each value in 8 bytes, doubles for floats,
+    int64 for pointers, sizes and bools, as the warm call packs them."""
+    import ctypes
+    import struct
+    from types import SimpleNamespace as NS
+    from tiledsl.runtime import launcher as L
+    seen = []
+
+    def launch(fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        p = (ctypes.c_void_p * 6).from_address(params)
+        seen.append(((fn, gx, gy, gz, bx, by, bz, shared, stream), [p[0], p[1]],
+                     struct.unpack("<qqdq", b"".join(ctypes.string_at(p[j], 8) for j in range(2, 6)))))
+    fake = NS(cuda=NS(driver=NS(launchKernel=launch), get_current_stream=lambda: NS(ptr=99)))
+    monkeypatch.setattr(L, "_cupy", lambda: fake)
+    L._launch_with_maps(NS(ptr=7), (3, 2), (256,), 4096, [0xA000, 0xB000], [1 << 40, 4096, 0.5, True])
+    assert seen == [((7, 3, 2, 1, 256, 1, 1, 4096, 99), [0xA000, 0xB000], (1 << 40, 4096, 0.5, 1))]

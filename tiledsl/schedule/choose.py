@@ -746,7 +746,8 @@ def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
     and reuse each operand load more. Of WGMMA_SPLIT_TILES (64 rows for M <= 64),
     the one whose split fills the most SMs, on a tie the one with more of its
     tile inside the result, then the smaller; where that fills more SMs than
-    `s`, or as many with four times the tile. Measured on an H100
+    `s`, or as many with four times the tile while cp.async feeds `s` (a
+    TMA-fed `s` filling as many SMs stays unsplit). Measured on an H100
     (scripts/gemm_sweep.py, 2026-11-22) against the unsplit default: f16
     256x256x65536 21 -> 215 TFLOP/s (128x128 tiles in 32 chunks, 0.78x cuBLAS),
     relu(x @ w + b) 512x512x16384 87 -> 275 (128x128, 8 chunks), bf16
@@ -944,7 +945,8 @@ def fits(p: Problem, s: Schedule) -> str:
     if s.wgmma and p.arch != "sm_90a":
         return "wgmma needs an sm_90a GPU (Hopper)"
     if s.tma and not tma_operands(p):
-        return "TMA copies tiles of 2-D 16-bit inputs, rows a multiple of 16 bytes, 16-byte aligned"
+        return ("TMA copies tiles of 2-D inputs (16-bit, or f32 as TF32), rows a multiple of 16 bytes, "
+                "16-byte aligned")
     if s.kind == "matmul" and s.wgmma and s.vec == 4:
         if not tf32_operands(p):
             return "TF32 wgmma needs plain f32 operands contiguous along K, 16-byte aligned"
