@@ -325,6 +325,31 @@ def test_tma_copies_are_right_past_every_edge(label, extents):
         check(k, random_arguments(k.graph, extents), extents, out_kind)
 
 
+def _persistent_candidates():
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    for label, src in TMA_SOURCES.items():
+        k = tiledsl.compile(src)
+        launcher = launcher_for(k)
+        p = problem(launcher.groups[0], launcher.layouts[0], dict(M=2100, K=200, N=2056), frozenset(), 132, "sm_90a")
+        for s in candidates(p, k.hints):
+            if s.persistent:
+                yield pytest.param(src, s, id=f"{label}-{s.tag}")
+
+
+@pytest.mark.parametrize("src,schedule", list(_persistent_candidates()))
+@pytest.mark.parametrize("extents", [dict(M=2100, K=200, N=2056), dict(M=2100, K=8, N=2056),
+                                     dict(M=2100, K=64, N=2056), dict(M=8, K=8, N=8)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_every_persistent_schedule(src, schedule, extents):
+    """More output tiles than blocks (153 of 128x256 for 132 blocks, 561 of 64x128),
+    ragged on every side; K of one partial tile, of one whole tile (the copies S - 2
+    ahead cross into later output tiles from the start), and of four; one tile in all."""
+    k, _ = _pinned(src, schedule)
+    for out_kind in ("out", "alloc"):
+        check(k, random_arguments(k.graph, extents), extents, out_kind)
+
+
 def test_tma_maps_follow_each_calls_arrays():
     """A map holds its array's address: every call with new arrays (the pool hands
     freed addresses out again, with other contents) reads those arrays."""

@@ -193,3 +193,61 @@ def test_the_map_cache_makes_a_map_once_per_pointer_and_stays_bounded():
     # a map dropped at the restart stays readable (another thread may be launching with it)
     assert 0x1000 not in cache.addresses and cache._retired[0x1000].address == first
     assert ctypes.string_at(first, 4) == (0x1000).to_bytes(4, "little")
+
+
+def test_the_tuner_times_persistent_loops_of_the_tma_tiles():
+    from tiledsl.schedule.choose import PERSISTENT_TILES
+    k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
+    cands = candidates(p, k.hints)
+    loops = [s for s in cands if s.persistent]
+    assert {(s.tile[0], s.tile[1], s.stages, s.group) for s in loops} == \
+        {(bm, bn, st, grp) for bm, bn, st in PERSISTENT_TILES for grp in (0, 8)}
+    assert all(s.tma and not s.splits and "_pst_" in s.tag for s in loops)
+    assert {Schedule(**{**s.__dict__, "persistent": False}) for s in loops} <= set(cands)
+    assert not default(p, k.hints).persistent
+    for src, extents in ((BMM, dict(B=4, M=512, N=512, K=512)), (AB, dict(M=100, N=100, K=100))):
+        k2, _, _, p2 = _problem(src, extents)
+        assert not any(s.persistent for s in candidates(p2, k2.hints))
+
+
+@pytest.mark.parametrize("bad", [dict(tma=False), dict(splits=4)])
+def test_only_an_unsplit_tma_gemm_is_persistent(bad):
+    fields = dict(block=256, tile=(128, 256, 64), micro=(64, 256), mma=True, wgmma=True, vec=8, stages=4,
+                  tma=True, persistent=True)
+    Schedule("matmul", **fields)
+    with pytest.raises(TdslScheduleError, match="persistent"):
+        Schedule("matmul", **{**fields, **bad})
+
+
+@pytest.mark.parametrize("extents,tiles", [(dict(M=8192, N=8192, K=1024), 64 * 32), (dict(M=200, N=264, K=64), 4)])
+def test_a_persistent_grid_is_a_block_per_sm_or_one_per_tile(extents, tiles):
+    from dataclasses import replace
+    from tiledsl.schedule.choose import launches
+    k, g, lay, p = _problem(AB, extents)
+    s = replace(default(p, k.hints), tile=(128, 256, 64), micro=(64, 256), block=256, stages=4, splits=0,
+                group=8, persistent=True)
+    [launch] = launches(p, s)
+    assert launch.grid == (min(tiles, 132), 1, 1)
+
+
+@pytest.mark.parametrize("src", [AB, TF32])
+def test_a_persistent_kernel_keeps_the_copies_and_multiplies_and_stages_2_byte_results(src):
+    """The persistent loop keeps the plain kernel's copies and multiplies and adds no
+    spills. The plain kernel's results leave through its spent stages (STS); a
+    persistent block's 2-byte results too, each warpgroup's 64 rows in a spent stage
+    of its own, and its f32 results (TF32), twice as large, from registers."""
+    from dataclasses import replace
+    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=4096))
+    s = replace(default(p, k.hints), splits=0)
+    ops = {}
+    for label, sched in (("plain", s), ("persistent", replace(s, persistent=True))):
+        ks = render(k.graph, g, lay, sched)
+        compiled = toolchain.compile_cuda(ks.source, arch="sm_90a")
+        usage = compiled.resources[ks.name]
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (label, usage)
+        ops[label] = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+    count = lambda label, prefix: sum(n for op, n in ops[label].items() if op.startswith(prefix))  # noqa: E731
+    assert count("persistent", "HGMMA") == count("plain", "HGMMA")
+    assert count("persistent", "UTMALDG") >= 2 and count("persistent", "LDGSTS") == 0
+    assert count("plain", "STS") > 0
+    assert (count("persistent", "STS") > 0) == (src == AB)

@@ -202,3 +202,22 @@ def test_workers_that_die_hand_their_jobs_back(cache_dir, monkeypatch):
     space = search_space(k, dict(N=1024), max_candidates=3)
     Compilation(k, space, "sm_90a", workers=2).start().finish()
     assert [c.status for c in space[0].candidates] == ["compiled"] * 3
+
+
+@pytest.mark.parametrize("extents,splits_first", [(dict(M=4096, N=4096, K=4096), False),
+                                                  (dict(M=1024, N=1024, K=8192), True)])
+def test_a_capped_gemm_search_on_hopper_times_the_warpgroup_tiles_first(extents, splits_first):
+    """The first 64 candidates at f16 4096^3: the default, every unsplit warpgroup
+    tile, the persistent loops and some cp.async twins; no mma.sync or SIMT tile
+    (they never won on Hopper). Where 128x256 tiles leave SMs idle (1024^2x8192),
+    split-K forms share the first rank with the unsplit tiles."""
+    k = tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }")
+    [space] = search_space(k, extents, hbm_gbps=3352)
+    picked = [c.schedule for c in space.candidates]
+    assert len(picked) == 64 and all(s.wgmma for s in picked)
+    every = candidates(space.problem, k.hints)
+    assert {s for s in every if s.wgmma and not s.splits and not s.persistent and s.tma != (s.tile[:2] == (64, 64))
+            and s.tile[:2] in ((128, 256), (128, 128))} <= set(picked)
+    assert any(s.splits for s in picked) == splits_first
+    if not splits_first:
+        assert {s for s in every if s.persistent} <= set(picked)

@@ -694,6 +694,7 @@ class _Renderer:
         ctx["b_tile"] = dict(ctx["b_tile"], p="b")
         ctx["min_blocks_per_sm"] = self.s.min_blocks
         ctx["tma"] = self.s.tma
+        ctx["persistent"] = self.s.persistent
         # Accumulators 2q and 2q + 1 are neighbours along N: where the only output is
         # N-contiguous, 2 or 4 bytes wide, a pair leaves in one store.
         outs = self.layout.outputs
@@ -706,8 +707,12 @@ class _Renderer:
             pair = dict(out=op.index, offset=self.offset(op), ctype=storage_type(op.dtype),
                         value=to_storage(f"v{op.value.id}", op.dtype), bytes=op.dtype.itemsize,
                         # the block's results go out through shared memory (the spent stages) in
-                        # 16-byte row chunks, where the tile fits there
-                        staged=bm * ld * op.dtype.itemsize <= self.s.shared_bytes - 1024, ld=ld)
+                        # 16-byte row chunks, where the tile fits there (not in a persistent block:
+                        # its stages take the next tile's copies then)
+                        staged=bm * ld * op.dtype.itemsize <= self.s.shared_bytes - 1024 and not self.s.persistent,
+                        # a persistent block's warpgroups each stage their 64 rows in a spent stage's
+                        # B buffer instead, where 2-byte results fill it exactly
+                        wg_staged=self.s.persistent and op.dtype.itemsize == 2, ld=ld)
         ctx["pair"] = pair
         ctx["acc_list"] = "{" + ", ".join(f"%{i}" for i in range(bn // 2)) + "}"
         ctx["acc_operands"] = ", ".join(f'"+f"(acc[{i}])' for i in range(bn // 2))

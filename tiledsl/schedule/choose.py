@@ -329,13 +329,35 @@ def _copy_twins(p: Problem, warpgroup: list) -> list[Schedule]:
     return [replace(s, tma=not s.tma) for s in warpgroup if s.tile[:2] in ((128, 256), (128, 128), (64, 64))]
 
 
+def _hopper_first(p: Problem, schedules: list) -> list[Schedule]:
+    """The warpgroup tiles first (where there are any): on Hopper they beat the mma.sync
+    and SIMT tiles at every measured shape, and a capped search (the tuner's first 64
+    candidates) should time them, their split-K forms where 128x256 tiles leave SMs
+    idle, and the twins (persistent loops, the other copy) before the rest."""
+    if not any(s.wgmma for s in schedules):
+        return schedules
+    few = output_tiles(p, 128, 256) < p.sm_count
+    return sorted(schedules, key=lambda s: 2 if not s.wgmma else 0 if not s.splits or few else 1)
+
+
+# (BM, BN, stages) of the TMA-fed tiles the tuner also times as persistent loops
+PERSISTENT_TILES = ((128, 256, 4), (128, 128, 4), (64, 128, 5), (64, 128, 8))
+
+
+def _persistent_twins(warpgroup: list) -> list[Schedule]:
+    """The TMA-fed tiles of PERSISTENT_TILES again as persistent loops over the output
+    tiles (one block per SM, or two where min_blocks says so), for the tuner."""
+    return [replace(s, persistent=True) for s in warpgroup
+            if s.tma and not s.splits and (s.tile[0], s.tile[1], s.stages) in PERSISTENT_TILES]
+
+
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
     if p.group.kind == "matmul":
         out, twins = [], []
         if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":   # opted in: f32 as TF32
             out += _wgmma_schedules(p, vec=4)
-            twins += _copy_twins(p, out)
+            twins += _persistent_twins(out) + _copy_twins(p, out)
         if uses_tensor_cores(p):
             for tile, warp in (((128, 128, 32), (64, 32)), ((64, 64, 32), (32, 32)),
                                ((128, 64, 32), (64, 32)), ((128, 128, 32), (32, 64)),
@@ -346,7 +368,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             if matmul_vector(p) == 8 and p.arch == "sm_90a":     # warpgroup tensor cores
                 warpgroup = _wgmma_schedules(p, vec=8)
                 out += warpgroup
-                twins += _copy_twins(p, warpgroup)
+                twins += _persistent_twins(warpgroup) + _copy_twins(p, warpgroup)
             if matmul_vector(p) == 8:     # cp.async pipelines
                 for tile, warp in PIPELINE_TILES:
                     for stages in (3, 4):
@@ -370,7 +392,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                 if ((s.tile, s.micro) in SPLIT_K_TILES if not s.mma else
                     (s.tile, s.micro, s.stages) in TC_SPLIT_TILES and not s.group and s.min_blocks == 1)
                 for k in split_k_choices(p, s.tile)]
-        return out + twins
+        return _hopper_first(p, out + twins)
     if p.group.kind == "pointwise":
         out = []
         words = max(0.5, sum(op.dtype.itemsize / 4 for op in p.layout.inputs))
@@ -921,6 +943,9 @@ def matmul_launches(p: Problem, s: Schedule) -> list[Launch]:
         from ..errors import TdslScheduleError
         raise TdslScheduleError(f"a batched matmul over {batch} products exceeds the grid's 65535")
     bm, bn, _ = s.tile
+    if s.persistent:    # min_blocks blocks per SM, each looping over its share of the output tiles
+        return [Launch(s, (max(1, min(batch * -(-m // bm) * -(-n // bn), p.sm_count * s.min_blocks)), 1, 1),
+                       p.loops)]
     if s.splits:    # chunk z % splits of K for product z // splits, then a kernel sums the chunks
         if batch * s.splits > 65535:
             from ..errors import TdslScheduleError

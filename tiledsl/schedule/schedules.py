@@ -59,7 +59,7 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
                "min_blocks", "unroll")
-_BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma")
+_BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent")
 
 
 def stream_unroll_rule(words: float) -> int:
@@ -117,6 +117,8 @@ class Schedule:
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
     tma: bool = False           # matmul (wgmma): the tensor memory accelerator copies the tiles
                                 # (one thread starts them, a barrier per stage counts their bytes)
+    persistent: bool = False    # matmul (wgmma, TMA, unsplit): min_blocks blocks per SM loop over the output
+                                # tiles; the next tile's first copies start before this one's epilogue
 
     def __post_init__(self):
         why = self.invalid()
@@ -149,6 +151,8 @@ class Schedule:
             return "only GEMMs and row reductions have cp.async stages (stages >= 2)"
         if self.tma and not (self.kind == "matmul" and self.wgmma):
             return "only the warpgroup GEMM (wgmma) copies its tiles by TMA"
+        if self.persistent and not (self.tma and not self.splits):
+            return "only the TMA-fed warpgroup GEMM, unsplit, loops over its output tiles (persistent)"
         if self.kind == "reduce_row":
             if self.row_threads not in (32, self.block):
                 return "row_threads must be 32 (a warp per row) or the block size"
@@ -266,7 +270,7 @@ class Schedule:
             (bm, bn, bk), (tm, tn) = self.tile, self.micro
             if self.wgmma:
                 return (f"mm_wg{'_tf32' if self.vec == 4 else ''}_m{bm}n{bn}k{bk}_s{self.stages}_"
-                        + ("tma_" if self.tma else "")
+                        + ("tma_" if self.tma else "") + ("pst_" if self.persistent else "")
                         + (f"b{self.min_blocks}_" if self.min_blocks > 1 else "") + ("sk_" if self.splits else "")
                         + (f"g{self.group}_" if self.group else "") + ("x64" if self.index64 else "x32"))
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
