@@ -1,0 +1,144 @@
+"""Probe (device run): layernorm's two block reductions (the mean, then the
+variance about it) against one, each thread's (count, mean, M2) merged across
+the block by Chan's formula, text-patched into the rendered kernels and timed
+in alternation, three rounds, at the benchmark's layernorm shapes.
+
+    python scripts/probe_chan.py
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np, cupy
+import tiledsl
+import tiledsl.codegen.cuda as cg
+import tiledsl.runtime.launcher as L
+from benchmarks.bench_memory import LAYERNORM16_TDSL
+from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda
+from tiledsl.inputs import random_arguments, relative_error
+from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides
+from tiledsl.schedule.choose import candidates, default, problem
+
+HELPER = r'''
+__device__ __forceinline__ void chan_merge(float& n, float& m, float& q, float n2, float m2, float q2) {
+    const float nn = n + n2;
+    const float r = nn > 0.f ? __fdividef(n2, nn) : 0.f;
+    const float d = m2 - m;
+    m = fmaf(d, r, m);
+    q = q + q2 + d * d * n * r;
+    n = nn;
+}
+template <int width>
+__device__ __forceinline__ void chan_warp(float& n, float& m, float& q) {
+#pragma unroll
+    for (int o = width / 2; o > 0; o /= 2) {
+        const float n2 = __shfl_xor_sync(0xffffffffu, n, o), m2 = __shfl_xor_sync(0xffffffffu, m, o),
+                    q2 = __shfl_xor_sync(0xffffffffu, q, o);
+        chan_merge(n, m, q, n2, m2, q2);
+    }
+}
+template <int threads>
+__device__ __forceinline__ void chan_block(float& n, float& m, float& q, float (*scratch)[3]) {
+    chan_warp<32>(n, m, q);
+    constexpr int warps = threads / 32;
+    if (warps > 1) {
+        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+        if (lane == 0) { scratch[warp][0] = n; scratch[warp][1] = m; scratch[warp][2] = q; }
+        __syncthreads();
+        n = scratch[lane % warps][0]; m = scratch[lane % warps][1]; q = scratch[lane % warps][2];
+        chan_warp<warps>(n, m, q);
+    }
+    m = __shfl_sync(0xffffffffu, m, 0);     // lane 0 of every warp merged in the same order
+    q = __shfl_sync(0xffffffffu, q, 0);
+}
+'''
+FLAG = {"on": False}
+
+
+def chan(src: str, items: int, vec: int) -> str:
+    red = r"(acc(\d+)) = tdsl::block_reduce<tdsl::Sum, (\d+)>\(acc\2, scratch\2\[flip\]\);\n(\s*)const float v(\d+) = acc\2 / \(float\)\(n1\);"
+    ms = list(re.finditer(red, src))
+    assert len(ms) == 2, len(ms)
+    a, b = ms
+    mean_v, var_v, threads = a.group(5), b.group(5), a.group(3)
+    ind = a.group(4)
+    head = src[:a.start()]
+    mid = src[a.end():b.start()]
+    tail = src[b.end():]
+    cnt = f"int cnt_ = 0;{ind}for (int j = 0; j < {items}; ++j) cnt_ += (lane + (idx_t)j * TPR < rvec) ? {vec} : 0;"
+    first = f"{cnt}{ind}const float mloc_ = cnt_ ? acc{a.group(2)} / (float)cnt_ : 0.f;"
+    mid = mid.replace(f"- v{mean_v})", "- mloc_)")
+    ind2 = b.group(4)
+    second = (f"float n_ = (float)cnt_, m_ = mloc_, q_ = acc{b.group(2)};{ind2}"
+              f"chan_block<{threads}>(n_, m_, q_, chan_scratch[flip]);{ind2}"
+              f"const float v{mean_v} = m_;{ind2}const float v{var_v} = q_ / (float)(n1);")
+    out = head + first + mid + second + tail
+    out = out.replace("    int flip = 0;", "    __shared__ float chan_scratch[2][32][3];\n    int flip = 0;", 1)
+    out = out.replace('extern "C" __global__', HELPER + '\nextern "C" __global__', 1)
+    return out
+
+
+_render = cg.render
+def render(graph, group, layout, schedule, stage=1):
+    ks = _render(graph, group, layout, schedule, stage)
+    if not FLAG["on"]:
+        return ks
+    return cg.KernelSource(ks.name, chan(ks.source, schedule.items, schedule.vec), ks.schedule, ks.layout)
+cg.render = render
+_kp = L.kernel_key_parts
+L.kernel_key_parts = lambda *a: _kp(*a) + (("chan",) if FLAG["on"] else ())
+
+LN = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "layernorm.tdsl")).read()
+CASES = [("layernorm", LN, 4096, 8192, ["p_x32$", "nh_r40_x32$"]),
+         ("layernorm16", LAYERNORM16_TDSL, 4096, 8192, ["nh_r40_x32$", "_p_x32$"]),
+         ("layernorm", LN, 16384, 4096, ["DEFAULT"]),
+         ("layernorm", LN, 65536, 1024, ["DEFAULT"]),
+         ("layernorm16", LAYERNORM16_TDSL, 65536, 1024, ["DEFAULT"])]
+sm = cupy.cuda.runtime.deviceGetAttribute(16, 0)
+ref_copy = copy_bandwidth()["gbps"]
+print(f"copy 1 GiB: {ref_copy:.0f} GB/s", flush=True)
+for name, src, M, N, pats in CASES:
+    ks = {False: tiledsl.compile(src), True: tiledsl.compile(src + "\n# chan\n")}
+    host = random_arguments(ks[False].graph, dict(M=M, N=N))
+    host[0] = (host[0].astype(np.float32) * 3 + 20).astype(host[0].dtype)   # a mean far from 0
+    want = ks[False].reference(*host, compute="f64")
+    nbytes = host[0].nbytes * 2 + host[1].nbytes + host[2].nbytes
+    n_sets = input_sets_needed(nbytes)
+    sets = [[cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host] for _ in range(n_sets)]
+    same = copy_bandwidth(nbytes // 2, repeats=30, rotate=True, warmup_ms=100)["gbps"]
+    k0 = ks[False]; k0(*sets[0])
+    p = problem(k0._launcher.groups[0], k0._launcher.layouts[0], dict(M=M, N=N), frozenset(), sm, "sm_90a", hbm_bandwidth(0))
+    base = default(p, k0.hints)
+    cands = candidates(p, k0.hints)
+    chosen = []
+    for pat in pats:
+        if pat == "DEFAULT":
+            chosen.append(base); continue
+        chosen += [s for s in cands if re.search(pat, s.tag) and s.vec == 8 and s.block == base.block][:2]
+    print(f"\n## {name} {M}x{N}: copy of same bytes {same:.0f} GB/s ({same / ref_copy:.3f}x)", flush=True)
+    for s in chosen:
+        res = {False: [], True: []}
+        outs = {}
+        for on in (False, True):
+            FLAG["on"] = on
+            k = ks[on]
+            k(*sets[0])
+            set_overrides(k._launcher, {0: s})
+            outs[on] = cupy.full(want.shape, cupy.nan, dtype=sets[0][0].dtype)
+            got = k(*sets[0], out=outs[on])
+            g = cupy.asnumpy(got)
+            assert not np.isnan(g).any()
+            res[on].append(relative_error(g, want))
+        FLAG["on"] = False
+        for rnd in range(3):
+            for on in (False, True):
+                k = ks[on]
+                t = time_cuda(lambda i: k(*sets[i], out=outs[on]), n_sets=n_sets, repeats=40, warmup_ms=60)
+                res[on].append(t.median_us)
+        for on in (False, True):
+            err, *ts = res[on]
+            us = min(ts)
+            print(f"  {'chan' if on else 'two '} {s.tag:36s} ps{s.blocks_per_sm} {'DEF' if s == base else '   '} "
+                  f"{' '.join('%.1f' % t for t in ts)} us  best {us:.1f}  {nbytes / us / 1e3 / ref_copy:.3f}x copy  "
+                  f"{nbytes / us / 1e3 / same:.3f}x same  err {err:.1e}", flush=True)
