@@ -361,14 +361,48 @@ def test_tma_maps_follow_each_calls_arrays():
     assert any(any(program.maps) for program in k._launcher._plans.values()), "no launch took tensor maps"
 
 
-def test_tma_not_taken_where_rows_are_not_whole_16_bytes_or_batched():
+def test_tma_not_taken_where_rows_are_not_whole_16_bytes_or_partly_batched():
     _hopper_only()
     from tiledsl.codegen import sources_for
     k = tiledsl.compile(TMA_SOURCES["f16-ab-relu"])
     for extents in (dict(M=100, K=100, N=100), dict(M=64, K=64, N=100)):      # 200-byte rows: no vectors
         assert not sources_for(k, extents)[0].schedule.tma
         check(k, random_arguments(k.graph, extents), extents, "out")
-    bmm = tiledsl.compile("kernel bmm(a: f16[B, M, K], b: f16[B, K, N]) -> f16[B, M, N] { return a @ b }")
-    extents = dict(B=3, M=200, K=136, N=72)
-    assert not sources_for(bmm, extents)[0].schedule.tma      # three-dim operands: cp.async
-    check(bmm, random_arguments(bmm.graph, extents), extents, "out")
+    # b has one of the product's two batch dims: no single map coordinate for it, cp.async
+    part = tiledsl.compile("kernel bmm(a: f16[B, H, M, K], b: f16[H, K, N]) -> f16[B, H, M, N] { return a @ b }")
+    extents = dict(B=2, H=3, M=200, K=136, N=72)
+    assert not sources_for(part, extents)[0].schedule.tma
+    check(part, random_arguments(part.graph, extents), extents, "out")
+
+
+# batched products whose operands TMA copies through 3-D maps (or a 2-D one shared by the batch)
+BATCHED_TMA = {
+    "f16-both": "kernel bmm(a: f16[B, M, K], b: f16[B, K, N]) -> f16[B, M, N] { return a @ b }",
+    "f16-shared-w-relu": ("kernel lin(x: f16[B, M, K], w: f16[K, N], bias: f32[N]) -> f16[B, M, N] "
+                          "{ return relu(x @ w + bias) }"),
+    "bf16-bt": "kernel bmm(a: bf16[B, M, K], bt: bf16[B, N, K]) -> f32[B, M, N] { return a @ bt.T }",
+    "f16-two-batch-dims": "kernel bmm(a: f16[B, H, M, K], b: f16[B, H, K, N]) -> f16[B, H, M, N] { return a @ b }",
+    "tf32": ("kernel bmm(a: f32[B, M, K], bt: f32[B, N, K]) -> f32[B, M, N] { return a @ bt.T }\n"
+             "schedule bmm { tf32(true) }"),
+}
+
+
+@pytest.mark.parametrize("label", list(BATCHED_TMA))
+@pytest.mark.parametrize("extents", [dict(B=3, M=200, K=264, N=136), dict(B=1, M=8, K=8, N=8),
+                                     dict(B=5, M=1000, K=520, N=1032)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_tma_copies_batched_operands(label, extents):
+    """Each product's boxes come from its own slice of a 3-D map (product bz), or
+    from the one 2-D map of an operand the batch shares; ragged on every side."""
+    _hopper_only()
+    from dataclasses import replace
+    from tiledsl.codegen import sources_for
+    src = BATCHED_TMA[label]
+    if label == "f16-two-batch-dims":
+        extents = dict(extents, H=2)
+    k0 = tiledsl.compile(src)
+    s = sources_for(k0, extents)[0].schedule
+    assert s.wgmma and (s.tma or s.tile[:2] == (64, 64)), s
+    k, tolerance = _pinned(src, replace(s, tma=True))
+    for out_kind in ("out", "alloc"):
+        check(k, random_arguments(k.graph, extents), extents, out_kind, tolerance=tolerance)

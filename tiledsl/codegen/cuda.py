@@ -690,8 +690,11 @@ class _Renderer:
         descriptors; the accumulator operand list is written out here."""
         ctx = self.matmul_mma()
         bn = self.s.tile[1]
-        ctx["a_tile"] = dict(ctx["a_tile"], p="a")
-        ctx["b_tile"] = dict(ctx["b_tile"], p="b")
+        mm = next(v for v in self.group.values if v.op == "matmul")
+        # an operand with the product's batch dims has a 3-D tensor map: product bz is its third coordinate
+        batched = [len(operand_input(self.layout, o).loops) > 2 for o in mm.operands]
+        ctx["a_tile"] = dict(ctx["a_tile"], p="a", batched=batched[0])
+        ctx["b_tile"] = dict(ctx["b_tile"], p="b", batched=batched[1])
         ctx["min_blocks_per_sm"] = self.s.min_blocks
         ctx["tma"] = self.s.tma
         ctx["persistent"] = self.s.persistent
@@ -784,13 +787,20 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
 
 @dataclass(frozen=True)
 class MapSpec:
-    """A 2-D tensor map of a C-contiguous input (runtime.tma encodes it): extents
+    """A tensor map of a C-contiguous input (runtime.tma encodes it): extents
     innermost first, the row pitch in bytes, the box (innermost first) one copy
-    moves into shared memory, the element type."""
+    moves into shared memory, the element type; a batched operand's map has a
+    third dim, its products `batch_bytes` apart, and a box one product deep."""
     dims: tuple
     row_bytes: int
     box: tuple
     dtype: str
+    batch_bytes: int = 0
+
+    @property
+    def strides(self) -> tuple:
+        """The byte pitch of each dim past the innermost."""
+        return (self.row_bytes,) + ((self.batch_bytes,) if len(self.dims) == 3 else ())
 
 
 def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_extents: tuple) -> list:
@@ -805,10 +815,14 @@ def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_exte
     specs = []
     for operand, row_loop, rows in zip(mm.operands, (lm, ln), (bm, bn)):
         op = operand_input(layout, operand)
-        slow, fast = op.loops
-        inner = loop_extents[fast]
+        slow, fast = op.loops[-2:]
+        inner, outer = loop_extents[fast], loop_extents[slow]
         box = (bk, rows) if fast == lk else (64, bk)
-        specs.append((op.index, MapSpec((inner, loop_extents[slow]), inner * op.dtype.itemsize, box, op.dtype.name)))
+        spec = MapSpec((inner, outer), inner * op.dtype.itemsize, box, op.dtype.name)
+        if len(op.loops) > 2:   # the product's batch dims, all of them in order: one dim, product bz
+            spec = MapSpec((inner, outer, math.prod(loop_extents[l] for l in op.loops[:-2])), spec.row_bytes,
+                           box + (1,), spec.dtype, inner * outer * op.dtype.itemsize)
+        specs.append((op.index, spec))
     return specs
 
 

@@ -56,7 +56,7 @@ def encode(ptr: int, spec: MapSpec, encoder=None) -> bytes:
     rank = len(spec.dims)
     err = encoder(ctypes.c_void_p(at), ctypes.c_int(DATA_TYPES[spec.dtype]), ctypes.c_uint32(rank),
                   ctypes.c_void_p(ptr), (ctypes.c_uint64 * rank)(*spec.dims),
-                  (ctypes.c_uint64 * (rank - 1))(spec.row_bytes), (ctypes.c_uint32 * rank)(*spec.box),
+                  (ctypes.c_uint64 * (rank - 1))(*spec.strides), (ctypes.c_uint32 * rank)(*spec.box),
                   (ctypes.c_uint32 * rank)(*([1] * rank)), ctypes.c_int(0), ctypes.c_int(SWIZZLE_128B),
                   ctypes.c_int(L2_PROMOTE), ctypes.c_int(0))
     if err:

@@ -283,9 +283,11 @@ def wgmma_schedule(p: Problem, bm: int, bn: int, stages: int, vec: int = 8, grou
     otherwise its tiles are copied by TMA wherever the operands allow
     (`tma_operands`): 1.1-1.5x the cp.async kernel's speed (H200, 2026-11-22:
     4096^3 732 against 615 TFLOP/s, 4000^3 624 against 426), except in 64x64
-    tiles, the skinny products' (16x8192x8192: 57 us against 38)."""
+    tiles, the skinny products' (16x8192x8192: 57 us against 38), and where K is a
+    single tile, whose block has nothing to overlap its barriers' setup with (H100,
+    32 products of 512x512x64: 12.8 and 13.3 us against 11.2 and 12.6)."""
     if tma is None:
-        tma = (bm, bn) != (64, 64) and tma_operands(p)
+        tma = (bm, bn) != (64, 64) and matmul_shape(p)[3] > 8 * vec and tma_operands(p)
     return Schedule("matmul", block=128 * (bm // 64), tile=(bm, bn, 8 * vec),
                     micro=(64, bn), mma=True, wgmma=True, vec=vec, stages=stages, group=group,
                     min_blocks=min_blocks, index64=p.index64, tma=tma)
@@ -294,14 +296,19 @@ def wgmma_schedule(p: Problem, bm: int, bn: int, stages: int, vec: int = 8, grou
 def tma_operands(p: Problem) -> bool:
     """Whether TMA can copy both operands' tiles: plain inputs that move in
     16-byte vectors, 16-bit (`matmul_vector`) or f32 read as TF32
-    (`tf32_operands`), each a 2-D array (no batch dim of its own: its map has
-    two) whose extents fit the copies' 32-bit coordinates."""
+    (`tf32_operands`), each a 2-D array (shared by every product of a batch) or
+    one with all of the product's batch dims, in order (a 3-D map: its products
+    are the batch's, one stride apart), whose extents and product count fit the
+    copies' 32-bit coordinates."""
     if p.arch != "sm_90a" or (matmul_vector(p) != 8 and not tf32_operands(p)):
         return False
     mm = next(v for v in p.group.values if v.op == "matmul")
+    batch_loops = tuple(range(p.layout.n_kept - 2))
     for operand in mm.operands:
         op = operand_input(p.layout, operand)
-        if len(op.loops) != 2 or any(p.loops[l] >= 2 ** 31 for l in op.loops):
+        if len(op.loops) > 2 and op.loops[:-2] != batch_loops:
+            return False
+        if any(p.loops[l] >= 2 ** 31 for l in op.loops) or matmul_shape(p)[0] >= 2 ** 31:
             return False
     return True
 
@@ -344,9 +351,12 @@ def _hopper_first(p: Problem, schedules: list) -> list[Schedule]:
 PERSISTENT_TILES = ((128, 256, 4), (128, 128, 4), (64, 128, 5), (64, 128, 8))
 
 
-def _persistent_twins(warpgroup: list) -> list[Schedule]:
+def _persistent_twins(p: Problem, warpgroup: list) -> list[Schedule]:
     """The TMA-fed tiles of PERSISTENT_TILES again as persistent loops over the output
-    tiles (one block per SM, or two where min_blocks says so), for the tuner."""
+    tiles (one block per SM, or two where min_blocks says so), for the tuner; one
+    product only."""
+    if matmul_shape(p)[0] > 1:
+        return []
     return [replace(s, persistent=True) for s in warpgroup
             if s.tma and not s.splits and (s.tile[0], s.tile[1], s.stages) in PERSISTENT_TILES]
 
@@ -357,7 +367,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         out, twins = [], []
         if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":   # opted in: f32 as TF32
             out += _wgmma_schedules(p, vec=4)
-            twins += _persistent_twins(out) + _copy_twins(p, out)
+            twins += _persistent_twins(p, out) + _copy_twins(p, out)
         if uses_tensor_cores(p):
             for tile, warp in (((128, 128, 32), (64, 32)), ((64, 64, 32), (32, 32)),
                                ((128, 64, 32), (64, 32)), ((128, 128, 32), (32, 64)),
@@ -368,7 +378,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             if matmul_vector(p) == 8 and p.arch == "sm_90a":     # warpgroup tensor cores
                 warpgroup = _wgmma_schedules(p, vec=8)
                 out += warpgroup
-                twins += _persistent_twins(warpgroup) + _copy_twins(p, warpgroup)
+                twins += _persistent_twins(p, warpgroup) + _copy_twins(p, warpgroup)
             if matmul_vector(p) == 8:     # cp.async pipelines
                 for tile, warp in PIPELINE_TILES:
                     for stages in (3, 4):
@@ -970,8 +980,10 @@ def fits(p: Problem, s: Schedule) -> str:
     if s.wgmma and p.arch != "sm_90a":
         return "wgmma needs an sm_90a GPU (Hopper)"
     if s.tma and not tma_operands(p):
-        return ("TMA copies tiles of 2-D inputs (16-bit, or f32 as TF32), rows a multiple of 16 bytes, "
-                "16-byte aligned")
+        return ("TMA copies tiles of 2-D inputs, or of inputs with every batch dim of the product "
+                "(16-bit, or f32 as TF32), rows a multiple of 16 bytes, 16-byte aligned")
+    if s.persistent and matmul_shape(p)[0] > 1:
+        return "a persistent GEMM loops over the output tiles of one product, not a batch"
     if s.kind == "matmul" and s.wgmma and s.vec == 4:
         if not tf32_operands(p):
             return "TF32 wgmma needs plain f32 operands contiguous along K, 16-byte aligned"
