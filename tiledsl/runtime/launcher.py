@@ -450,19 +450,21 @@ class Program:
 def _launch_with_maps(fn, grid, block, shared: int, maps: list, values: list) -> None:
     """The driver's launch of a kernel whose leading parameters are tensor maps
     (passed by their 128 bytes' addresses), the rest 8-byte slots: pointers and
-    integers as int64 (a bool reads the low byte), floats as doubles."""
+    integers as int64 (a bool reads the low byte), floats as doubles, packed as
+    the warm call packs them (`_FastCall`)."""
     cupy = _cupy()
-    slots = (ctypes.c_double * max(1, len(values)))()
-    for i, v in enumerate(values):
-        if type(v) is float:
-            slots[i] = v
-        else:
-            ctypes.c_int64.from_address(ctypes.addressof(slots) + 8 * i).value = int(v)
-    params = (ctypes.c_void_p * (len(maps) + len(values)))(*maps, *[ctypes.addressof(slots) + 8 * i
-                                                                     for i in range(len(values))])
-    dims = (tuple(grid) + (1, 1))[:3] + (tuple(block) + (1, 1))[:3]
-    cupy.cuda.driver.launchKernel(fn.ptr, *dims, shared, cupy.cuda.get_current_stream().ptr,
-                                  ctypes.addressof(params), 0)
+    slots = bytearray(8 * max(1, len(values)))
+    struct.pack_into("".join("d" if type(v) is float else "q" for v in values), slots, 0,
+                     *[v if type(v) is float else int(v) for v in values])
+    base = ctypes.addressof(ctypes.c_char.from_buffer(slots))
+    params = (ctypes.c_void_p * (len(maps) + len(values)))(*maps, *[base + 8 * i for i in range(len(values))])
+    cupy.cuda.driver.launchKernel(fn.ptr, *_launch_dims(grid, block), shared,
+                                  cupy.cuda.get_current_stream().ptr, ctypes.addressof(params), 0)
+
+
+def _launch_dims(grid, block) -> tuple:
+    """cuLaunchKernel's six dims: the grid's three, then the block's (missing ones 1)."""
+    return (tuple(grid) + (1, 1))[:3] + (tuple(block) + (1, 1))[:3]
 
 
 def _allocate(cupy, shape, dtype):
@@ -625,7 +627,7 @@ class _FastCall:
                       if p.dtype.is_float}
             for n, ((fn, grid, block, picks, shared), maps) in enumerate(zip(program.steps, program.maps)):
                 fmt = "".join("d" if i in floats else "q" for i in picks)
-                dims = (tuple(grid) + (1, 1))[:3] + (tuple(block) + (1, 1))[:3] + (shared,)
+                dims = _launch_dims(grid, block) + (shared,)
                 dims = ", ".join(name(f"L{n}_{d}", int(v)) for d, v in enumerate(dims))
                 val[f"FP{n}"] = fn.ptr
                 for j, (i, cache) in enumerate(maps):
@@ -675,8 +677,8 @@ class _ParamBlocks:
     costs 0.4-1.1 us less per launch than CuPy's Function call (H100 hosts,
     2026-11-22; scripts/launch_profile.py).
 
-    A launch that takes tensor maps has them first: each its own 128 bytes,
-    a copy of its MapCache's template where there is one (the warm call writes
+    A launch that takes tensor maps has them first, 128 bytes each in one
+    64-byte-aligned buffer per block: a copy of its MapCache's template where there is one (the warm call writes
     the array's address into the first 8), else the slot is pointed at the
     cached map of the call's pointer."""
 
@@ -694,23 +696,22 @@ class _ParamBlocks:
 
     def make_for_this_thread(self) -> list:
         """A thread's first launch of the class (the warm call reads `thread.blocks`
-        after): its blocks, (values, kernelParams address, [its arrays], [its map
-        copies]), with the device's context made current to it, as CuPy's own
+        after): its blocks, (values, kernelParams address, (the slot addresses, the
+        map buffer), [its map copies]), with the device's context made current to it, as CuPy's own
         launch would, since the driver API launches in that context."""
         self._cupy.cuda.Device(self._device).use()
         out = []
         for size, templates in zip(self._sizes, self._templates):
             buf = bytearray(8 * max(1, size))
             base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-            maps = []
-            for template in templates:      # 64-byte aligned, as the driver wants a map
-                room = ctypes.create_string_buffer(128 + 64)
-                at = (ctypes.addressof(room) + 63) & ~63
-                ctypes.memmove(at, template or bytes(128), 128)
-                maps.append(((ctypes.c_char * 128).from_address(at), room))
-            slots = np.array([ctypes.addressof(m) for m, _ in maps] + [base + 8 * i for i in range(max(1, size))],
+            room = ctypes.create_string_buffer(128 * len(templates) + 64)   # the maps, 64-byte aligned for the driver
+            at = (ctypes.addressof(room) + 63) & ~63
+            maps = [(ctypes.c_char * 128).from_address(at + 128 * j) for j in range(len(templates))]
+            for m, template in zip(maps, templates):
+                ctypes.memmove(m, template or bytes(128), 128)
+            slots = np.array([ctypes.addressof(m) for m in maps] + [base + 8 * i for i in range(max(1, size))],
                              dtype=np.int64)
-            out.append((buf, int(slots.ctypes.data), (slots, maps), [m for m, _ in maps]))  # kept alive with the block
+            out.append((buf, int(slots.ctypes.data), (slots, room), maps))    # kept alive with the block
         self.thread.blocks = out
         return out
 
