@@ -805,10 +805,10 @@ class MapSpec:
 
 def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_extents: tuple) -> list:
     """The tensor maps a TMA GEMM's launch passes (A's, then B's), as the
-    template's copies read them: each operand a C-contiguous 2-D input, extents
-    innermost first; a box of one K tile (128 bytes of K) by the tile's rows
-    where K is contiguous, else (16-bit B as [K][N]) 64 N values by the K tile,
-    one per 64 columns."""
+    template's copies read them: each operand a C-contiguous input, extents
+    innermost first (a batched one's products as a third dim); a box of one K
+    tile (128 bytes of K) by the tile's rows where K is contiguous, else (16-bit
+    B as [K][N]) 64 N values by the K tile, one per 64 columns."""
     mm = next(v for v in group.values if v.op == "matmul")
     lk, lm, ln = layout.n_kept, layout.n_kept - 2, layout.n_kept - 1
     bm, bn, bk = schedule.tile

@@ -678,9 +678,9 @@ class _ParamBlocks:
     2026-11-22; scripts/launch_profile.py).
 
     A launch that takes tensor maps has them first, 128 bytes each in one
-    64-byte-aligned buffer per block: a copy of its MapCache's template where there is one (the warm call writes
-    the array's address into the first 8), else the slot is pointed at the
-    cached map of the call's pointer."""
+    aligned buffer per block (`tma.map_room`): a copy of its MapCache's template
+    where there is one (the warm call writes the array's address into the first
+    8), else the slot is pointed at the cached map of the call's pointer."""
 
     def __init__(self, cupy, sizes: list, templates: list, device: int):
         self._cupy, self._sizes, self._templates, self._device = cupy, sizes, templates, device
@@ -697,15 +697,15 @@ class _ParamBlocks:
     def make_for_this_thread(self) -> list:
         """A thread's first launch of the class (the warm call reads `thread.blocks`
         after): its blocks, (values, kernelParams address, (the slot addresses, the
-        map buffer), [its map copies]), with the device's context made current to it, as CuPy's own
-        launch would, since the driver API launches in that context."""
+        map buffer), [its map copies]), with the device's context made current to
+        it, as CuPy's own launch would, since the driver API launches in that context."""
+        from .tma import map_room
         self._cupy.cuda.Device(self._device).use()
         out = []
         for size, templates in zip(self._sizes, self._templates):
             buf = bytearray(8 * max(1, size))
             base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-            room = ctypes.create_string_buffer(128 * len(templates) + 64)   # the maps, 64-byte aligned for the driver
-            at = (ctypes.addressof(room) + 63) & ~63
+            room, at = map_room(len(templates))
             maps = [(ctypes.c_char * 128).from_address(at + 128 * j) for j in range(len(templates))]
             for m, template in zip(maps, templates):
                 ctypes.memmove(m, template or bytes(128), 128)

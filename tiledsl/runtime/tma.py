@@ -22,13 +22,19 @@ SWIZZLE_128B = 3
 L2_PROMOTE = 2      # 128 bytes: 256 measured slower at 4096^3, 3000^3, 1000^3 (H200)
 
 
+def map_room(count: int = 1) -> tuple:
+    """Room for `count` maps of 128 bytes, 64-byte aligned as the driver wants them:
+    (the buffer, to keep alive, and the first map's address)."""
+    room = ctypes.create_string_buffer(128 * count + 64)
+    return room, (ctypes.addressof(room) + 63) & ~63
+
+
 class TensorMap:
     """One encoded map; `address` is where its 128 bytes are (64-byte aligned)."""
     __slots__ = ("_buffer", "address")
 
     def __init__(self, encoded: bytes):
-        self._buffer = ctypes.create_string_buffer(128 + 64)
-        self.address = (ctypes.addressof(self._buffer) + 63) & ~63
+        self._buffer, self.address = map_room()
         ctypes.memmove(self.address, encoded, 128)
 
 
@@ -51,8 +57,7 @@ def encode(ptr: int, spec: MapSpec, encoder=None) -> bytes:
     """The 128 bytes of the map of `spec` at address `ptr`: 128-byte swizzle (the
     layout wgmma reads), out-of-bounds elements read as zeros."""
     encoder = encoder or _driver_encode()
-    out = ctypes.create_string_buffer(128 + 64)
-    at = (ctypes.addressof(out) + 63) & ~63
+    out, at = map_room()
     rank = len(spec.dims)
     err = encoder(ctypes.c_void_p(at), ctypes.c_int(DATA_TYPES[spec.dtype]), ctypes.c_uint32(rank),
                   ctypes.c_void_p(ptr), (ctypes.c_uint64 * rank)(*spec.dims),

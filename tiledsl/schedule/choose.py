@@ -300,7 +300,7 @@ def tma_operands(p: Problem) -> bool:
     one with all of the product's batch dims, in order (a 3-D map: its products
     are the batch's, one stride apart), whose extents and product count fit the
     copies' 32-bit coordinates."""
-    if p.arch != "sm_90a" or (matmul_vector(p) != 8 and not tf32_operands(p)):
+    if p.arch != "sm_90a" or (matmul_vector(p) != 8 and not tf32_operands(p)) or matmul_shape(p)[0] >= 2 ** 31:
         return False
     mm = next(v for v in p.group.values if v.op == "matmul")
     batch_loops = tuple(range(p.layout.n_kept - 2))
@@ -308,7 +308,7 @@ def tma_operands(p: Problem) -> bool:
         op = operand_input(p.layout, operand)
         if len(op.loops) > 2 and op.loops[:-2] != batch_loops:
             return False
-        if any(p.loops[l] >= 2 ** 31 for l in op.loops) or matmul_shape(p)[0] >= 2 ** 31:
+        if any(p.loops[l] >= 2 ** 31 for l in op.loops):
             return False
     return True
 

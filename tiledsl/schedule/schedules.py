@@ -38,6 +38,13 @@ of it: one compiled kernel serves every size of its class.
                                         bytes, where all 256 threads issued 12
                                         cp.async each (219 registers -> 154;
                                         615 -> 732 TFLOP/s on an H200)
+    matmul wgmma tma=True persistent=True (tag _pst)  16384^2x512 f16: 8192 output
+                                        tiles, each a block paying its launch
+                                        and first copies' latency -> one block
+                                        per SM loops over them, the next tile's
+                                        copies in flight during this one's
+                                        epilogue (583 -> 527 us on an H100; a
+                                        tuner candidate: slower at 4096^3)
 """
 from __future__ import annotations
 
