@@ -218,14 +218,16 @@ def test_run_fixed_dim_from_literal(capsys, tmp_path):
     assert "result 0: f32[3]" in out
 
 
-def test_console_script_entry_point():
-    """`python -m tiledsl.cli` behaves as the installed `tiledsl` script."""
-    proc = subprocess.run([sys.executable, "-m", "tiledsl.cli", "check", "-q",
+@pytest.mark.parametrize("module", ["tiledsl.cli", "tiledsl"])
+def test_console_script_entry_point(module):
+    """`python -m tiledsl.cli` and `python -m tiledsl` behave as the installed `tiledsl` script."""
+    proc = subprocess.run([sys.executable, "-m", module, "check", "-q",
                            str(ROOT / "examples" / "softmax.tdsl")],
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "tiledsl.cli", "check",
+    proc = subprocess.run([sys.executable, "-m", module, "check",
                            str(ROOT / "tests" / "golden" / "syntax_unexpected_token.tdsl")],
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 1
     assert ":2:16: error: unexpected '*'" in proc.stderr
+    assert proc.stdout == ""
