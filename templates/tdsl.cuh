@@ -161,6 +161,21 @@ template <int pending> __device__ __forceinline__ void cp_async_wait_ordered() {
     asm volatile("cp.async.wait_group %0;" :: "n"(pending) : "memory");
 }
 
+// Output tile `pid` (launch order) of a tiles_m x tiles_n grid: row-major, or where
+// `group` > 0 in bands of `group` tile rows, column by column within a band, so that
+// blocks running together share their A rows and B columns in L2.
+template <int group>
+__device__ __forceinline__ void tile_of(int pid, int tiles_m, int tiles_n, int& tile_m, int& tile_n) {
+    if (group == 0) {
+        tile_m = pid / tiles_n;
+        tile_n = pid % tiles_n;
+        return;
+    }
+    const int width = group * tiles_n, first = (pid / width) * group, rows = min(tiles_m - first, group);
+    tile_m = first + (pid % width) % rows;
+    tile_n = (pid % width) / rows;
+}
+
 // A wgmma shared-memory matrix descriptor, 128-byte swizzle: the start address,
 // the leading and stride byte offsets (each stored >> 4), swizzle mode 1.
 __device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned lead, unsigned stride) {

@@ -690,9 +690,7 @@ class _Renderer:
         descriptors; the accumulator operand list is written out here."""
         ctx = self.matmul_mma()
         bn = self.s.tile[1]
-        mm = next(v for v in self.group.values if v.op == "matmul")
-        # an operand with the product's batch dims has a 3-D tensor map: product bz is its third coordinate
-        batched = [len(operand_input(self.layout, o).loops) > 2 for o in mm.operands]
+        batched = batched_operands(self.group, self.layout)
         ctx["a_tile"] = dict(ctx["a_tile"], p="a", batched=batched[0])
         ctx["b_tile"] = dict(ctx["b_tile"], p="b", batched=batched[1])
         ctx["min_blocks_per_sm"] = self.s.min_blocks
@@ -803,6 +801,14 @@ class MapSpec:
         return (self.row_bytes,) + ((self.batch_bytes,) if len(self.dims) == 3 else ())
 
 
+def batched_operands(group: Group, layout: Layout) -> tuple:
+    """Whether each operand of the group's product (A, B) has the product's batch
+    dims (all of them, in order: `tma_operands` allows no other): such an operand's
+    tensor map has a third dim, whose coordinate is the product, bz."""
+    mm = next(v for v in group.values if v.op == "matmul")
+    return tuple(len(operand_input(layout, o).loops) > 2 for o in mm.operands)
+
+
 def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_extents: tuple) -> list:
     """The tensor maps a TMA GEMM's launch passes (A's, then B's), as the
     template's copies read them: each operand a C-contiguous input, extents
@@ -810,16 +816,16 @@ def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_exte
     tile (128 bytes of K) by the tile's rows where K is contiguous, else (16-bit
     B as [K][N]) 64 N values by the K tile, one per 64 columns."""
     mm = next(v for v in group.values if v.op == "matmul")
-    lk, lm, ln = layout.n_kept, layout.n_kept - 2, layout.n_kept - 1
+    lk = layout.n_kept
     bm, bn, bk = schedule.tile
     specs = []
-    for operand, row_loop, rows in zip(mm.operands, (lm, ln), (bm, bn)):
+    for operand, rows, batched in zip(mm.operands, (bm, bn), batched_operands(group, layout)):
         op = operand_input(layout, operand)
         slow, fast = op.loops[-2:]
         inner, outer = loop_extents[fast], loop_extents[slow]
         box = (bk, rows) if fast == lk else (64, bk)
         spec = MapSpec((inner, outer), inner * op.dtype.itemsize, box, op.dtype.name)
-        if len(op.loops) > 2:   # the product's batch dims, all of them in order: one dim, product bz
+        if batched:     # the product's batch dims as one: product bz
             spec = MapSpec((inner, outer, math.prod(loop_extents[l] for l in op.loops[:-2])), spec.row_bytes,
                            box + (1,), spec.dtype, inner * outer * op.dtype.itemsize)
         specs.append((op.index, spec))
