@@ -57,6 +57,23 @@ def test_side_by_side_the_winner_must_still_beat_the_default_by_the_band():
     assert lost.reason.startswith("the default: fast timed side by side with it took -0.5%")
 
 
+def test_side_by_side_the_winner_must_beat_the_default_in_every_round():
+    """A long kernel drifts from round to round: pooled medians can favour the
+    challenger while a round timed back to back does not."""
+    default = T("default", 1.05, spread=0.01, block=512)
+    c = choose([T("fast", 1.00, spread=0.01), default], default="default")
+    rounds = [(1.10e-3, 1.00e-3), (1.00e-3, 0.995e-3), (1.10e-3, 1.00e-3)]    # round 2: within the band
+    lost = confirm(c, default, default_median=1.10e-3, challenger_median=1.00e-3, rounds=rounds)
+    assert lost.winner.tag == "default" and lost.overruled and (lost.lost_round, lost.rounds) == (2, 3)
+    assert lost.reason == ("the default: fast timed side by side with it took -9.1%, "
+                           "but not beyond the 1.0% noise in round 2 of 3")
+    rounds[1] = (1.05e-3, 1.00e-3)
+    kept = confirm(c, default, default_median=1.10e-3, challenger_median=1.00e-3, rounds=rounds)
+    assert kept.winner.tag == "fast" and not kept.overruled and kept.lost_round == 0
+    slower = confirm(c, default, default_median=1.00e-3, challenger_median=1.02e-3, rounds=rounds[:1])
+    assert slower.overruled and "not beyond the 1.0% noise" in slower.reason and "round" not in slower.reason
+
+
 def test_resource_rule_order_block_then_tile_then_stages_then_registers_then_tag():
     base = dict(ms=1.0)
     assert choose([T("a", block=512, **base), T("b", block=256, regs=255, **base)]).winner.tag == "b"

@@ -262,23 +262,30 @@ class _Tuner:
 
     def _confirm(self, g, others: dict, timed: list) -> None:
         """A winner that is not the default is timed against it again, the two in
-        turn (default, winner, default, ...), so that clocks drifting over the search
-        weigh on both alike; it must still beat the default by more than the noise."""
+        turn for CONFIRM_ROUNDS rounds (default then winner, then winner then
+        default, ...), so that clocks drifting over the search, or within a round,
+        weigh on both alike; it must still beat the default by more than the noise,
+        overall and in every round."""
         from ..runtime.launcher import set_overrides
         default = next((c for c in timed if c.is_default), None)
         winner = next(c for c in timed if c.tag == g.choice.winner.tag)
         if default is None or winner is default:
             return
         samples: dict = {default.tag: [], winner.tag: []}
+        rounds = []
         try:
-            for _ in range(CONFIRM_ROUNDS):
-                for c in (default, winner):
+            for r in range(CONFIRM_ROUNDS):
+                pair = {}
+                for c in (default, winner) if r % 2 == 0 else (winner, default):
                     set_overrides(self.launcher, {**others, g.index: c.schedule})
-                    samples[c.tag] += self.load.time().samples
+                    pair[c.tag] = self.load.time().samples
+                    samples[c.tag] += pair[c.tag]
+                rounds.append((statistics.median(pair[default.tag]), statistics.median(pair[winner.tag])))
         except Exception:   # noqa: BLE001 - both ran a moment ago; keep the search's choice
             return
         g.choice = confirm(g.choice, Timed(default.tag, default.median, default.spread, default.resources),
-                           statistics.median(samples[default.tag]), statistics.median(samples[winner.tag]))
+                           statistics.median(samples[default.tag]), statistics.median(samples[winner.tag]),
+                           rounds)
 
     def _check(self, c: Candidate, after) -> bool:
         """One call into fresh poisoned outputs against the float64 reference;

@@ -43,6 +43,9 @@ class Choice:
     side_by_side: tuple = ()
     challenger: Optional[str] = None
     overruled: bool = False
+    # the round (1-based) whose pair did not show the challenger beyond the band, if any
+    lost_round: int = 0
+    rounds: int = 0
 
     @property
     def reason(self) -> str:
@@ -50,6 +53,9 @@ class Choice:
             return "no candidate gave a correct, timed result"
         if self.side_by_side:
             d, c = self.side_by_side
+            if self.overruled and self.lost_round and c * (1 + self.band) < d:
+                return (f"the default: {self.challenger} timed side by side with it took {c / d - 1:+.1%}, "
+                        f"but not beyond the {self.band:.1%} noise in round {self.lost_round} of {self.rounds}")
             if self.overruled:
                 return (f"the default: {self.challenger} timed side by side with it took {c / d - 1:+.1%}, "
                         f"not beyond the {self.band:.1%} noise")
@@ -68,13 +74,20 @@ class Choice:
                 f"resources than {self.fastest.tag}")
 
 
-def confirm(choice: Choice, default: Timed, default_median: float, challenger_median: float) -> Choice:
+def confirm(choice: Choice, default: Timed, default_median: float, challenger_median: float,
+            rounds: Sequence[tuple] = ()) -> Choice:
     """The search's winner (not the default) against the default, timed again side
-    by side: it stays only if it is faster by more than the band, else the default
-    wins (the search's own timings of the two were taken apart and may have drifted)."""
-    kept = challenger_median * (1 + choice.band) < default_median
+    by side: it stays only if it is faster by more than the band, overall and in
+    each round's pair (`rounds`: (default, challenger) medians, timed next to each
+    other), else the default wins. The search's own timings of the two were taken
+    apart and may have drifted; a long kernel at the board's power limit drifts
+    from round to round too (H100, bf16 8192^3: 1494-1631 us), which a pair
+    measured back to back shares and pooled medians do not."""
+    lost = next((r for r, (d, c) in enumerate(rounds, 1) if not c * (1 + choice.band) < d), 0)
+    kept = challenger_median * (1 + choice.band) < default_median and not lost
     return replace(choice, winner=choice.winner if kept else default, overruled=not kept,
-                   side_by_side=(default_median, challenger_median), challenger=choice.winner.tag)
+                   side_by_side=(default_median, challenger_median), challenger=choice.winner.tag,
+                   lost_round=lost, rounds=len(rounds))
 
 
 def resource_key(block: int = 0, tile: Sequence[int] = (), stages: int = 1, registers: int = 0,
