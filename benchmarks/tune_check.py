@@ -202,8 +202,10 @@ def shapes_sweep(args, db: str, first: dict | None, start: float) -> dict:
                 report = autotune(k, extents, budget=args.shape_budget, db=db, retune=True, progress=False,
                                   max_candidates=args.max_candidates, seed=4)
             search = time.perf_counter() - t0
+            # why each group's winner won (a challenger the side-by-side rounds overruled, say)
+            why = "; ".join(g.choice.reason for g in report.groups if g.choice is not None)
             row = dict(name=name, extents=extents, search_s=search, counts=report.counts(),
-                       stopped_by_budget=report.stopped_by_budget,
+                       stopped_by_budget=report.stopped_by_budget, why=why,
                        **tuned_vs_default(k, extents, report, args.ab_rounds, args.ab_seconds))
         except Exception as err:   # noqa: BLE001 - one workload's failure is reported, the rest go on
             row = dict(name=name, extents=extents, error=f"{type(err).__name__}: {err}",
@@ -214,6 +216,8 @@ def shapes_sweep(args, db: str, first: dict | None, start: float) -> dict:
         rows.append(row)
         if row.get("same"):
             say(f"  {name:26s} the default won: x1 by identity (not timed again)    (search {search:5.1f} s)  {row['tuned']}")
+            if "side by side" in why:
+                say(f"  {'':26s} {why}")
         else:
             say(f"  {name:26s} default {row['default_s'] * 1e6:9.1f} us  tuned {row['tuned_s'] * 1e6:9.1f} us  "
                 f"x{row['speedup']:.3f}  (search {search:5.1f} s)  {row['tuned']}")
