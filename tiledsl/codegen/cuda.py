@@ -17,7 +17,7 @@ from ..dtypes import DType
 from ..errors import TdslCompileError, TdslError
 from ..ir.graph import Graph, Value
 from ..resources import resource_dir
-from ..schedule.layout import Layout, Operand, operand_input
+from ..schedule.layout import Layout, Operand, batched_operands, operand_input
 from ..schedule.partition import Group
 from ..schedule.schedules import Schedule, ring_refusal, stream_unroll_rule
 
@@ -799,14 +799,6 @@ class MapSpec:
     def strides(self) -> tuple:
         """The byte pitch of each dim past the innermost."""
         return (self.row_bytes,) + ((self.batch_bytes,) if len(self.dims) == 3 else ())
-
-
-def batched_operands(group: Group, layout: Layout) -> tuple:
-    """Whether each operand of the group's product (A, B) has the product's batch
-    dims (all of them, in order: `tma_operands` allows no other): such an operand's
-    tensor map has a third dim, whose coordinate is the product, bz."""
-    mm = next(v for v in group.values if v.op == "matmul")
-    return tuple(len(operand_input(layout, o).loops) > 2 for o in mm.operands)
 
 
 def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_extents: tuple) -> list:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from .hints import Hints
-from .layout import operand_input, Layout
+from .layout import batched_operands, operand_input, Layout
 from .partition import Group
 from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
                         Schedule, ring_refusal, stream_unroll_rule)
@@ -304,9 +304,9 @@ def tma_operands(p: Problem) -> bool:
         return False
     mm = next(v for v in p.group.values if v.op == "matmul")
     batch_loops = tuple(range(p.layout.n_kept - 2))
-    for operand in mm.operands:
+    for operand, batched in zip(mm.operands, batched_operands(p.group, p.layout)):
         op = operand_input(p.layout, operand)
-        if len(op.loops) > 2 and op.loops[:-2] != batch_loops:
+        if batched and op.loops[:-2] != batch_loops:
             return False
         if any(p.loops[l] >= 2 ** 31 for l in op.loops):
             return False

@@ -117,3 +117,11 @@ def operand_input(layout: Layout, value: Value):
     while value.op == "permute":
         value = value.operands[0]
     return next((op for op in layout.inputs if op.value.id == value.id), None)
+
+
+def batched_operands(group: Group, layout: Layout) -> tuple:
+    """Whether each operand of the group's product (A, B) is read with batch dims
+    (`choose.tma_operands` lets TMA copy it only where they are all the product's,
+    in order: its tensor map then has a third dim, whose coordinate is product bz)."""
+    mm = next(v for v in group.values if v.op == "matmul")
+    return tuple(len(operand_input(layout, o).loops) > 2 for o in mm.operands)
