@@ -93,8 +93,8 @@ def np_linear_relu(x, w, b):
 
 
 def np_mlp(x, w1, b1, w2, b2):
-    h = np.maximum(f64(x) @ f64(w1) + f64(b1), 0.0)
-    return [h @ f64(w2) + f64(b2)]
+    h = np.maximum(f64(x) @ f64(w1) + f64(b1), 0.0).astype(np.float16)    # the example stores h in f16
+    return [f64(h) @ f64(w2) + f64(b2)]
 
 
 def _attention(q, k, v, scale, causal):

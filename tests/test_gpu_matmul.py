@@ -67,6 +67,24 @@ def test_mlp_example_two_matmuls():
     _run("examples/mlp.tdsl", dict(M=100, D=64, H=96, E=40))
 
 
+@pytest.mark.parametrize("src", [
+    # the operand stored by the first product's epilogue: read transposed, nn.Linear weights, returned too
+    "kernel f(x: f16[M, D], w1: f16[D, H], w2: f16[E, M]) -> f16[E, H] {\n"
+    "  h = f16(gelu(x @ w1))\n  return w2 @ h }",
+    "kernel f(x: f16[M, D], w1: f16[H, D], w2: f16[E, H]) -> f16[M, E] {\n"
+    "  h = f16(silu(x @ w1.T))\n  return h @ w2.T }",
+    "kernel f(x: f16[M, D], w1: f16[D, H], w2: f16[H, E]) -> (f16[M, E], f16[M, H]) {\n"
+    "  h = f16(relu(x @ w1))\n  return h @ w2, h }",
+    # the product is needed by a reduction too: stored once, the operand recomputed
+    "kernel f(x: f16[M, D], w1: f16[D, H], w2: f16[H, E]) -> (f16[M, E], f32[M]) {\n"
+    "  y = x @ w1\n  h = f16(relu(y))\n  return h @ w2, sum(y, axis=H) }",
+], ids=["transposed", "linear", "returned", "also-reduced"])
+@pytest.mark.parametrize("extents", [dict(M=1, D=1, H=1, E=1), dict(M=100, D=72, H=136, E=40),
+                                     dict(M=300, D=256, H=520, E=264)], ids=lambda e: "x".join(map(str, e.values())))
+def test_two_products_with_the_operand_between_them_stored(src, extents):
+    _run(src, extents)
+
+
 @pytest.mark.parametrize("name", ["attention", "causal_attention"])
 def test_attention_examples(name):
     mod = tiledsl.compile(EXAMPLES / "attention.tdsl")

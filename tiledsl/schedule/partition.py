@@ -9,7 +9,16 @@ it needs, so intermediates reach memory only where a group boundary forces it.
   that use only their results fused in (softmax, layernorm: one kernel).
 - A *pointwise group* writes the outputs that need no reduction of their own
   group, all outputs with one dim set together.
-- A *matmul group* holds one contraction (code generation: later work).
+- A *matmul group* holds one contraction, with the elementwise work after it
+  fused into its epilogue.
+
+A matmul operand computed elementwise from another matmul group's product is
+stored by that group, not recomputed: where the product is stored only for
+it, the temporary becomes the operand itself. Before/after, for
+`h = f16(relu(x @ w1 + b1)); return h @ w2`: group 0 writes x @ w1 (f32) and
+group 1 recomputes h tile by tile in its prologue → group 0 writes h (f16,
+half the bytes) from its epilogue and group 1's A operand is a plain input,
+which the tensor cores' asynchronous copies can load.
 
 The epoch of an anchor counts the group boundaries on its longest input path,
 so a group only reads temporaries of groups of lower epoch: the order is
@@ -53,14 +62,16 @@ class _Partitioner:
         self.graph = graph
         self.by_id = {v.id: v for v in graph.values}
         self.epoch: dict[int, int] = {}
+        self.stored: dict[int, tuple] = {}     # elementwise value id -> the group key that stores it
         for v in graph.values:
             if _is_anchor(v):
                 deps = self.anchors_feeding(v.operands)
                 self.epoch[v.id] = max((self.epoch[d.id] + (_class_of(d) != _class_of(v))
                                         for d in deps), default=0)
 
-    def anchors_feeding(self, roots) -> list[Value]:
-        """Anchors reachable from `roots` through elementwise values only."""
+    def anchors_feeding(self, roots, through_stored: bool = False) -> list[Value]:
+        """Anchors reachable from `roots` through elementwise values only; with
+        `through_stored` False, a stored elementwise value stands for its group."""
         found: dict[int, Value] = {}
         stack, seen = list(roots), set()
         while stack:
@@ -68,20 +79,79 @@ class _Partitioner:
             if v.id in seen:
                 continue
             seen.add(v.id)
-            if _is_anchor(v):
+            if _is_anchor(v) or (v.id in self.stored and not through_stored):
                 found[v.id] = v
             elif v.op != "param":
                 stack.extend(v.operands)
         return list(found.values())
 
-    def group_key(self, anchor: Value):
-        return (_class_of(anchor), self.epoch[anchor.id])
+    def group_key(self, source: Value):
+        """The group of an anchor, or of the group that stores an elementwise value."""
+        if source.id in self.stored:
+            return self.stored[source.id]
+        return (_class_of(source), self.epoch[source.id])
+
+    def operands_to_store(self) -> dict[int, tuple]:
+        """Matmul operands worth storing in their producer's epilogue: computed
+        elementwise from exactly one other matmul's product, over the same dims
+        (so storing one costs no more than storing the product)."""
+        chosen = {}
+        for m in self.graph.values:
+            if m.op != "matmul":
+                continue
+            for o in m.operands:
+                while o.op == "permute":      # `h.T @ w` reads h in place
+                    o = o.operands[0]
+                if o.op == "param" or _is_anchor(o):
+                    continue
+                feeders = self.anchors_feeding([o], through_stored=True)
+                if (len(feeders) == 1 and feeders[0].op == "matmul" and set(o.dims) == set(feeders[0].dims)
+                        and self.group_key(feeders[0]) != self.group_key(m)):
+                    chosen[o.id] = self.group_key(feeders[0])
+        return chosen
 
     def run(self) -> list[Group]:
         members: dict = {}          # group key -> anchors
         for v in self.graph.values:
             if _is_anchor(v):
                 members.setdefault(self.group_key(v), []).append(v)
+        # Store an operand instead of its product only where no group needs the
+        # product itself (else both would reach memory).
+        candidates = self.operands_to_store()
+        while True:
+            self.stored = dict(candidates)
+            outputs_of, pointwise, needed_by = self.reads(members)
+            feeding = {v_id: self.anchors_feeding([self.by_id[v_id]], through_stored=True)[0].id
+                       for v_id in candidates}
+            kept = {v_id: key for v_id, key in candidates.items() if feeding[v_id] not in needed_by}
+            if kept == candidates:
+                break
+            candidates = kept
+
+        order = sorted(members, key=lambda k: (k[1], k[0][0], min(a.id for a in members[k])))
+        groups = []
+        for key in order:
+            anchors = members[key]
+            temps = [a for a in anchors if a.id in needed_by]
+            temps += [self.by_id[v_id] for v_id, k in self.stored.items() if k == key and v_id in needed_by]
+            roots = list(dict.fromkeys(anchors + outputs_of[key] + temps))
+            cls = key[0]
+            if cls[0] == "reduce":
+                kept = tuple(d for d in anchors[0].operands[0].dims if d in cls[1])
+                axes = tuple(d for d in anchors[0].operands[0].dims if d in cls[2])
+                groups.append(self.build("reduce", len(groups), roots, outputs_of[key] + temps,
+                                         key, kept, axes))
+            else:
+                groups.append(self.build("matmul", len(groups), roots, outputs_of[key] + temps,
+                                         key, anchors[0].dims, (anchors[0].attr("contract"),)))
+        for dims, outs in pointwise.items():
+            kept = max((o.dims for o in outs), key=len)
+            groups.append(self.build("pointwise", len(groups), outs, outs, None, kept, ()))
+        return groups
+
+    def reads(self, members: dict):
+        """Which group writes each output (pointwise ones by dim set), and which
+        anchors and stored values other groups read."""
         outputs_of: dict = {key: [] for key in members}
         pointwise: dict = {}        # dim set -> outputs
         for out in dict.fromkeys(self.graph.outputs):   # an output value may be returned twice
@@ -108,25 +178,7 @@ class _Partitioner:
         for outs in pointwise.values():
             note_reads(None, outs)
 
-        order = sorted(members, key=lambda k: (k[1], k[0][0], min(a.id for a in members[k])))
-        groups = []
-        for key in order:
-            anchors = members[key]
-            temps = [a for a in anchors if a.id in needed_by]
-            roots = list(dict.fromkeys(anchors + outputs_of[key]))
-            cls = key[0]
-            if cls[0] == "reduce":
-                kept = tuple(d for d in anchors[0].operands[0].dims if d in cls[1])
-                axes = tuple(d for d in anchors[0].operands[0].dims if d in cls[2])
-                groups.append(self.build("reduce", len(groups), roots, outputs_of[key] + temps,
-                                         key, kept, axes))
-            else:
-                groups.append(self.build("matmul", len(groups), roots, outputs_of[key] + temps,
-                                         key, anchors[0].dims, (anchors[0].attr("contract"),)))
-        for dims, outs in pointwise.items():
-            kept = max((o.dims for o in outs), key=len)
-            groups.append(self.build("pointwise", len(groups), outs, outs, None, kept, ()))
-        return groups
+        return outputs_of, pointwise, needed_by
 
     def build(self, kind, index, roots, writes, key, kept, axes) -> Group:
         """Collect what the group computes (walking back from its roots) and reads."""
@@ -137,7 +189,8 @@ class _Partitioner:
             v = stack.pop()
             if v.id in local or v.id in reads:
                 continue
-            if v.op == "param" or (_is_anchor(v) and (key is None or self.group_key(v) != key)):
+            if v.op == "param" or ((_is_anchor(v) or v.id in self.stored)
+                                   and (key is None or self.group_key(v) != key)):
                 reads[v.id] = v
                 continue
             local[v.id] = v

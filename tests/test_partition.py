@@ -1,0 +1,86 @@
+"""Fusion groups (schedule/partition.py): which values reach memory, and who
+computes the rest. Checked on the IR alone; the GPU tests run the same
+programs against the reference."""
+from __future__ import annotations
+
+import pytest
+
+import tiledsl
+from tiledsl.schedule.choose import default, problem
+from tiledsl.schedule.layout import operand_input, plan_layout
+from tiledsl.schedule.partition import partition
+
+from conftest import EXAMPLES
+
+
+def _groups(src):
+    k = tiledsl.compile(src)
+    return k, partition(k.graph)
+
+
+def _writes(g):
+    return [(v.op, str(v.dtype), v.dims) for v in g.outputs]
+
+
+def test_mlp_stores_the_f16_hidden_activation_from_the_first_epilogue():
+    k, (g0, g1) = _groups(EXAMPLES / "mlp.tdsl")
+    assert (g0.kind, g1.kind) == ("matmul", "matmul")
+    # Before: group 0 wrote x @ w1 in f32 and group 1 recomputed bias, relu and the cast per tile.
+    assert _writes(g0) == [("cast", "f16", ("M", "H"))]
+    assert [v.op for v in g0.values] == ["matmul", "add", "relu", "cast"]
+    assert [v.op for v in g1.values] == ["matmul", "add", "cast"]      # no prologue left
+    assert g0.outputs[0] in g1.inputs
+    mm = next(v for v in g1.values if v.op == "matmul")
+    assert operand_input(plan_layout(g1, k.graph), mm.operands[0]) is not None   # A is read, not computed
+
+
+@pytest.mark.parametrize("src", [
+    # the hidden activation read transposed by the second product
+    "kernel f(x: f16[M, D], w1: f16[D, H], w2: f16[E, M]) -> f16[E, H] {\n"
+    "  h = f16(gelu(x @ w1))\n  return w2 @ h }",
+    # nn.Linear weights (w.T) on both layers
+    "kernel f(x: f16[M, D], w1: f16[H, D], w2: f16[E, H]) -> f16[M, E] {\n"
+    "  h = f16(silu(x @ w1.T))\n  return h @ w2.T }",
+])
+def test_an_elementwise_operand_of_a_product_is_stored_in_place_of_the_product(src):
+    _, (g0, g1) = _groups(src)
+    assert _writes(g0) == [("cast", "f16", g0.outputs[0].dims)]
+    assert g0.outputs[0] in g1.inputs and not any(v.op in ("gelu", "silu") for v in g1.values)
+
+
+def test_the_product_is_stored_once_where_another_group_needs_it_too():
+    # sum(y) needs y itself: storing h as well would write both; h is recomputed instead
+    _, groups = _groups("kernel f(x: f16[M, D], w1: f16[D, H], w2: f16[H, E]) -> (f16[M, E], f32[M]) {\n"
+                        "  y = x @ w1\n  h = f16(relu(y))\n  return h @ w2, sum(y, axis=H) }")
+    g0 = groups[0]
+    assert _writes(g0) == [("matmul", "f32", ("M", "H"))]
+    assert [v.op for v in groups[1].values] == ["relu", "cast", "matmul", "cast"]
+
+
+def test_a_returned_operand_is_written_once_and_read_back():
+    _, (g0, g1) = _groups("kernel f(x: f16[M, D], w1: f16[D, H], w2: f16[H, E]) -> (f16[M, E], f16[M, H]) {\n"
+                          "  h = f16(relu(x @ w1))\n  return h @ w2, h }")
+    assert _writes(g0) == [("cast", "f16", ("M", "H"))]
+    assert g0.outputs[0] in g1.inputs
+
+
+def test_an_operand_that_needs_two_products_or_a_reduction_stays_a_prologue():
+    # attention: the softmax's operand needs the scores and the row statistics, so the last
+    # product computes it; storing it would add a T x S write and read
+    mod = tiledsl.compile(EXAMPLES / "attention.tdsl")
+    groups = partition(mod["attention"].graph)
+    assert [g.kind for g in groups] == ["matmul", "reduce", "matmul"]
+    assert [v.op for v in groups[0].outputs] == ["matmul"]
+    assert "exp" in [v.op for v in groups[2].values]
+    _, (g0, g1, g2) = _groups("kernel f(a: f16[M, K], b: f16[K, N], c: f16[M, K], d: f16[K, N], "
+                              "e: f16[N, P]) -> f32[M, P] {\n  return f16(a @ b + c @ d) @ e }")
+    assert [g.kind for g in (g0, g1, g2)] == ["matmul"] * 3
+    assert all(_writes(g)[0][0] == "matmul" for g in (g0, g1))
+
+
+def test_the_mlp_runs_both_products_on_the_warpgroup_tensor_cores():
+    k, groups = _groups(EXAMPLES / "mlp.tdsl")
+    extents = dict(M=2048, D=1024, H=4096, E=1024)
+    for g in groups:
+        s = default(problem(g, plan_layout(g, k.graph), extents, frozenset(), 132, "sm_90a"), k.hints)
+        assert s.wgmma and s.tma, s.tag
