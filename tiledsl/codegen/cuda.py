@@ -479,9 +479,9 @@ class _Renderer:
         # ptxas's choice, measured as fast or faster (H100: column sums 37.7 against 40.5 us
         # with any pragma; sum(x * y) the same 200 us, f16 row dots 102 against 104). Where
         # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
-        # `Schedule.unroll` overrides the rule.
+        # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
         words = sum(op.dtype.itemsize / 4 for op in per_row) * self.vec
-        stream_unroll = self.s.unroll or stream_unroll_rule(words)
+        stream_unroll = self.s.unroll or stream_unroll_rule(words, self.s.kind == "reduce_row" and self.vec == 1)
         return dict(
             split=split, stream_unroll=stream_unroll,
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,

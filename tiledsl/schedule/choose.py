@@ -489,6 +489,8 @@ def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
     108.1 us with 16 iterations (BENCHMARKS.md, "Products with a vector")."""
     if not s.streamed:
         return []
+    if s.kind == "reduce_row" and s.vec == 1:     # the rule unrolls 16 deep: ptxas's depth and half of it
+        return [4, 8]
     words = p.words_per_row_element(s.vec) * s.vec
     return sorted({n for n in (_pow2_at_most(16 / words), _pow2_at_most(32 / words))
                    if 2 <= n <= 16 and n != stream_unroll_rule(words)})
@@ -843,11 +845,20 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
             # +9.1% over 128x256)
             return wgmma_schedule(p, 128, 128, 3, group=hints.group or 0, min_blocks=2)
         bm, bn, stages = (64, 64, 6) if m <= 64 else wgmma_tile(p)
-        if (bm, bn) == (64, 128) and tma_operands(p) and k > 4096:
-            # copied by TMA over a long K, 8 stages: bf16 1024x1024x8192 492-504 TFLOP/s
-            # against 426-441 for 5 (H100 17:48); 1-1.4% slower at K = 4096 and 1000
+        if (bm, bn) == (64, 128) and tma_operands(p) and k >= 2048:
+            # one warpgroup an SM, its loads hidden by the pipeline alone: copied by TMA
+            # over 32 K tiles or more, 8 stages. H100: bf16 1024x1024x8192 492-504 TFLOP/s
+            # against 426-441 for 5 (11-22 17:48); f16 (11-23, µs, 5 / 8 stages, grouped)
+            # 128x4096x4096 24.4 / 20.3, 256x4096x4096 25.2 / 20.4, 1024x1024x4096
+            # 23.1 / 20.0; K = 1000 keeps 5 (12.9 against 13.0)
             stages = 8
-        return wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if waves(bm, bn) >= 2 else 0))
+        # Grouped 8 row tiles at a time wherever there are several: measured 1-3% faster
+        # where the grid is two waves or more (L2 reuse across waves), and in one wave
+        # too, where blocks that read the same columns of B start side by side and share
+        # its loads in L2 (H100 11-23, µs, row-major / grouped: 128x8192x8192 at 8
+        # stages 62.1 / 50.2, 200x6000x3000 32.5 / 30.7; 1000^3 12.9 / 13.1)
+        grouped = -(-m // bm) > 1
+        return wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if grouped else 0))
     if vec == 8:
         if waves(128, 256) >= 2 and k > 1024:
             tile, warp, stages = (128, 256, 32), (64, 64), 3
