@@ -845,6 +845,11 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
             # +9.1% over 128x256)
             return wgmma_schedule(p, 128, 128, 3, group=hints.group or 0, min_blocks=2)
         bm, bn, stages = (64, 64, 6) if m <= 64 else wgmma_tile(p)
+        if (bm, bn) == (64, 64) and output_tiles(p, 64, 64) <= p.sm_count:
+            # a block an SM in any case: 8 stages rather than room for two blocks (H100 11-23,
+            # µs, 6 / 8: 16x8192x8192 50.0 / 48.1, 64x8192x8192 50.4 / 48.5; at 172 and 224
+            # tiles 6 stays: 34.7 / 34.9 at 16x11008x4096, 45.0 / 46.3 at 48x14336x4096)
+            stages = 8
         if (bm, bn) == (64, 128) and tma_operands(p) and k >= 2048:
             # one warpgroup an SM, its loads hidden by the pipeline alone: copied by TMA
             # over 32 K tiles or more, 8 stages. H100: bf16 1024x1024x8192 492-504 TFLOP/s
@@ -909,8 +914,10 @@ def shared_limit(arch: str) -> int:
 # (BM, BN, stages) of the warpgroup GEMM's default tiles and their speed relative to
 # 128x256 with every SM busy. H100 (scripts/gemm_sweep.py, 2026-11-22, f16): 128x128
 # at 0.83 (2048x2048x8192), 128x192 at 0.93 (1536x1536x4096), 64x128 at 0.55 (a block
-# of 5 stages takes the SM's shared memory: one warpgroup an SM).
-WGMMA_TILE_SPEED = {(128, 256, 4): 1.0, (128, 192, 4): 0.93, (128, 128, 5): 0.83, (64, 128, 5): 0.55}
+# of 5 stages takes the SM's shared memory: one warpgroup an SM). 128x128 takes 6
+# stages (H100 11-23, µs, 5 / 6 stages: 128x11008x4096 38.0 / 36.8, 512x4096x4096
+# 28.1 / 27.5, 256x8192x2048 20.7 / 19.9, grouped; 200x6000x3000 30.7 / 31.0).
+WGMMA_TILE_SPEED = {(128, 256, 4): 1.0, (128, 192, 4): 0.93, (128, 128, 6): 0.83, (64, 128, 5): 0.55}
 
 
 def wgmma_tile(p: Problem) -> tuple[int, int, int]:
