@@ -32,6 +32,27 @@ def test_cpu_smoke(tune_check, tmp_path, capsys):
     assert all(r["ok"] and r["default_status"] == "compiled" and r["reference_shapes"] for r in rows)
 
 
+def test_held_out_shapes_smoke_and_run_alone_on_a_pretend_gpu(tune_check, tmp_path, monkeypatch, capsys):
+    """--held-out: shapes the defaults were not fitted on (none of the benchmark's), every one
+    up to its first launch on the CPU, then step (3) alone on the pretend GPU."""
+    assert not {w[0] for w in tune_check.held_out(False)} & {w[0] for w in tune_check.workloads(False)}
+    assert {w[0] for w in tune_check.held_out(True)} <= {w[0] for w in tune_check.held_out(False)}
+    smoke = tmp_path / "smoke.json"
+    assert tune_check.main(["--keep-cache", "--cpu-smoke", "--held-out", "--small", "--max-candidates", "1",
+                            "--json", str(smoke)]) == 0, capsys.readouterr().out
+    rows = json.loads(smoke.read_text())["cpu_smoke"]
+    assert len(rows) == len(tune_check.held_out(True)) and all(r["ok"] for r in rows)
+    assert " + " in next(r["default"] for r in rows if r["name"].startswith("mlp"))    # two products
+    _on_a_pretend_gpu(tune_check, monkeypatch)
+    out = tmp_path / "held_out.json"
+    rc = tune_check.main(["--keep-cache", "--held-out", "--small", "--max-candidates", "3", "--only", "softmax",
+                          "--ab-rounds", "1", "--json", str(out)])
+    data = json.loads(out.read_text())
+    assert rc == 0 and data["ok"] and set(data) >= {"sweep", "summary"} and "search" not in data
+    assert [r["name"] for r in data["sweep"]["rows"]] == ["softmax f32 2048x50257"]
+    assert "held-out shapes" in data["summary"][0] and "for information" in data["summary"][0]
+
+
 def test_the_full_size_workloads_are_the_issues():
     tc = importlib.import_module("benchmarks.tune_check")
     names = [w[0] for w in tc.workloads(False)]

@@ -484,16 +484,17 @@ def _with_unrolls(p: Problem, schedules: list) -> list:
 
 def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
     """Explicit unrolls worth timing for a streamed loop: 16 and 32 words of loads in
-    flight a thread. ptxas's own choice (the default) is best for most (H100: column
-    sums 37.7 against 40.5 us unrolled); x @ W, a column split, took 96.8 against
-    108.1 us with 16 iterations (BENCHMARKS.md, "Products with a vector")."""
+    flight a thread, and a half and a quarter of the rule's own unroll (ptxas's depth,
+    where the rule unrolls rows read element by element 16 deep). ptxas's own choice
+    (the default) is best for most (H100: column sums 37.7 against 40.5 us unrolled);
+    x @ W, a column split, took 96.8 against 108.1 us with 16 iterations
+    (BENCHMARKS.md, "Products with a vector")."""
     if not s.streamed:
         return []
-    if s.kind == "reduce_row" and s.vec == 1:     # the rule unrolls 16 deep: ptxas's depth and half of it
-        return [4, 8]
     words = p.words_per_row_element(s.vec) * s.vec
-    return sorted({n for n in (_pow2_at_most(16 / words), _pow2_at_most(32 / words))
-                   if 2 <= n <= 16 and n != stream_unroll_rule(words)})
+    rule = stream_unroll_rule(s, words)
+    return sorted({n for n in (_pow2_at_most(16 / words), _pow2_at_most(32 / words), rule // 2, rule // 4)
+                   if 2 <= n <= 16 and n != rule})
 
 
 def _pow2_at_most(x: float) -> int:

@@ -123,10 +123,10 @@ class _Partitioner:
             outputs_of, pointwise, needed_by = self.reads(members)
             feeding = {v_id: self.anchors_feeding([self.by_id[v_id]], through_stored=True)[0].id
                        for v_id in candidates}
-            kept = {v_id: key for v_id, key in candidates.items() if feeding[v_id] not in needed_by}
-            if kept == candidates:
+            alone = {v_id: key for v_id, key in candidates.items() if feeding[v_id] not in needed_by}
+            if alone == candidates:
                 break
-            candidates = kept
+            candidates = alone
 
         order = sorted(members, key=lambda k: (k[1], k[0][0], min(a.id for a in members[k])))
         groups = []
