@@ -39,6 +39,31 @@ def test_check_all_examples(capsys, in_repo_root):
            "eps: f32 = 1e-05) -> f16[M, N]" in out
 
 
+MLP_F32_HIDDEN = ("kernel mlp(x: f16[M, D], w1: f16[D, H], w2: f16[H, E]) -> f16[M, E] {\n"
+                  "    h = relu(x @ w1)\n"
+                  "    return h @ w2\n"
+                  "}\n")
+
+
+def test_check_notes_a_product_that_leaves_the_tensor_cores(capsys, tmp_path):
+    """Valid but slow as written: an f16 operand widened to meet an f32 one. A note with the
+    product's location and a caret on stderr; the check still passes."""
+    path = tmp_path / "mlp.tdsl"
+    path.write_text(MLP_F32_HIDDEN)
+    rc, out, err = run_cli(capsys, "check", str(path))
+    assert rc == 0 and f"{path}: ok: mlp(" in out
+    assert err.count("note:") == 1 and f"{path}:3:12: note: this product multiplies f32 by f32 on the CUDA " \
+        "cores" in err and "f16(...)" in err
+    assert "        return h @ w2\n               ^~~~~~" in err
+    # the fix the note names, TF32 opted in, or f32 operands throughout: no note
+    assert tiledsl.compile(MLP_F32_HIDDEN.replace("h = relu(x @ w1)", "h = f16(relu(x @ w1))")).notes == []
+    assert tiledsl.compile(MLP_F32_HIDDEN + "schedule mlp { tf32(true) }\n").notes == []
+    assert tiledsl.compile("kernel mm(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }").notes == []
+    assert len(tiledsl.compile("kernel mm(a: f32[M, K], b: bf16[N, K]) -> f32[M, N] { return a @ b.T }").notes) == 1
+    # -q prints errors only
+    assert run_cli(capsys, "check", "-q", str(path)) == (0, "", "")
+
+
 def test_check_quiet(capsys, in_repo_root):
     rc, out, err = run_cli(capsys, "check", "-q", *[str(p) for p in EXAMPLE_FILES])
     assert (rc, out, err) == (0, "", "")

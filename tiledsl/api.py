@@ -48,6 +48,12 @@ class Kernel:
     def ir_text(self) -> str:
         return format_graph(self.graph)
 
+    @property
+    def notes(self) -> list[str]:
+        """Advice on code that is valid but slow as written (`tiledsl check` prints it)."""
+        from .frontend.advice import advice
+        return advice(self.graph, bool(self.hints.tf32))
+
     def reference(self, *args, compute: str = "exact", **kwargs):
         """Run on the CPU with NumPy, with the language's exact semantics.
 

@@ -37,6 +37,8 @@ def cmd_check(args) -> int:
         if not args.quiet:
             for k in kernels:
                 print(f"{path}: ok: {k.signature}")
+                for note in k.notes:
+                    print(note, file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -1,0 +1,36 @@
+"""Advice on a checked program: well-formed code that will run slowly as written.
+
+Notes, not errors: the program is valid and runs; `tiledsl check` prints them
+and `Kernel.notes` lists them. Before/after, for an MLP's hidden layer:
+
+    h = relu(x @ w1 + b1)      # f32: arithmetic on f16 values is f32
+    return h @ w2              # note: f32 @ f32 (w2 widened): CUDA cores
+    h = f16(relu(x @ w1 + b1)) # both operands f16: tensor cores
+"""
+from __future__ import annotations
+
+from ..ir.graph import Graph, Value
+
+
+def _widened_16_bit(v: Value) -> bool:
+    """A 16-bit float tensor cast up to f32 (by promotion or by the user), maybe transposed."""
+    while v.op == "permute":
+        v = v.operands[0]
+    return v.op == "cast" and v.dtype.name == "f32" and v.operands[0].dtype.name in ("f16", "bf16")
+
+
+def advice(graph: Graph, tf32: bool = False) -> list[str]:
+    """Rendered notes (location, message, the line with a caret) for `graph`."""
+    notes = []
+    for m in graph.values:
+        if m.op != "matmul" or tf32 or not all(o.dtype.name == "f32" for o in m.operands):
+            continue
+        if any(_widened_16_bit(o) for o in m.operands):
+            text = ("note: this product multiplies f32 by f32 on the CUDA cores: an f16/bf16 operand is "
+                    "widened to match an f32 one (arithmetic on 16-bit values is f32 until cast); "
+                    "make both operands 16-bit with f16(...) or bf16(...) to multiply on the tensor "
+                    "cores, or opt in to TF32 with `schedule <kernel> { tf32(true) }`")
+            where = f"{m.loc}: " if m.loc else ""
+            caret = m.loc.caret() if m.loc else ""
+            notes.append(where + text + (f"\n{caret}" if caret else ""))
+    return notes
