@@ -19,13 +19,26 @@ def _widened_16_bit(v: Value) -> bool:
     return v.op == "cast" and v.dtype.name == "f32" and v.operands[0].dtype.name in ("f16", "bf16")
 
 
+def _plain_once_16_bit(graph: Graph, v: Value) -> bool:
+    """Whether `v`, cast to 16 bits, would reach the product as a plain input: a
+    parameter, or computed from one other product and stored by its epilogue.
+    An operand computed from reductions stays in the product's prologue, whose
+    tensor-core tiles load element by element: no faster than f32 on the CUDA
+    cores (attention's probabilities: H100 2026-11-23, scripts/probe_attention.py)."""
+    from ..schedule.partition import stored_by_a_product
+    while v.op == "permute":
+        v = v.operands[0]
+    return v.op == "param" or stored_by_a_product(graph, v)
+
+
 def advice(graph: Graph, tf32: bool = False) -> list[str]:
     """Rendered notes (location, message, the line with a caret) for `graph`."""
     notes = []
     for m in graph.values:
         if m.op != "matmul" or tf32 or not all(o.dtype.name == "f32" for o in m.operands):
             continue
-        if any(_widened_16_bit(o) for o in m.operands):
+        widened = [_widened_16_bit(o) for o in m.operands]
+        if any(widened) and all(w or _plain_once_16_bit(graph, o) for w, o in zip(widened, m.operands)):
             text = ("note: this product multiplies f32 by f32 on the CUDA cores: an f16/bf16 operand is "
                     "widened to match an f32 one (arithmetic on 16-bit values is f32 until cast); "
                     "make both operands 16-bit with f16(...) or bf16(...) to multiply on the tensor "

@@ -28,6 +28,7 @@ acyclic by construction. Before/after, for `x - mean(x, axis=M)` then
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from ..ir.graph import Graph, Value
 
@@ -91,23 +92,31 @@ class _Partitioner:
             return self.stored[source.id]
         return (_class_of(source), self.epoch[source.id])
 
+    def producing_product(self, operand: Value) -> Optional[Value]:
+        """The one matmul product that a computed matmul operand is an elementwise
+        function of, over the same dims (storing it then costs no more than storing
+        the product), else None. `h.T @ w` reads h in place: permutes are looked through."""
+        while operand.op == "permute":
+            operand = operand.operands[0]
+        if operand.op == "param" or _is_anchor(operand):
+            return None
+        feeders = self.anchors_feeding([operand], through_stored=True)
+        if len(feeders) == 1 and feeders[0].op == "matmul" and set(operand.dims) == set(feeders[0].dims):
+            return feeders[0]
+        return None
+
     def operands_to_store(self) -> dict[int, tuple]:
-        """Matmul operands worth storing in their producer's epilogue: computed
-        elementwise from exactly one other matmul's product, over the same dims
-        (so storing one costs no more than storing the product)."""
+        """Matmul operands worth storing in their producer's epilogue (`producing_product`)."""
         chosen = {}
         for m in self.graph.values:
             if m.op != "matmul":
                 continue
             for o in m.operands:
-                while o.op == "permute":      # `h.T @ w` reads h in place
-                    o = o.operands[0]
-                if o.op == "param" or _is_anchor(o):
-                    continue
-                feeders = self.anchors_feeding([o], through_stored=True)
-                if (len(feeders) == 1 and feeders[0].op == "matmul" and set(o.dims) == set(feeders[0].dims)
-                        and self.group_key(feeders[0]) != self.group_key(m)):
-                    chosen[o.id] = self.group_key(feeders[0])
+                product = self.producing_product(o)
+                if product is not None and self.group_key(product) != self.group_key(m):
+                    while o.op == "permute":
+                        o = o.operands[0]
+                    chosen[o.id] = self.group_key(product)
         return chosen
 
     def run(self) -> list[Group]:
@@ -199,6 +208,12 @@ class _Partitioner:
         inputs = tuple(v for v in self.graph.values if v.id in reads)
         outputs = tuple(dict.fromkeys(writes))
         return Group(kind, index, values, inputs, outputs, tuple(kept), tuple(axes))
+
+
+def stored_by_a_product(graph: Graph, operand: Value) -> bool:
+    """Whether the partition can store this computed matmul operand in another
+    product's epilogue, so that its product reads it as a plain input."""
+    return _Partitioner(graph).producing_product(operand) is not None
 
 
 def partition(graph: Graph) -> list[Group]:
