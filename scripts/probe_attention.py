@@ -1,11 +1,10 @@
-"""Probe (device run): the attention examples as written (the probabilities in
-f32: the second product multiplies f32 by f32 on the CUDA cores) and with the
-probabilities rounded to f16 (`f16(p / sum(p, axis=S)) @ v`: tensor cores,
-its operand computed in the product's prologue), each checked against the
-float64 reference first, beside torch's fused attention in f16
-(scaled_dot_product_attention) for scale. Medians of CUDA event times, three
-interleaved rounds. (H100 2026-11-23: the f16 form took 1.3-2.3x as long, the
-prologue's element-by-element tensor-core tiles slower than split-K f32 tiles.)
+"""Probe (device run): the attention examples as written (the probabilities
+rounded to f16: the softmax kernel stores them, the second product reads them
+by TMA into the warpgroup tensor cores) and with the probabilities left in f32
+(without the `f16(...)`: the second product multiplies f32 by f32 on the CUDA
+cores), each checked against the float64 reference first, beside torch's fused
+attention in f16 (scaled_dot_product_attention) for scale. Medians of CUDA
+event times, three interleaved rounds.
 
     python scripts/probe_attention.py
 """
@@ -22,8 +21,8 @@ from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "examples", "attention.tdsl")) as f:
-    F32 = f.read()
-F16 = F32.replace("(p / sum(p, axis=S)) @ v", "f16(p / sum(p, axis=S)) @ v")
+    F16 = f.read()
+F32 = F16.replace("f16(p / sum(p, axis=S)) @ v", "(p / sum(p, axis=S)) @ v")
 assert F32 != F16
 SHAPES = [dict(T=1024, S=1024, D=64), dict(T=2048, S=2048, D=128), dict(T=4096, S=4096, D=64)]
 

@@ -104,8 +104,8 @@ def _attention(q, k, v, scale, causal):
         s_idx = np.arange(s.shape[1])[None, :]
         s = np.where(s_idx <= t_idx, s, -np.inf)
     p = np.exp(s - s.max(axis=1, keepdims=True))
-    p = p / p.sum(axis=1, keepdims=True)
-    return [p @ f64(v)]
+    p = (p / p.sum(axis=1, keepdims=True)).astype(np.float16)     # the example rounds them to f16
+    return [f64(p) @ f64(v)]
 
 
 def np_attention(q, k, v, scale):

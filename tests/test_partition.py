@@ -64,11 +64,25 @@ def test_a_returned_operand_is_written_once_and_read_back():
     assert g0.outputs[0] in g1.inputs
 
 
-def test_an_operand_that_needs_two_products_or_a_reduction_stays_a_prologue():
-    # attention: the softmax's operand needs the scores and the row statistics, so the last
-    # product computes it; storing it would add a T x S write and read
+def test_attention_stores_its_f16_probabilities_from_the_softmax_kernel():
+    # f16(p / sum(p)) needs the scores (read by the softmax group anyway) and its row statistics:
+    # written in 2 bytes and read in 2 where the prologue would read the f32 scores again
     mod = tiledsl.compile(EXAMPLES / "attention.tdsl")
-    groups = partition(mod["attention"].graph)
+    for name in ("attention", "causal_attention"):
+        k = mod[name]
+        g0, g1, g2 = partition(k.graph)
+        assert [g.kind for g in (g0, g1, g2)] == ["matmul", "reduce", "matmul"]
+        assert _writes(g1) == [("cast", "f16", ("T", "S"))] and g1.outputs[0] in g2.inputs
+        assert [v.op for v in g2.values] == ["matmul", "cast"]
+        s = default(problem(g2, plan_layout(g2, k.graph), dict(T=2048, S=2048, D=128), frozenset(), 132,
+                            "sm_90a"), k.hints)
+        assert s.wgmma and s.tma, s.tag
+
+
+def test_an_operand_that_needs_two_products_or_f32_statistics_stays_a_prologue():
+    # the probabilities in f32: storing them would add a write and a read of T x S f32 values
+    text = (EXAMPLES / "attention.tdsl").read_text().replace("f16(p / sum(p, axis=S))", "(p / sum(p, axis=S))")
+    groups = partition(tiledsl.compile(text)["attention"].graph)
     assert [g.kind for g in groups] == ["matmul", "reduce", "matmul"]
     assert [v.op for v in groups[0].outputs] == ["matmul"]
     assert "exp" in [v.op for v in groups[2].values]

@@ -21,14 +21,14 @@ def _widened_16_bit(v: Value) -> bool:
 
 def _plain_once_16_bit(graph: Graph, v: Value) -> bool:
     """Whether `v`, cast to 16 bits, would reach the product as a plain input: a
-    parameter, or computed from one other product and stored by its epilogue.
-    An operand computed from reductions stays in the product's prologue, whose
-    tensor-core tiles load element by element: no faster than f32 on the CUDA
-    cores (attention's probabilities: H100 2026-11-23, scripts/probe_attention.py)."""
-    from ..schedule.partition import stored_by_a_product
+    parameter, or stored by the group that computes it. Otherwise it would stay
+    in the product's prologue, whose tensor-core tiles load element by element:
+    no faster than f32 on the CUDA cores (attention's probabilities before the
+    reduce group stored them: H100 2026-11-23, scripts/probe_attention.py)."""
+    from ..schedule.partition import stored_by_its_producer
     while v.op == "permute":
         v = v.operands[0]
-    return v.op == "param" or stored_by_a_product(graph, v)
+    return v.op == "param" or stored_by_its_producer(graph, v, itemsize=2)
 
 
 def advice(graph: Graph, tf32: bool = False) -> list[str]:

@@ -92,47 +92,68 @@ class _Partitioner:
             return self.stored[source.id]
         return (_class_of(source), self.epoch[source.id])
 
-    def producing_product(self, operand: Value) -> Optional[Value]:
-        """The one matmul product that a computed matmul operand is an elementwise
-        function of, over the same dims (storing it then costs no more than storing
-        the product), else None. `h.T @ w` reads h in place: permutes are looked through."""
+    def producer(self, operand: Value, members: dict, itemsize: int = 0) -> Optional[tuple]:
+        """The key of the group that can store a computed matmul operand at no
+        more memory traffic than the product's prologue would cost, else None:
+        - one other matmul product, the operand an elementwise function of it over
+          the same dims (it replaces the product's own temporary);
+        - one reduce group over the operand's dims, the operand 16-bit and computed
+          from that group's reductions and what they read (attention's
+          `f16(p / sum(p))`: written in 2 bytes and read in 2, where the prologue
+          would read the f32 scores again).
+        `h.T @ w` reads h in place: permutes are looked through. `itemsize`: as if
+        the operand were stored in this many bytes an element (a cast not yet written)."""
         while operand.op == "permute":
             operand = operand.operands[0]
         if operand.op == "param" or _is_anchor(operand):
             return None
         feeders = self.anchors_feeding([operand], through_stored=True)
         if len(feeders) == 1 and feeders[0].op == "matmul" and set(operand.dims) == set(feeders[0].dims):
-            return feeders[0]
+            return self.group_key(feeders[0])
+        reductions = {self.group_key(f) for f in feeders if f.op == "reduce"}
+        if len(reductions) != 1 or (itemsize or operand.dtype.itemsize) != 2:
+            return None
+        key = next(iter(reductions))
+        read = {a.id for a in self.anchors_feeding([o for a in members[key] for o in a.operands],
+                                                   through_stored=True)}
+        if (set(operand.dims) <= key[0][1] | key[0][2]
+                and all(self.group_key(f) == key or f.id in read for f in feeders)):
+            return key
         return None
 
-    def operands_to_store(self) -> dict[int, tuple]:
-        """Matmul operands worth storing in their producer's epilogue (`producing_product`)."""
+    def operands_to_store(self, members: dict) -> dict[int, tuple]:
+        """Matmul operands to store in the group that produces them (`producer`)."""
         chosen = {}
         for m in self.graph.values:
             if m.op != "matmul":
                 continue
             for o in m.operands:
-                product = self.producing_product(o)
-                if product is not None and self.group_key(product) != self.group_key(m):
+                key = self.producer(o, members)
+                if key is not None and key != self.group_key(m):
                     while o.op == "permute":
                         o = o.operands[0]
-                    chosen[o.id] = self.group_key(product)
+                    chosen[o.id] = key
         return chosen
 
-    def run(self) -> list[Group]:
-        members: dict = {}          # group key -> anchors
+    def members(self) -> dict:
+        """Group key -> its anchors."""
+        out: dict = {}
         for v in self.graph.values:
             if _is_anchor(v):
-                members.setdefault(self.group_key(v), []).append(v)
-        # Store an operand instead of its product only where no group needs the
-        # product itself (else both would reach memory).
-        candidates = self.operands_to_store()
+                out.setdefault(self.group_key(v), []).append(v)
+        return out
+
+    def run(self) -> list[Group]:
+        members = self.members()
+        # Store an operand instead of a product only where no group needs the
+        # product itself (else both would reach memory; a reduce group's row
+        # statistics, if still needed, are vectors).
+        candidates = self.operands_to_store(members)
         while True:
             self.stored = dict(candidates)
             outputs_of, pointwise, needed_by = self.reads(members)
-            feeding = {v_id: self.anchors_feeding([self.by_id[v_id]], through_stored=True)[0].id
-                       for v_id in candidates}
-            alone = {v_id: key for v_id, key in candidates.items() if feeding[v_id] not in needed_by}
+            product = {v_id: members[key][0].id for v_id, key in candidates.items() if key[0][0] == "matmul"}
+            alone = {v_id: key for v_id, key in candidates.items() if product.get(v_id) not in needed_by}
             if alone == candidates:
                 break
             candidates = alone
@@ -210,10 +231,12 @@ class _Partitioner:
         return Group(kind, index, values, inputs, outputs, tuple(kept), tuple(axes))
 
 
-def stored_by_a_product(graph: Graph, operand: Value) -> bool:
-    """Whether the partition can store this computed matmul operand in another
-    product's epilogue, so that its product reads it as a plain input."""
-    return _Partitioner(graph).producing_product(operand) is not None
+def stored_by_its_producer(graph: Graph, operand: Value, itemsize: int = 0) -> bool:
+    """Whether the partition can store this computed matmul operand (as if of
+    `itemsize` bytes an element, where given) in the group that produces it, so
+    that its product reads it as a plain input."""
+    parts = _Partitioner(graph)
+    return parts.producer(operand, parts.members(), itemsize) is not None
 
 
 def partition(graph: Graph) -> list[Group]:
