@@ -18,7 +18,9 @@ it, the temporary becomes the operand itself. Before/after, for
 `h = f16(relu(x @ w1 + b1)); return h @ w2`: group 0 writes x @ w1 (f32) and
 group 1 recomputes h tile by tile in its prologue → group 0 writes h (f16,
 half the bytes) from its epilogue and group 1's A operand is a plain input,
-which the tensor cores' asynchronous copies can load.
+which the tensor cores' asynchronous copies can load. Likewise a 16-bit operand
+computed from a reduce group's statistics (attention's `f16(p / sum(p))`) is
+written by that group rather than recomputed from the f32 scores.
 
 The epoch of an anchor counts the group boundaries on its longest input path,
 so a group only reads temporaries of groups of lower epoch: the order is
