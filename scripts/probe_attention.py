@@ -18,6 +18,7 @@ import torch
 import tiledsl
 from tiledsl.codegen import sources_for
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
+from tiledsl.runtime.measure import time_gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "examples", "attention.tdsl")) as f:
@@ -25,20 +26,6 @@ with open(os.path.join(ROOT, "examples", "attention.tdsl")) as f:
 F32 = F16.replace("f16(p / sum(p, axis=S)) @ v", "(p / sum(p, axis=S)) @ v")
 assert F32 != F16
 SHAPES = [dict(T=1024, S=1024, D=64), dict(T=2048, S=2048, D=128), dict(T=4096, S=4096, D=64)]
-
-
-def time_cuda(fn, repeat: int = 20) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeat):
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(a, b) * 1e3)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -65,7 +52,7 @@ def main() -> None:
             times = {label: [] for label in impls}
             for _ in range(3):
                 for label, fn in impls.items():
-                    times[label].append(time_cuda(fn))
+                    times[label].append(time_gpu(fn, repeat=20) * 1e6)
             print(f"{name} T={e['T']} S={e['S']} D={e['D']}")
             for label, t in times.items():
                 print(f"  {label:20s} {statistics.median(t):9.1f} us   rounds {', '.join(f'{x:.1f}' for x in t)}")

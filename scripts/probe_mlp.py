@@ -22,6 +22,7 @@ import torch  # noqa: E402
 import tiledsl  # noqa: E402
 from tiledsl.codegen import sources_for  # noqa: E402
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error  # noqa: E402
+from tiledsl.runtime.measure import time_gpu  # noqa: E402
 from tiledsl.schedule.partition import describe, partition  # noqa: E402
 
 with open(os.path.join(ROOT, "examples", "mlp.tdsl")) as f:
@@ -31,20 +32,6 @@ assert MLP32 != MLP16
 SHAPES = [dict(M=2048, D=1024, H=4096, E=1024), dict(M=128, D=4096, H=11008, E=4096),
           dict(M=8192, D=4096, H=16384, E=4096)]
 ROUNDS, REPEAT = 3, 30
-
-
-def time_cuda(fn) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(REPEAT):
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(a, b) * 1e3)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -76,7 +63,7 @@ def main() -> None:
         times = {label: [] for label in impls}
         for _ in range(ROUNDS):
             for label, fn in impls.items():
-                times[label].append(time_cuda(fn))
+                times[label].append(time_gpu(fn, repeat=REPEAT) * 1e6)
         best = min(statistics.median(t) for t in times.values())
         print(f"MLP M={e['M']} D={e['D']} H={e['H']} E={e['E']} ({flop / 1e9:.1f} GFLOP)")
         for label, t in times.items():
