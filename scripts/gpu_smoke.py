@@ -1,5 +1,5 @@
 """Quick GPU correctness pass over the memory-bound examples (device runs)."""
-import sys, time, traceback
+import time, traceback
 import numpy as np
 import cupy as cp
 import tiledsl
