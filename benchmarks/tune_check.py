@@ -104,7 +104,22 @@ def held_out(small: bool) -> list[tuple[str, str, dict]]:
     red += [(f"layernorm f16 {m}x{n}", "layernorm", dict(M=m, N=n)) for m, n in ((2048, 5120), (32768, 768))]
     red += [(f"rmsnorm f16 {m}x{n}", "rmsnorm", dict(M=m, N=n)) for m, n in ((2048, 11008), (16384, 2048))]
     red += [(f"column_sum f32 {m}x{n}", "column_sum", dict(M=m, N=n)) for m, n in ((65536, 512), (4096, 16384))]
-    return gemm + [(n, str(ROOT / "examples" / f"{e}.tdsl"), x) for n, e, x in red]
+    # added after the first runs (2026-11-23 03:00), before they were timed: other reductions and a pointwise
+    more = [("logsumexp f32 4096x50257", LOGSUMEXP, dict(M=4096, N=50257)),
+            ("l2-normalize f16 8192x4096", L2NORM, dict(M=8192, N=4096)),
+            ("mean, variance f32 16384x2048", MEAN_VAR, dict(M=16384, N=2048)),
+            ("column sum f16 8192x8192", COLUMN_SUM16, dict(M=8192, N=8192)),
+            ("sum f32 67108864", TOTAL, dict(N=67108864)),
+            ("gelu(x + bias) bf16 8x2048x4096", str(ROOT / "examples" / "gelu_bias.tdsl"), dict(B=8, T=2048, C=4096))]
+    return gemm + [(n, str(ROOT / "examples" / f"{e}.tdsl"), x) for n, e, x in red] + more
+
+
+LOGSUMEXP = "kernel lse(x: f32[M, N]) -> f32[M] {\n  m = max(x, axis=N)\n  return log(sum(exp(x - m), axis=N)) + m\n}"
+L2NORM = "kernel l2n(x: f16[M, N]) -> f16[M, N] { return x * rsqrt(sum(x * x, axis=N) + 1e-12) }"
+MEAN_VAR = ("kernel mv(x: f32[M, N]) -> (f32[M], f32[M]) {\n  mu = mean(x, axis=N)\n"
+            "  return mu, mean((x - mu) * (x - mu), axis=N)\n}")
+COLUMN_SUM16 = "kernel cs(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }"
+TOTAL = "kernel total(x: f32[N]) -> f32 { return sum(x) }"
 
 
 def compile_kernel(src: str):
