@@ -81,9 +81,11 @@ def held_out(small: bool) -> list[tuple[str, str, dict]]:
     not fitted on (--held-out). Fixed before they were first measured: the
     layers of a 7B-parameter language model (hidden 4096, FFN 11008, vocabulary
     50257, tokens 2048 or a decode batch of 128), cubes and ragged sizes no
-    tile divides, a small batched GEMM, the two-layer MLP example, and rows of
-    other widths, column sums among them. (3) on these measures what tuning
-    buys where the defaults are a guess, not a fit."""
+    tile divides, a small batched GEMM, the two-layer MLP example, rows of
+    other widths, column sums, and (added 2026-11-23 03:00, also before they
+    were timed) logsumexp, l2-normalize, mean and variance, a full sum and a
+    bf16 pointwise kernel. (3) on these measures what tuning buys where the
+    defaults are a guess, not a fit."""
     if small:
         gemm = [("gemm f16 2048x11008x4096", MM.format(t="f16"), dict(M=96, N=200, K=64)),
                 ("mlp f16 2048x1024x4096x1024", str(ROOT / "examples" / "mlp.tdsl"), dict(M=64, D=64, H=128, E=64))]
