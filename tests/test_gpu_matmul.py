@@ -85,6 +85,20 @@ def test_two_products_with_the_operand_between_them_stored(src, extents):
     _run(src, extents)
 
 
+@pytest.mark.parametrize("src", [
+    # the f16 probabilities stored by the softmax kernel: scores laid out [S, T] (a reduction over
+    # the outer dim), read transposed; a product whose B operand they are, its result transposed
+    "kernel f(s: f32[S, T], v: f16[S, D]) -> f16[T, D] {\n  m = max(s, axis=S)\n  p = exp(s - m)\n"
+    "  return f16(p / sum(p, axis=S)).T @ v }",
+    "kernel g(q: f16[T, D], k: f16[S, D], v: f16[S, D]) -> f16[D, T] {\n  s = k @ q.T\n"
+    "  p = exp(s - max(s, axis=S))\n  return v.T @ f16(p / sum(p, axis=S)) }",
+], ids=["outer-axis", "operand-b"])
+@pytest.mark.parametrize("extents", [dict(S=1, T=1, D=1), dict(S=300, T=200, D=64), dict(S=1030, T=77, D=40)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_probabilities_stored_by_the_softmax_kernel(src, extents):
+    _run(src, extents)
+
+
 @pytest.mark.parametrize("name", ["attention", "causal_attention"])
 def test_attention_examples(name):
     mod = tiledsl.compile(EXAMPLES / "attention.tdsl")
