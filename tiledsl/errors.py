@@ -49,6 +49,15 @@ class Loc:
         return f"    {text}\n    {' ' * (col - 1)}^{'~' * (width - 1)}"
 
 
+def located(kind: str, message: str, loc: Optional[Loc]) -> str:
+    """'file:line:col: kind: message' and the line with a caret under the span
+    (no location: 'kind: message'). Errors and `tiledsl check`'s notes both read so."""
+    if loc is None:
+        return f"{kind}: {message}"
+    caret = loc.caret()
+    return f"{loc}: {kind}: {message}" + (f"\n{caret}" if caret else "")
+
+
 class TdslError(Exception):
     """Base of every error tiledsl raises about a user's program or call."""
     kind = "error"
@@ -60,14 +69,7 @@ class TdslError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        head = f"{self.loc}: error: {self.message}" if self.loc else f"error: {self.message}"
-        parts = [head]
-        if self.loc is not None:
-            caret = self.loc.caret()
-            if caret:
-                parts.append(caret)
-        parts.extend(f"note: {n}" for n in self.notes)
-        return "\n".join(parts)
+        return "\n".join([located("error", self.message, self.loc)] + [f"note: {n}" for n in self.notes])
 
     def __str__(self) -> str:
         return self.render()

@@ -9,13 +9,13 @@ and `Kernel.notes` lists them. Before/after, for an MLP's hidden layer:
 """
 from __future__ import annotations
 
-from ..ir.graph import Graph, Value
+from ..errors import located
+from ..ir.graph import Graph, Value, unpermuted
 
 
 def _widened_16_bit(v: Value) -> bool:
     """A 16-bit float tensor cast up to f32 (by promotion or by the user), maybe transposed."""
-    while v.op == "permute":
-        v = v.operands[0]
+    v = unpermuted(v)
     return v.op == "cast" and v.dtype.name == "f32" and v.operands[0].dtype.name in ("f16", "bf16")
 
 
@@ -26,9 +26,7 @@ def _plain_once_16_bit(graph: Graph, v: Value) -> bool:
     no faster than f32 on the CUDA cores (attention's probabilities before the
     reduce group stored them: H100 2026-11-23, scripts/probe_attention.py)."""
     from ..schedule.partition import stored_by_its_producer
-    while v.op == "permute":
-        v = v.operands[0]
-    return v.op == "param" or stored_by_its_producer(graph, v, itemsize=2)
+    return unpermuted(v).op == "param" or stored_by_its_producer(graph, v, itemsize=2)
 
 
 def advice(graph: Graph, tf32: bool = False) -> list[str]:
@@ -39,11 +37,9 @@ def advice(graph: Graph, tf32: bool = False) -> list[str]:
             continue
         widened = [_widened_16_bit(o) for o in m.operands]
         if any(widened) and all(w or _plain_once_16_bit(graph, o) for w, o in zip(widened, m.operands)):
-            text = ("note: this product multiplies f32 by f32 on the CUDA cores: an f16/bf16 operand is "
-                    "widened to match an f32 one (arithmetic on 16-bit values is f32 until cast); "
-                    "make both operands 16-bit with f16(...) or bf16(...) to multiply on the tensor "
-                    "cores, or opt in to TF32 with `schedule <kernel> { tf32(true) }`")
-            where = f"{m.loc}: " if m.loc else ""
-            caret = m.loc.caret() if m.loc else ""
-            notes.append(where + text + (f"\n{caret}" if caret else ""))
+            notes.append(located("note", "this product multiplies f32 by f32 on the CUDA cores: an f16/bf16 "
+                                 "operand is widened to match an f32 one (arithmetic on 16-bit values is "
+                                 "f32 until cast); make both operands 16-bit with f16(...) or bf16(...) to "
+                                 "multiply on the tensor cores, or opt in to TF32 with "
+                                 "`schedule <kernel> { tf32(true) }`", m.loc))
     return notes

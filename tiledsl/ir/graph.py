@@ -99,6 +99,14 @@ class Graph:
         return out
 
 
+def unpermuted(value: Value) -> Value:
+    """The value a chain of permutes (`x.T`) reads: a product reads a transposed
+    operand in place, its offsets following loops rather than dim order."""
+    while value.op == "permute":
+        value = value.operands[0]
+    return value
+
+
 def broadcast_dims(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
     """The dims of an elementwise result: an operand whose dims contain the
     other's keeps its order; otherwise the left's dims, then the right's new ones."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dtypes import DType
-from ..ir.graph import Graph, Value
+from ..ir.graph import Graph, Value, unpermuted
 from .partition import Group
 
 
@@ -114,8 +114,7 @@ def operand_input(layout: Layout, value: Value):
     """The layout input a matmul operand reads, looking through transposes
     (`w.T` reads w in place: its offsets follow loops, not dim order), or
     None when the operand is computed."""
-    while value.op == "permute":
-        value = value.operands[0]
+    value = unpermuted(value)
     return next((op for op in layout.inputs if op.value.id == value.id), None)
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..ir.graph import Graph, Value
+from ..ir.graph import Graph, Value, unpermuted
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,9 @@ class _Partitioner:
           from that group's reductions and what they read (attention's
           `f16(p / sum(p))`: written in 2 bytes and read in 2, where the prologue
           would read the f32 scores again).
-        `h.T @ w` reads h in place: permutes are looked through. `itemsize`: as if
+        `h.T @ w` reads h in place (`unpermuted`). `itemsize`: as if
         the operand were stored in this many bytes an element (a cast not yet written)."""
-        while operand.op == "permute":
-            operand = operand.operands[0]
+        operand = unpermuted(operand)
         if operand.op == "param" or _is_anchor(operand):
             return None
         feeders = self.anchors_feeding([operand], through_stored=True)
@@ -129,11 +128,9 @@ class _Partitioner:
         for m in self.graph.values:
             if m.op != "matmul":
                 continue
-            for o in m.operands:
+            for o in map(unpermuted, m.operands):
                 key = self.producer(o, members)
                 if key is not None and key != self.group_key(m):
-                    while o.op == "permute":
-                        o = o.operands[0]
                     chosen[o.id] = key
         return chosen
 
