@@ -106,7 +106,7 @@ def test_a_new_size_binds_new_values_to_the_same_compiled_warm_call():
     launched = []
     stream = NS(ptr=77)
     cupy = NS(ndarray=lambda shape, dtype: NS(data=NS(ptr=1 << 30)),
-              cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda: stream,
+              cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: stream,
                       driver=NS(launchKernel=lambda *a: launched.append(a)),
                       Device=lambda d: NS(use=lambda: None)))
     launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
@@ -184,7 +184,7 @@ def test_the_warm_call_hands_the_driver_each_calls_maps(patchable):
         params = np.frombuffer((ctypes.c_int64 * 5).from_address(a[9]), dtype=np.int64)
         launched.append(([ctypes.string_at(int(params[j]), 8) for j in range(2)],
                          [ctypes.c_int64.from_address(int(params[j])).value for j in range(2, 5)]))
-    cupy = NS(ndarray=None, cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda: NS(ptr=0),
+    cupy = NS(ndarray=None, cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: NS(ptr=0),
                                    driver=NS(launchKernel=launch), Device=lambda d: NS(use=lambda: None)))
     launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
     program = NS(slots=(1, 2, 1, 0), constants=[64], scalar_params=[], array_args=[0, 1],

@@ -10,7 +10,6 @@ import builtins
 import ctypes
 import struct
 import threading
-import types
 
 import numpy as np
 
@@ -198,16 +197,32 @@ class Launcher:
 
     def _generate(self, name: str, body: list, **env):
         env["ndarray"] = self._ndarray
+        env.update(self._dtype_names())
         exec("\n".join([f"def {name}(args, out):"] + body), env)   # noqa: S102 - indices only, never the user's text
         return env[name]
 
+    def _dtype_names(self) -> dict:
+        """DT<i>: parameter i's NumPy dtype, DR<j>: result j's, which a warm call's
+        arrays must have (CuPy keeps NumPy's one object per dtype, so `is` checks
+        it). A dtype NumPy cannot name here (bf16 without ml_dtypes) matches no
+        array: such calls take the checked path, which says why."""
+        def numpy_or_nothing(dtype):
+            try:
+                return dtype.numpy
+            except TdslError:
+                return object()
+        names = {f"DT{p.index}": numpy_or_nothing(p.dtype) for p in self.graph.params if not p.is_scalar}
+        names.update({f"DR{j}": numpy_or_nothing(r.dtype) for j, r in enumerate(self.graph.results)})
+        return names
+
     def _key_lines(self, n_args: int, fail: str, then: list) -> list:
         """Lines that set `key`, the call's class when every array is a C-contiguous
-        CuPy array on one device (shapes, dtypes, 16-byte alignment, the device;
-        scalars' types), else run `fail`: the checked path (which also copies
-        non-contiguous inputs and names the devices of arrays on several). Written
-        out for this many arguments, as attribute reads CuPy answers without
-        building objects; aligned pointers, the usual case, add one small int."""
+        CuPy array of its declared dtype, all on one device (shapes, 16-byte
+        alignment, the device; scalars' types), else run `fail`: the checked path
+        (which also copies non-contiguous inputs, names the devices of arrays on
+        several and explains a wrong dtype). Written out for this many arguments,
+        as attribute reads CuPy answers without building objects; aligned
+        pointers, the usual case, add one small int."""
         if self._ndarray is None or not self._n_required <= n_args <= self._n_params:
             return [f"    {fail}"]    # (left-out scalars take their defaults: each count has its own classes)
         params = self.graph.params[:n_args]
@@ -220,8 +235,9 @@ class Launcher:
                           f"    if t{i} is not float and t{i} is not int and t{i} is not bool: {fail}"]
                 parts.append(f"t{i}")
             else:
-                lines.append(f"    if type(x{i}) is not ndarray or not x{i}._c_contiguous: {fail}")
-                parts += [f"x{i}.shape", f"x{i}.dtype.char"]
+                lines.append(f"    if type(x{i}) is not ndarray or not x{i}._c_contiguous or x{i}.dtype is not DT{i}: "
+                             f"{fail}")
+                parts.append(f"x{i}.shape")
                 arrays.append(f"x{i}")
         n_out = len(self.graph.results)
         outs = [f"o{j}" for j in range(n_out)]
@@ -231,10 +247,9 @@ class Launcher:
             lines += ["    elif type(out) is ndarray:", "        o0 = out"]
         else:
             lines += [f"    elif type(out) is tuple and len(out) == {n_out}:", f"        {', '.join(outs)} = out"]
-        lines += [f"        if {'' if n_out == 1 else f'type({o}) is not ndarray or '}not {o}._c_contiguous: {fail}"
-                  for o in outs]
-        lines += self._class_lines(arrays + outs, parts + [x for o in outs for x in (f"{o}.shape", f"{o}.dtype.char")],
-                                   fail, then)
+        lines += [f"        if {'' if n_out == 1 else f'type({o}) is not ndarray or '}not {o}._c_contiguous "
+                  f"or {o}.dtype is not DR{j}: {fail}" for j, o in enumerate(outs)]
+        lines += self._class_lines(arrays + outs, parts + [f"{o}.shape" for o in outs], fail, then)
         lines += ["    else:", f"        {fail}"]
         return lines
 
@@ -539,11 +554,10 @@ class _FastCall:
     arrays and prebuilt int64 scalars.
 
     Everything that differs between classes of one structure (grids, sizes,
-    byte counts, functions, the device) is a trailing parameter's default, not
-    text: the text is compiled once per structure (`_warm_call`), a new
-    size only binds new values (no Python compiled again: 164-284 us for a
-    first call at a new size against 465-700, H100 host 2026-11-22), and the
-    warm call reads every value as a local.
+    byte counts, functions, the device) is a closure cell, not text: the
+    text is compiled once per structure (`_warm_call`), a new size only binds
+    new values (no Python compiled again: 164-284 us for a first call at a new
+    size against 465-700, H100 host 2026-11-22).
     """
 
     def __init__(self, launcher: "Launcher", program: Program, views: dict, device: int, n_args: int,
@@ -553,7 +567,7 @@ class _FastCall:
         val = {"ndarray": cupy.ndarray, "get_device": cupy.cuda.runtime.getDevice, "slow": launcher._call,
                "scalar_value": scalar_value, "overlap": _overlap_error, "params": params, "DEV": device}
 
-        def name(prefix: str, value) -> str:      # a parameter bound to value
+        def name(prefix: str, value) -> str:      # a closure cell bound to value
             val[prefix] = value
             return prefix
         n_const, n_in, n_out, n_temp = program.slots
@@ -638,11 +652,10 @@ class _FastCall:
                         lines.append(f"    pack('q', blk[{n}][2][0], {8 * j}, "
                                      f"TA{n}_{j}.get({names[i]}) or TM{n}_{j}({names[i]}))")
                 lines.append(f"    pack('{fmt}', blk[{n}][0], 0, {', '.join(names[i] for i in picks)})")
-                lines.append(f"    launch(FP{n}, {dims}, stream().ptr, blk[{n}][1], 0)")
+                lines.append(f"    launch(FP{n}, {dims}, stream(DEV).ptr, blk[{n}][1], 0)")   # DEV is current
         lines.append(f"    return {results if n_out > 1 else 'r0'}")
         bound = sorted(val)
-        lines[0] = lines[0][:-2] + f", {', '.join(f'{v}=None' for v in bound)}):"
-        source = "\n".join(lines)
+        source = "\n".join([f"def make({', '.join(bound)}):"] + ["    " + line for line in lines] + ["    return fast"])
         self.__call__ = _warm_call(source, tuple(val[v] for v in bound))
         self.__call__.source, self.__call__.bound = source, {v: val[v] for v in bound}   # (profiling rebinds them)
 
@@ -654,18 +667,19 @@ _WARM_CODE: dict = {}
 
 
 def _warm_call(source: str, values: tuple):
-    """The function `source` defines, its trailing parameters' defaults bound to
-    `values` (read as locals; the callers pass the leading ones only). The text is
-    compiled once per structure of call classes (the same kernels, argument kinds
-    and launch count, any sizes)."""
-    code = _WARM_CODE.get(source)
-    if code is None:
-        env: dict = {}
+    """The warm call `source` defines: `make(values...)` returns `fast`, which
+    reads the values as closure cells (a cell costs a call nothing, where each
+    parameter default is copied in on every call). The text is compiled once per
+    structure of call classes (the same kernels, argument kinds and launch count,
+    any sizes); every `fast` of one structure shares its code object."""
+    make = _WARM_CODE.get(source)
+    if make is None:
+        env: dict = {"__builtins__": builtins}
         exec(source, env)   # noqa: S102 - our own integers and names only
         if len(_WARM_CODE) > 512:
             _WARM_CODE.clear()
-        code = _WARM_CODE[source] = env["fast"].__code__
-    return types.FunctionType(code, {"__builtins__": builtins}, "fast", values)
+        make = _WARM_CODE[source] = env["make"]
+    return make(*values)
 
 
 class _ParamBlocks:
