@@ -86,6 +86,30 @@ def test_two_products_with_the_operand_between_them_stored(src, extents):
 
 
 @pytest.mark.parametrize("src", [
+    # a 16-bit operand computed from parameters only: written by a pointwise kernel, then a plain product
+    "kernel f(x: f32[M, K], w: f16[K, N]) -> f32[M, N] { return f16(x) @ w }",
+    "kernel f(x: f16[M, K], s: f16[K], w: f16[K, N]) -> f16[M, N] { return f16(x * s) @ w }",
+    "kernel f(x: bf16[M, K], w: f32[N, K]) -> f32[M, N] { return x @ bf16(w).T }",
+    "kernel f(x: f32[K, M], w: f16[K, N]) -> f32[M, N] { return f16(x).T @ f16(w * 2.0) }",
+    "kernel f(x: f32[M, K], w: f16[K, N], v: f16[K, N]) -> (f32[M, N], f32[M, N], f16[M, K]) {\n"
+    "  a = f16(x)\n  return a @ w, a @ v, a }",
+], ids=["cast", "scaled", "b-transposed", "both-a-transposed", "shared-and-returned"])
+@pytest.mark.parametrize("extents", [dict(M=1, N=1, K=1), dict(M=100, N=136, K=72), dict(M=520, N=264, K=300)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_an_operand_from_parameters_stored_before_its_product(src, extents):
+    _run(src, extents)
+
+
+@pytest.mark.parametrize("src", [
+    "kernel f(x: f32[M, K], w: f16[K, N]) -> f32[M, N] { return f16(x) @ w }",
+    "kernel f(x: f16[M, K], s: f16[K], w: f16[K, N]) -> f16[M, N] { return f16(x * s) @ w }",
+], ids=["cast", "scaled"])
+def test_an_operand_from_parameters_then_the_warpgroup_product(src):
+    # sizes whose product takes the TMA-fed warpgroup tiles, with ragged edges
+    _run(src, dict(M=1100, N=2056, K=1000))
+
+
+@pytest.mark.parametrize("src", [
     # the f16 probabilities stored by the softmax kernel: scores laid out [S, T] (a reduction over
     # the outer dim), read transposed; a product whose B operand they are, its result transposed
     "kernel f(s: f32[S, T], v: f16[S, D]) -> f16[T, D] {\n  m = max(s, axis=S)\n  p = exp(s - m)\n"

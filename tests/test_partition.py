@@ -98,3 +98,35 @@ def test_the_mlp_runs_both_products_on_the_warpgroup_tensor_cores():
     for g in groups:
         s = default(problem(g, plan_layout(g, k.graph), extents, frozenset(), 132, "sm_90a"), k.hints)
         assert s.wgmma and s.tma, s.tag
+
+
+@pytest.mark.parametrize("src, operand", [
+    ("kernel f(x: f32[M, K], w: f16[K, N]) -> f32[M, N] { return f16(x) @ w }", ("cast", "f16", ("M", "K"))),
+    ("kernel f(x: f16[M, K], s: f16[K], w: f16[K, N]) -> f32[M, N] { return f16(x * s) @ w }",
+     ("cast", "f16", ("M", "K"))),
+    ("kernel f(x: bf16[M, K], w: f32[N, K]) -> f32[M, N] { return x @ bf16(w).T }", ("cast", "bf16", ("N", "K"))),
+], ids=["cast", "scaled", "b-transposed"])
+def test_a_16_bit_operand_from_parameters_is_written_by_a_pointwise_kernel_first(src, operand):
+    # Before: the product computed it tile by tile in its prologue, whose tensor-core tiles load
+    # element by element (4096^3: 4506 us against 242 for both kernels, H100 2026-11-23)
+    k, (g0, g1) = _groups(src)
+    assert (g0.kind, g1.kind) == ("pointwise", "matmul")
+    assert _writes(g0) == [operand] and g0.outputs[0] in g1.inputs
+    assert [v.op for v in g1.values if v.op != "permute"] == ["matmul"]      # no prologue left
+    s = default(problem(g1, plan_layout(g1, k.graph), dict(M=4096, N=4096, K=4096), frozenset(), 132,
+                        "sm_90a"), k.hints)
+    assert s.wgmma and s.tma, s.tag
+
+
+def test_an_operand_from_parameters_is_written_once_for_two_products_and_a_result():
+    k, groups = _groups("kernel f(x: f32[M, K], w: f16[K, N], v: f16[K, P]) -> (f32[M, N], f32[M, P], f16[M, K]) {\n"
+                        "  a = f16(x)\n  return a @ w, a @ v, a }")
+    assert [g.kind for g in groups] == ["pointwise", "matmul", "matmul"]
+    assert _writes(groups[0]) == [("cast", "f16", ("M", "K"))]
+    assert all(groups[0].outputs[0] in g.inputs for g in groups[1:])
+
+
+def test_an_f32_operand_from_parameters_stays_a_prologue():
+    # f32 x f32 runs on the CUDA cores, which read their tiles element by element anyway
+    _, groups = _groups("kernel f(x: f16[M, K], w: f32[K, N]) -> f32[M, N] { return (x * 2) @ exp(w) }")
+    assert [g.kind for g in groups] == ["matmul"]

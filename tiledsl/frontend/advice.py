@@ -21,7 +21,8 @@ def _widened_16_bit(v: Value) -> bool:
 
 def _plain_once_16_bit(graph: Graph, v: Value) -> bool:
     """Whether `v`, cast to 16 bits, would reach the product as a plain input: a
-    parameter, or stored by the group that computes it. Otherwise it would stay
+    parameter, or stored by the group that computes it (a pointwise kernel of its
+    own where it comes from parameters only). Otherwise it would stay
     in the product's prologue, whose tensor-core tiles load element by element:
     no faster than f32 on the CUDA cores (attention's probabilities before the
     reduce group stored them: H100 2026-11-23, scripts/probe_attention.py)."""

@@ -102,13 +102,20 @@ class _Partitioner:
         - one reduce group over the operand's dims, the operand 16-bit and computed
           from that group's reductions and what they read (attention's
           `f16(p / sum(p))`: written in 2 bytes and read in 2, where the prologue
-          would read the f32 scores again).
+          would read the f32 scores again);
+        - a 16-bit operand computed from parameters only (`f16(x) @ w`, `f16(x * s) @ w`):
+          a pointwise kernel of its own writes it before the product runs. The
+          tensor-core tiles of a prologue load element by element with no
+          pipeline: 4096^3 took 4506 us fused against 242 for both kernels, and
+          512^3 50 against 23 (H100 2026-11-23, scripts/probe_prologue.py).
         `h.T @ w` reads h in place (`unpermuted`). `itemsize`: as if
         the operand were stored in this many bytes an element (a cast not yet written)."""
         operand = unpermuted(operand)
         if operand.op == "param" or _is_anchor(operand):
             return None
         feeders = self.anchors_feeding([operand], through_stored=True)
+        if not feeders:     # from parameters only: a pointwise kernel of its own, run first
+            return (("operand", operand.id), -1) if (itemsize or operand.dtype.itemsize) == 2 else None
         if len(feeders) == 1 and feeders[0].op == "matmul" and set(operand.dims) == set(feeders[0].dims):
             return self.group_key(feeders[0])
         reductions = {self.group_key(f) for f in feeders if f.op == "reduce"}
@@ -148,6 +155,9 @@ class _Partitioner:
         # product itself (else both would reach memory; a reduce group's row
         # statistics, if still needed, are vectors).
         candidates = self.operands_to_store(members)
+        for v_id, key in candidates.items():
+            if key[0][0] == "operand":
+                members[key] = [self.by_id[v_id]]
         while True:
             self.stored = dict(candidates)
             outputs_of, pointwise, needed_by = self.reads(members)
@@ -170,6 +180,9 @@ class _Partitioner:
                 axes = tuple(d for d in anchors[0].operands[0].dims if d in cls[2])
                 groups.append(self.build("reduce", len(groups), roots, outputs_of[key] + temps,
                                          key, kept, axes))
+            elif cls[0] == "operand":
+                groups.append(self.build("pointwise", len(groups), roots, outputs_of[key] + temps,
+                                         key, anchors[0].dims, ()))
             else:
                 groups.append(self.build("matmul", len(groups), roots, outputs_of[key] + temps,
                                          key, anchors[0].dims, (anchors[0].attr("contract"),)))
@@ -191,7 +204,7 @@ class _Partitioner:
                 if key[0][0] == "reduce" and set(out.dims) <= key[0][1] | key[0][2]:
                     outputs_of[key].append(out)
                     continue
-                if key[0][0] == "matmul" and set(out.dims) <= set(members[key][0].dims):
+                if key[0][0] in ("matmul", "operand") and set(out.dims) <= set(members[key][0].dims):
                     outputs_of[key].append(out)
                     continue
             pointwise.setdefault(frozenset(out.dims), []).append(out)
