@@ -31,6 +31,9 @@ PROGRAMS = {
                   "{ return relu((x + y) * s + b) }", dict(N=1 << 20)),
     "bias_f16": ("kernel f(x: f16[M, N], b: f16[N]) -> f16[M, N] { return gelu(x + b) }",
                  dict(M=64, N=4096)),
+    # a transposed input and a transposed output: the transposing tiles (and the flat walk)
+    "transposes": ("kernel t(x: f16[M, N], b: f32[N], y: bf16[N, M]) -> (f32[N, M], f16[M, N]) "
+                   "{ z = x * b + y.T\n return z.T, f16(z) }", dict(M=256, N=512)),
     "softmax": ("examples/softmax.tdsl", dict(M=64, N=4096)),
     "layernorm": ("examples/layernorm.tdsl", dict(M=64, N=4096)),
     # all f16, as in a half-precision model: hoisted 16-bit weights

@@ -93,9 +93,15 @@ def test_two_products_with_the_operand_between_them_stored(src, extents):
     "kernel f(x: f32[K, M], w: f16[K, N]) -> f32[M, N] { return f16(x).T @ f16(w * 2.0) }",
     "kernel f(x: f32[M, K], w: f16[K, N], v: f16[K, N]) -> (f32[M, N], f32[M, N], f16[M, K]) {\n"
     "  a = f16(x)\n  return a @ w, a @ v, a }",
-], ids=["cast", "scaled", "b-transposed", "both-a-transposed", "shared-and-returned"])
-@pytest.mark.parametrize("extents", [dict(M=1, N=1, K=1), dict(M=100, N=136, K=72), dict(M=520, N=264, K=300)],
-                         ids=lambda e: "x".join(map(str, e.values())))
+    # an A laid out along M: stored transposed first (a copy, or the product's epilogue)
+    "kernel f(at: f16[K, M], w: f16[N, K]) -> f32[M, N] { return at.T @ w.T }",
+    "kernel f(x: bf16[B, K, M], w: bf16[K, N]) -> bf16[B, M, N] { return x.T @ w }",
+    "kernel f(x: f16[M, K], w1: f16[K, N], w2: f16[M, K]) -> f16[N, K] {\n"
+    "  h = f16(relu(x @ w1))\n  return h.T @ w2 }",
+], ids=["cast", "scaled", "b-transposed", "both-a-transposed", "shared-and-returned", "a-transposed",
+        "batched-a-transposed", "product-stored-transposed"])
+@pytest.mark.parametrize("extents", [dict(M=1, N=1, K=1, B=1), dict(M=100, N=136, K=72, B=3),
+                                     dict(M=520, N=264, K=300, B=2)], ids=lambda e: "x".join(map(str, e.values())))
 def test_an_operand_from_parameters_stored_before_its_product(src, extents):
     _run(src, extents)
 
@@ -103,7 +109,8 @@ def test_an_operand_from_parameters_stored_before_its_product(src, extents):
 @pytest.mark.parametrize("src", [
     "kernel f(x: f32[M, K], w: f16[K, N]) -> f32[M, N] { return f16(x) @ w }",
     "kernel f(x: f16[M, K], s: f16[K], w: f16[K, N]) -> f16[M, N] { return f16(x * s) @ w }",
-], ids=["cast", "scaled"])
+    "kernel f(at: f16[K, M], w: f16[K, N]) -> f32[M, N] { return at.T @ w }",
+], ids=["cast", "scaled", "a-transposed"])
 def test_an_operand_from_parameters_then_the_warpgroup_product(src):
     # sizes whose product takes the TMA-fed warpgroup tiles, with ragged edges
     _run(src, dict(M=1100, N=2056, K=1000))

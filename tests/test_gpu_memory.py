@@ -251,6 +251,20 @@ kernel transposed_result_f16(x: f16[M, N], r: f16[M]) -> f16[N, M] {
 kernel transposed_input(a: f32[M, N], b: f32[N, M]) -> f32[M, N] {
     return a - b
 }""", S2),
+    # transposing tiles (both loops >= 16): a copy, a batched scaled copy, two results in two layouts
+    "transpose_copy_f16": Program("""
+kernel transpose_copy_f16(x: f16[M, N]) -> f16[N, M] {
+    return x.T
+}""", S2),
+    "transpose_batched_bf16": Program("""
+kernel transpose_batched_bf16(x: bf16[B, T, C], s: f32) -> bf16[B, C, T] {
+    return x.T * s
+}""", S3),
+    "transpose_two_layouts": Program("""
+kernel transpose_two_layouts(x: f16[M, N], b: f32[N], y: bf16[N, M]) -> (f32[N, M], f16[M, N]) {
+    z = x * b + y.T
+    return z.T, f16(z)
+}""", S2),
     "mixed_order_3d": Program("""
 kernel mixed_order_3d(x: f32[B, T, C], y: f32[C, B], z: f32[T]) -> f32[T, B, C] {
     return x * y + z
@@ -1064,3 +1078,32 @@ def test_warm_calls_from_several_threads_at_once(rng):
             want = x.astype(np.float64) * (0.5 + t) + y
             assert got.shape == want.shape and np.isfinite(got).all()
             assert np.linalg.norm(got - want) / np.linalg.norm(want) <= 1e-5
+
+
+# Transposing tiles: every candidate of the tuner's space, at sizes that leave partial tiles
+# along both loops and several coordinates of the batch loop.
+TRANSPOSING_PROGRAMS = [("transpose_two_layouts", dict(M=100, N=130)),
+                        ("transpose_batched_bf16", dict(B=3, T=70, C=33))]
+
+
+def _transposing_schedules():
+    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.layout import plan_layout
+    from tiledsl.schedule.partition import partition
+    for name, extents in TRANSPOSING_PROGRAMS:
+        k = tiledsl.compile(PROGRAMS[name].src)
+        (g,) = partition(k.graph)
+        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 132, "sm_90a")
+        for s in candidates(p, k.hints):
+            if s.tile:
+                yield pytest.param(name, extents, s, id=f"{name}-{s.tag}")
+
+
+@pytest.mark.parametrize("name,extents,schedule", list(_transposing_schedules()))
+def test_every_transposing_tile(name, extents, schedule):
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    k = tiledsl.compile(PROGRAMS[name].src)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    check(k, host_arguments(k, extents), extents, "out")

@@ -17,7 +17,7 @@ from ..dtypes import DType
 from ..errors import TdslCompileError, TdslError
 from ..ir.graph import Graph, Value
 from ..resources import resource_dir
-from ..schedule.layout import Layout, Operand, batched_operands, operand_input
+from ..schedule.layout import Layout, Operand, batched_operands, operand_input, transposed_loop
 from ..schedule.partition import Group
 from ..schedule.schedules import Schedule, ring_refusal, stream_unroll_rule
 
@@ -323,7 +323,9 @@ class _Renderer:
                                   else max(1, 1024 // self.s.block)),
                       index_t="long long" if self.s.index64 else "int",
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
-        if self.s.kind == "pointwise":
+        if self.s.kind == "pointwise" and self.s.tile:
+            text = _env().get_template("pointwise_tiled.cu.j2").render(**common, **self.pointwise_tiled())
+        elif self.s.kind == "pointwise":
             text = _env().get_template("pointwise.cu.j2").render(**common, **self.pointwise())
         elif self.s.kind == "matmul" and stage == 2:    # split-K's combining kernel, whatever ran the chunks
             text = _env().get_template("matmul_splitk.cu.j2").render(**common, **self.matmul_splitk())
@@ -360,6 +362,44 @@ class _Renderer:
                     total=" * ".join(f"n{l}" for l in loops) or "1",
                     coords=coords, loads=loads, out_decls=decl, lanes=self.lane_loop(body),
                     stores=stores)
+
+    def pointwise_tiled(self) -> dict:
+        """A transposing tile (`Schedule.tile`): the operands that span the innermost
+        loop i across it (contiguous along loop j) pass through shared memory."""
+        lay = self.layout
+        i, j = len(lay.loops) - 1, transposed_loop(lay)
+        if j is None:
+            raise TdslCompileError(f"schedule {self.s.tag}: a transposing tile needs an operand laid "
+                                   f"out across the innermost loop")
+        across = lambda op: i in op.loops and op.loops[-1] != i  # noqa: E731
+        uniform, uniform_ids = self.uniform_lines()
+        vals = self.closure(self.group.outputs, lambda v: v.id in uniform_ids)
+        used = _reads(vals, self.group.outputs)
+        staged, staged_in, body, staged_out, stores = [], [], [], [], []
+        for op in lay.inputs:
+            if op.value.id not in used or op.value.id in uniform_ids:
+                continue
+            load = to_reg(f"in{op.index}[{self.offset(op)}]", op.dtype)
+            if across(op):
+                name = f"s_in{op.index}"
+                staged.append(dict(name=name, ctype=reg_type(op.dtype)))
+                staged_in.append(f"{name}[ii][jj] = {load};")
+                body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {name}[ii][jj];")
+            else:
+                body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {load};")
+        body += [self.define(v) for v in vals]
+        for op in lay.outputs:
+            if across(op):
+                name = f"s_out{op.index}"
+                staged.append(dict(name=name, ctype=reg_type(op.value.dtype)))
+                stores.append(f"{name}[ii][jj] = v{op.value.id};")
+                staged_out.append(f"out{op.index}[{self.offset(op)}] = {to_storage(f'{name}[ii][jj]', op.dtype)};")
+            else:
+                stores.append(f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};")
+        others = [l for l in range(len(lay.loops)) if l not in (i, j)]
+        return dict(ti=self.s.tile[0], tj=self.s.tile[1], i=i, j=j, uniform=uniform, staged=staged,
+                    rest=" * ".join(f"n{l}" for l in others) or "1", rest_coords=self.coords(others, "rest"),
+                    staged_in=staged_in, body=body + stores, staged_out=staged_out)
 
     # -- reductions --------------------------------------------------------------
     def reduce(self) -> dict:

@@ -13,9 +13,10 @@ stride is a product of loop extents and no strides are passed at launch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from ..dtypes import DType
-from ..ir.graph import Graph, Value, unpermuted
+from ..ir.graph import Graph, Value
 from .partition import Group
 
 
@@ -112,10 +113,14 @@ def plan_layout(group: Group, graph: Graph) -> Layout:
 
 def operand_input(layout: Layout, value: Value):
     """The layout input a matmul operand reads, looking through transposes
-    (`w.T` reads w in place: its offsets follow loops, not dim order), or
-    None when the operand is computed."""
-    value = unpermuted(value)
-    return next((op for op in layout.inputs if op.value.id == value.id), None)
+    (`w.T` reads w in place: its offsets follow loops, not dim order) unless the
+    transposed value itself was stored (the partition stores an A laid out along M
+    as the product reads it), or None when the operand is computed."""
+    while True:
+        found = next((op for op in layout.inputs if op.value.id == value.id), None)
+        if found is not None or value.op != "permute":
+            return found
+        value = value.operands[0]
 
 
 def batched_operands(group: Group, layout: Layout) -> tuple:
@@ -124,3 +129,14 @@ def batched_operands(group: Group, layout: Layout) -> tuple:
     in order: its tensor map then has a third dim, whose coordinate is product bz)."""
     mm = next(v for v in group.values if v.op == "matmul")
     return tuple(len(operand_input(layout, o).loops) > 2 for o in mm.operands)
+
+
+def transposed_loop(layout: Layout) -> Optional[int]:
+    """The loop a transposing tile pairs with the innermost one: the innermost
+    loop of the operands that span the innermost loop without being contiguous
+    along it (`x.T` beside `x`), where they all agree; else None."""
+    if not layout.loops:
+        return None
+    inner = len(layout.loops) - 1
+    across = {op.loops[-1] for op in layout.inputs + layout.outputs if inner in op.loops and op.loops[-1] != inner}
+    return next(iter(across)) if len(across) == 1 else None

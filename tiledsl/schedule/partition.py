@@ -94,7 +94,7 @@ class _Partitioner:
             return self.stored[source.id]
         return (_class_of(source), self.epoch[source.id])
 
-    def producer(self, operand: Value, members: dict, itemsize: int = 0) -> Optional[tuple]:
+    def producer(self, operand: Value, members: dict, itemsize: int = 0, as_read: bool = False) -> Optional[tuple]:
         """The key of the group that can store a computed matmul operand at no
         more memory traffic than the product's prologue would cost, else None:
         - one other matmul product, the operand an elementwise function of it over
@@ -108,11 +108,14 @@ class _Partitioner:
           tensor-core tiles of a prologue load element by element with no
           pipeline: 4096^3 took 4506 us fused against 242 for both kernels, and
           512^3 50 against 23 (H100 2026-11-23, scripts/probe_prologue.py).
-        `h.T @ w` reads h in place (`unpermuted`). `itemsize`: as if
+        `h.T @ w` reads h in place (`unpermuted`) unless `as_read`: then the operand is
+        stored as the product reads it (see `operands_to_store`). `itemsize`: as if
         the operand were stored in this many bytes an element (a cast not yet written)."""
-        operand = unpermuted(operand)
+        operand = operand if as_read else unpermuted(operand)
         if operand.op == "param" or _is_anchor(operand):
             return None
+        if as_read and unpermuted(operand).op == "param":     # a transposed copy, run first
+            return ("operand", operand.id), -1
         feeders = self.anchors_feeding([operand], through_stored=True)
         if not feeders:     # from parameters only: a pointwise kernel of its own, run first
             return (("operand", operand.id), -1) if (itemsize or operand.dtype.itemsize) == 2 else None
@@ -135,10 +138,15 @@ class _Partitioner:
         for m in self.graph.values:
             if m.op != "matmul":
                 continue
-            for o in map(unpermuted, m.operands):
-                key = self.producer(o, members)
+            for i, operand in enumerate(m.operands):
+                # Tensor-core tiles read A along K: a 16-bit A laid out along M (`at.T @ w`,
+                # `f16(x).T @ w`) is stored transposed, as the product reads it, since
+                # the product would otherwise load it element by element with no pipeline.
+                as_read = (i == 0 and operand.dtype.itemsize == 2 and operand.op == "permute"
+                           and unpermuted(operand).dims[-1] != m.attr("contract"))
+                key = self.producer(operand, members, as_read=as_read)
                 if key is not None and key != self.group_key(m):
-                    chosen[o.id] = key
+                    chosen[(operand if as_read else unpermuted(operand)).id] = key
         return chosen
 
     def members(self) -> dict:

@@ -7,6 +7,12 @@ of it: one compiled kernel serves every size of its class.
 
     pointwise  block=256 items=4 vec=4   each thread loads 4 float4 vectors
                                         before computing: 64 bytes in flight
+    pointwise  tile=(64, 32) block=128  `x.T`, `x + y.T`: an operand whose innermost
+                                        dim is not the walk's passes through a
+                                        64x32 tile in shared memory, read (or
+                                        written) along its own innermost dim, so
+                                        both sides of the transpose move in whole
+                                        lines (x.T of 4096^2 f16: 285 -> 48 us)
     reduce_row row_threads=256 items=4   a row of 4096 f32 lives in registers:
                                         read from HBM once, reduced twice
     reduce_row stages=3 blocks_per_sm=2 a persistent block's threads copy their
@@ -61,6 +67,7 @@ MAX_ROW_STAGES = 4         # reduce_row: rows in a thread's shared-memory ring
 MAX_RING_BYTES = 40 * 1024  # a row ring's static shared memory (of the 48 KB a block has without opting in)
 R40_THREADS = 1536         # reduce_row: resident threads per SM that 40 registers a thread allow
 ROW_THREAD_BUDGETS = (R40_THREADS, THREADS_PER_SM)   # min_blocks * block beyond the usual 1024
+TRANSPOSE_TILES = (16, 32, 64)   # pointwise: sides of a transposing tile
 STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: the compiler's rule)
 
 
@@ -117,7 +124,8 @@ class Schedule:
     prefetch: bool = False      # reduce_row (cached): load the block's next row while this one is reduced
     splits: int = 0             # reduce_split: chunks of the reduced dims, reduced by separate blocks;
                                 # matmul (any kind): split-K, chunks of K summed by a second kernel
-    tile: tuple = ()            # matmul: block tile (BM, BN, BK)
+    tile: tuple = ()            # matmul: block tile (BM, BN, BK); pointwise: a transposing tile (TI, TJ)
+                                # of the innermost loop by a transposed operand's innermost loop
     micro: tuple = ()           # matmul: microtile (TM, TN) per thread; with mma, the warp tile (WM, WN)
     mma: bool = False           # matmul: tensor cores (mma.sync m16n8k16) for f16/bf16 operands
     stages: int = 1             # matmul (mma, 16-byte operands): cp.async pipeline depth; 1 = register prefetch;
@@ -151,6 +159,8 @@ class Schedule:
                 return f"{f} must be true or false"
         if any(type(v) is not int for v in self.tile + self.micro) or len(self.tile) > 3 or len(self.micro) > 2:
             return "tile and micro are tuples of integers"
+        if self.tile and self.kind not in ("matmul", "pointwise"):
+            return "only GEMMs and pointwise kernels take a tile"
         if self.block < 32 or self.block > 1024 or self.block % 32:
             return "block must be a multiple of 32 between 32 and 1024"
         if self.vec not in (1, 2, 4, 8, 16):
@@ -243,6 +253,11 @@ class Schedule:
                 return f"a {tm}x{tn} microtile does not fit in registers"
             if self.group < 0 or self.group > 64:
                 return "group must be between 0 and 64 block rows"
+        elif self.kind == "pointwise" and self.tile:
+            if len(self.tile) != 2 or any(t not in TRANSPOSE_TILES for t in self.tile):
+                return f"a transposing tile is (TI, TJ), each one of {', '.join(map(str, TRANSPOSE_TILES))}"
+            if self.vec != 1 or self.items != 1 or self.block > self.tile[0] * self.tile[1]:
+                return "a transposing tile moves single elements (vec 1, items 1), at most one a thread"
         elif self.kind == "reduce_split":
             if self.row_threads not in (1, self.block) or self.items != 0 or self.splits < 2:
                 return "a split reduction loops with a thread or a block per row, in 2 or more splits"
@@ -295,6 +310,8 @@ class Schedule:
                     + ("x64" if self.index64 else "x32"))
         parts = [{"pointwise": "pw", "reduce_row": "row", "reduce_col": "col", "reduce_split": "split"}[self.kind],
                  f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
+        if self.kind == "pointwise" and self.tile:
+            parts.append(f"t{self.tile[0]}x{self.tile[1]}")
         if self.kind == "reduce_split":
             parts.append(f"t{self.row_threads}")
         if self.kind == "reduce_row":
