@@ -1,14 +1,16 @@
-"""Probe (device run): tensor-core products whose operand is computed elementwise.
+"""Probe (device run): tensor-core products whose A operand is computed
+elementwise or laid out along M.
 
-A product such as `f16(x) @ w` (x f32) or `f16(x * s) @ w` computes its A
-operand in the GEMM's prologue, tile by tile. Times each program as tiledsl
+A product such as `f16(x) @ w` (x f32), `f16(x * s) @ w` or `at.T @ w` (at
+[K, M]) read its A operand in the GEMM's prologue, element by element, before
+the partition stored such operands with a pointwise kernel of their own. Times each program as tiledsl
 runs it, beside the same work as two tiledsl kernels (the operand stored in
 f16 by a pointwise kernel, then a plain product), the plain product alone,
 and torch (the operand made by torch, then cuBLAS). Each tiledsl program is
 checked against the float64 reference first. Medians of CUDA event times;
 three interleaved rounds.
 
-    python scripts/probe_prologue.py
+    python scripts/probe_prologue.py ["A transposed" ...]     (only these programs)
 """
 import statistics
 import sys
@@ -28,6 +30,9 @@ PROGRAMS = {
     "scale": ("kernel p(x: f16[M, K], s: f16[K], w: f16[K, N]) -> f32[M, N] { return f16(x * s) @ w }",
               "kernel c(x: f16[M, K], s: f16[K]) -> f16[M, K] { return f16(x * s) }",
               lambda x, s, w: torch.matmul(x * s, w)),
+    "A transposed": ("kernel p(at: f16[K, M], w: f16[K, N]) -> f32[M, N] { return at.T @ w }",
+                     "kernel c(at: f16[K, M]) -> f16[M, K] { return at.T }",
+                     lambda at, w: torch.matmul(at.T, w)),
 }
 PLAIN = "kernel g(a: f16[M, K], w: f16[K, N]) -> f32[M, N] { return a @ w }"
 SHAPES = [dict(M=4096, N=4096, K=4096), dict(M=1024, N=4096, K=4096), dict(M=128, N=4096, K=4096),
@@ -39,6 +44,8 @@ def main() -> None:
     print(cupy.cuda.runtime.getDeviceProperties(0)["name"].decode())
     plain = tiledsl.compile(PLAIN)
     for name, (src, pre_src, torch_fn) in PROGRAMS.items():
+        if sys.argv[1:] and name not in sys.argv[1:]:
+            continue
         fused, pre = tiledsl.compile(src), tiledsl.compile(pre_src)
         for e in SHAPES:
             flop = 2 * e["M"] * e["N"] * e["K"]
@@ -56,7 +63,7 @@ def main() -> None:
                 f"tiledsl fused ({tags})": lambda: fused(*dev, out=out),
                 "tiledsl two kernels": lambda: plain(pre(*dev[:-1], out=a16), dev[-1], out=two_out),
                 "tiledsl plain product alone": lambda: plain(a16, dev[-1], out=two_out),
-                "torch (operand, then cuBLAS)": lambda: torch_fn(*tdev),
+                "torch (cuBLAS; the operand made first)": lambda: torch_fn(*tdev),
             }
             times = {label: [] for label in impls}
             for _ in range(ROUNDS):
