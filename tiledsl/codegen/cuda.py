@@ -365,41 +365,54 @@ class _Renderer:
 
     def pointwise_tiled(self) -> dict:
         """A transposing tile (`Schedule.tile`): the operands that span the innermost
-        loop i across it (contiguous along loop j) pass through shared memory."""
+        loop i across it (contiguous along loop j) pass through shared memory; each
+        access moves `vec` elements along i (or, for those, along j): lanes e."""
         lay = self.layout
         i, j = len(lay.loops) - 1, transposed_loop(lay)
         if j is None:
             raise TdslCompileError(f"schedule {self.s.tag}: a transposing tile needs an operand laid "
                                    f"out across the innermost loop")
-        across = lambda op: i in op.loops and op.loops[-1] != i  # noqa: E731
         uniform, uniform_ids = self.uniform_lines()
         vals = self.closure(self.group.outputs, lambda v: v.id in uniform_ids)
         used = _reads(vals, self.group.outputs)
-        staged, staged_in, body, staged_out, stores = [], [], [], [], []
+        staged, staged_in, loads, body = [], [], [], []
         for op in lay.inputs:
             if op.value.id not in used or op.value.id in uniform_ids:
                 continue
-            load = to_reg(f"in{op.index}[{self.offset(op)}]", op.dtype)
-            if across(op):
-                name = f"s_in{op.index}"
+            S, k, at = storage_type(op.dtype), op.index, f"in{op.index} + {self.offset(op)}"
+            if i not in op.loops:           # the same value for every lane
+                loads.append(f"const {S} b{k} = in{k}[{self.offset(op)}];")
+                lane = to_reg(f"b{k}", op.dtype)
+            elif op.loops[-1] == i:         # contiguous along i: one vector
+                loads.append(f"const tdsl::Vec<{S}, V> b{k} = tdsl::load<{S}, V>({at});")
+                lane = to_reg(f"b{k}.v[e]", op.dtype)
+            else:                           # across: through shared memory, read along j
+                name = f"s_in{k}"
                 staged.append(dict(name=name, ctype=reg_type(op.dtype)))
-                staged_in.append(f"{name}[ii][jj] = {load};")
-                body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {name}[ii][jj];")
-            else:
-                body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {load};")
+                staged_in += [f"const tdsl::Vec<{S}, V> r{k} = tdsl::load<{S}, V>({at});", "#pragma unroll",
+                              f"for (int e = 0; e < V; ++e) {name}[ii][jj + e] = {to_reg(f'r{k}.v[e]', op.dtype)};"]
+                lane = f"{name}[ii + e][jj]"
+            body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {lane};")
         body += [self.define(v) for v in vals]
+        decls, stores, staged_out = [], [], []
         for op in lay.outputs:
-            if across(op):
-                name = f"s_out{op.index}"
-                staged.append(dict(name=name, ctype=reg_type(op.value.dtype)))
-                stores.append(f"{name}[ii][jj] = v{op.value.id};")
-                staged_out.append(f"out{op.index}[{self.offset(op)}] = {to_storage(f'{name}[ii][jj]', op.dtype)};")
+            S, k, at = storage_type(op.dtype), op.index, f"out{op.index} + {self.offset(op)}"
+            if op.loops[-1] == i:
+                decls.append(f"tdsl::Vec<{S}, V> o{k};")
+                body.append(f"o{k}.v[e] = {to_storage(f'v{op.value.id}', op.dtype)};")
+                stores.append(f"tdsl::store<{S}, V>({at}, o{k});")
             else:
-                stores.append(f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};")
+                name = f"s_out{k}"
+                staged.append(dict(name=name, ctype=reg_type(op.value.dtype)))
+                body.append(f"{name}[ii + e][jj] = v{op.value.id};")
+                staged_out += [f"tdsl::Vec<{S}, V> w{k};", "#pragma unroll",
+                               f"for (int e = 0; e < V; ++e) w{k}.v[e] = {to_storage(f'{name}[ii][jj + e]', op.dtype)};",
+                               f"tdsl::store<{S}, V>({at}, w{k});"]
         others = [l for l in range(len(lay.loops)) if l not in (i, j)]
         return dict(ti=self.s.tile[0], tj=self.s.tile[1], i=i, j=j, uniform=uniform, staged=staged,
                     rest=" * ".join(f"n{l}" for l in others) or "1", rest_coords=self.coords(others, "rest"),
-                    staged_in=staged_in, body=body + stores, staged_out=staged_out)
+                    staged_in=staged_in, loads=loads, out_decls=decls, lanes=self.lane_loop(body),
+                    stores=stores, staged_out=staged_out)
 
     # -- reductions --------------------------------------------------------------
     def reduce(self) -> dict:

@@ -181,15 +181,26 @@ def transposed_loop(p: Problem) -> Optional[int]:
 
 def transposing_tile(p: Problem) -> Optional[tuple]:
     """(TI, TJ) for a pointwise group with a transposed operand, where both loops
-    are long enough for tiles to pay; else None. 64 along the innermost loop by
-    32 across, with 128 threads: within 2% of the best of 12 tiles and blocks on
-    four programs, each 4-6x faster than element by element (H100 2026-11-23,
-    scripts/probe_transpose.py: x.T of 4096x4096 f16 285 -> 48 us, 8192x4096 f32
-    715 -> 114, x + y.T 164 -> 86)."""
+    are long enough for tiles to pay; else None. 64x64 with 128 threads, each
+    access 8 bytes (`tile_vector`): the best of 24 tiles, blocks and widths on
+    three of four programs and within 4% on the fourth (H100 2026-11-23,
+    scripts/probe_transpose.py: x.T of 4096x4096 f16 285 -> 37 us, 8192x4096 f32
+    706 -> 103, x + y.T f32 161 -> 85, element by element before)."""
     j = transposed_loop(p)
     if j is None or p.loops[p.inner] < 16 or p.loops[j] < 16:
         return None
-    return (64, 32)
+    return (64, 64)
+
+
+def tile_vector(p: Problem) -> int:
+    """Elements a transposing tile moves an access: 8 bytes of the widest operand
+    (f16 4, f32 2), where both tiled extents divide and every operand is aligned."""
+    j = transposed_loop(p)
+    widest = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs)
+    vec = max(1, min(4, 8 // widest))
+    while vec > 1 and (j is None or p.loops[p.inner] % vec or p.loops[j] % vec or p.misaligned):
+        vec //= 2
+    return vec
 
 
 def _pow2_at_least(n: int) -> int:
@@ -435,9 +446,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                     out.append(Schedule("pointwise", block=block, vec=vec, items=items,
                                         index64=p.index64))
         if transposed_loop(p) is not None:
-            out += [Schedule("pointwise", block=block, tile=tile, index64=p.index64)
+            out += [Schedule("pointwise", block=block, vec=vec, tile=tile, index64=p.index64)
+                    for vec in sorted({1, tile_vector(p)})
                     for tile in ((32, 32), (64, 64), (32, 64), (64, 32)) for block in (128, 256, 512)
-                    if block <= tile[0] * tile[1]]
+                    if block * vec <= tile[0] * tile[1]]
         return out
     out = []
     if not p.row_major():
@@ -541,7 +553,9 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
         block = hints.threads or (hints.warps * 32 if hints.warps else 128)
         tile = transposing_tile(p)
         if tile is not None:
-            return Schedule("pointwise", block=min(block, tile[0] * tile[1]), tile=tile, index64=p.index64)
+            vec = tile_vector(p)
+            return Schedule("pointwise", block=min(block, tile[0] * tile[1] // vec), vec=vec, tile=tile,
+                            index64=p.index64)
         return Schedule("pointwise", block=block, vec=max_vector(p, hints.vector), items=2,
                         index64=p.index64)
     if not p.row_major() and p.rows >= 4 * p.sm_count * 32:
@@ -1045,6 +1059,9 @@ def fits(p: Problem, s: Schedule) -> str:
     elif s.kind == "matmul" and s.vec > 1:
         if s.vec != 4 or simt_vector(p) != 4:
             return "f32 SIMT tiles move in 16-byte vectors only where extents and alignment allow"
+    elif s.kind == "pointwise" and s.tile:
+        if s.vec > tile_vector(p):
+            return f"vector width {s.vec} exceeds what extents, alignment and dtypes allow a transposing tile"
     elif s.vec > 1:
         if inner is None or p.loops[inner] % s.vec:
             return f"the innermost extent is not a multiple of {s.vec}"
