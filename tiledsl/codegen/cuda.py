@@ -397,10 +397,10 @@ class _Renderer:
         decls, stores, staged_out = [], [], []
         for op in lay.outputs:
             S, k, at = storage_type(op.dtype), op.index, f"out{op.index} + {self.offset(op)}"
-            if op.loops[-1] == i:
-                decls.append(f"tdsl::Vec<{S}, V> o{k};")
-                body.append(f"o{k}.v[e] = {to_storage(f'v{op.value.id}', op.dtype)};")
-                stores.append(f"tdsl::store<{S}, V>({at}, o{k});")
+            if op.loops[-1] == i:           # as the flat walk stores it
+                d, lane, st = self.store_lines(op, "")
+                decls, stores = decls + d, stores + st
+                body += lane
             else:
                 name = f"s_out{k}"
                 staged.append(dict(name=name, ctype=reg_type(op.value.dtype)))
