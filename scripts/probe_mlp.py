@@ -22,7 +22,7 @@ import torch  # noqa: E402
 import tiledsl  # noqa: E402
 from tiledsl.codegen import sources_for  # noqa: E402
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error  # noqa: E402
-from tiledsl.runtime.measure import time_gpu  # noqa: E402
+from tiledsl.runtime.measure import time_rounds  # noqa: E402
 from tiledsl.schedule.partition import describe, partition  # noqa: E402
 
 with open(os.path.join(ROOT, "examples", "mlp.tdsl")) as f:
@@ -60,10 +60,7 @@ def main() -> None:
         hc = cupy.empty((e["M"], e["H"]), cupy.float16)
         xc, w1c, w2c = dev[0], dev[1], dev[3]
         impls["cuBLAS: the two GEMMs alone"] = lambda: (cupy.matmul(xc, w1c, out=hc), cupy.matmul(hc, w2c))
-        times = {label: [] for label in impls}
-        for _ in range(ROUNDS):
-            for label, fn in impls.items():
-                times[label].append(time_gpu(fn, repeat=REPEAT) * 1e6)
+        times = time_rounds(impls, ROUNDS, REPEAT)
         best = min(statistics.median(t) for t in times.values())
         print(f"MLP M={e['M']} D={e['D']} H={e['H']} E={e['E']} ({flop / 1e9:.1f} GFLOP)")
         for label, t in times.items():

@@ -21,7 +21,7 @@ import torch
 import tiledsl
 from tiledsl.codegen import sources_for
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
-from tiledsl.runtime.measure import time_gpu
+from tiledsl.runtime.measure import time_rounds
 
 PROGRAMS = {
     "cast": ("kernel p(x: f32[M, K], w: f16[K, N]) -> f32[M, N] { return f16(x) @ w }",
@@ -65,10 +65,7 @@ def main() -> None:
                 "tiledsl plain product alone": lambda: plain(a16, dev[-1], out=two_out),
                 "torch (cuBLAS; the operand made first)": lambda: torch_fn(*tdev),
             }
-            times = {label: [] for label in impls}
-            for _ in range(ROUNDS):
-                for label, fn in impls.items():
-                    times[label].append(time_gpu(fn, repeat=REPEAT) * 1e6)
+            times = time_rounds(impls, ROUNDS, REPEAT)
             print(f"{name} M={e['M']} N={e['N']} K={e['K']}")
             for label, t in times.items():
                 m = statistics.median(t)

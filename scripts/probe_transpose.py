@@ -20,7 +20,7 @@ import tiledsl
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
 from tiledsl.runtime import launcher_for
 from tiledsl.runtime.launcher import set_overrides
-from tiledsl.runtime.measure import copy_bandwidth, time_gpu
+from tiledsl.runtime.measure import copy_bandwidth, time_rounds
 from tiledsl.schedule.choose import candidates, default, max_vector, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
@@ -64,10 +64,7 @@ def main() -> None:
             x, tx = dev[0], torch.as_tensor(dev[0], device="cuda")
             impls["cupy.ascontiguousarray(x.T)"] = lambda: cupy.ascontiguousarray(x.T)
             impls["torch x.t().contiguous()"] = lambda: tx.t().contiguous()
-        times = {label: [] for label in impls}
-        for _ in range(ROUNDS):
-            for label, fn in impls.items():
-                times[label].append(time_gpu(fn, repeat=REPEAT) * 1e6)
+        times = time_rounds(impls, ROUNDS, REPEAT)
         print(f"{src.split('{')[1].strip(' }')}  {extents}  ({nbytes / 2**20:.0f} MiB moved)")
         for label, t in times.items():
             m = statistics.median(t)

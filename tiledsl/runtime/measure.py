@@ -25,6 +25,17 @@ def time_gpu(fn, warmup: int = 3, repeat: int = 20) -> float:
     return float(np.median(times))
 
 
+def time_rounds(impls: dict, rounds: int = 3, repeat: int = 20) -> dict:
+    """Each callable's µs per call (`time_gpu`) in `rounds` interleaved rounds, every
+    callable once a round, so a slow stretch of the host costs each one round
+    rather than one callable all of them: label -> [µs of each round]."""
+    times = {label: [] for label in impls}
+    for _ in range(rounds):
+        for label, fn in impls.items():
+            times[label].append(time_gpu(fn, repeat=repeat) * 1e6)
+    return times
+
+
 @lru_cache(maxsize=None)
 def copy_bandwidth(device: int = 0, nbytes: int = 1 << 30) -> float:
     """Measured device-to-device copy bandwidth in bytes/s (read + write)."""
