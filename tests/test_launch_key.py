@@ -218,3 +218,33 @@ def test_the_checked_path_launches_maps_first_then_eight_byte_slots(monkeypatch)
     monkeypatch.setattr(L, "_cupy", lambda: fake)
     L._launch_with_maps(NS(ptr=7), (3, 2), (256,), 4096, [0xA000, 0xB000], [1 << 40, 4096, 0.5, True])
     assert seen == [((7, 3, 2, 1, 256, 1, 1, 4096, 99), [0xA000, 0xB000], (1 << 40, 4096, 0.5, 1))]
+
+
+def test_a_kernel_call_goes_to_the_warm_dispatch_or_the_launcher():
+    """Kernel is a functools.partial (vectorcall); its call still reaches the launcher's
+    dispatcher for the argument count, else the launcher's checked path."""
+    import copy
+    import pickle
+    k = tiledsl.compile(SRC)
+    calls = []
+
+    class Recorder:
+        _dispatchers: dict = {}
+
+        def __call__(self, args, kwargs, out):
+            calls.append((args, kwargs, out))
+            return "checked"
+    k._launcher = Recorder()
+    assert k(1, 2, out=3) == "checked" and calls == [((1, 2), {}, 3)]
+    k._launcher._dispatchers[2] = lambda args, out: ("warm", args, out)
+    assert k(1, 2) == ("warm", (1, 2), None)
+    assert k(1, w=2) == "checked" and calls[-1] == ((1,), {"w": 2}, None)    # keywords: checked
+    assert k(1, 2, 3) == "checked"                                          # no dispatcher for 3
+
+    class Model:
+        kernel = k
+    assert Model().kernel is k                  # a class attribute, not a bound method
+    with pytest.raises(TypeError, match="cannot be pickled or copied"):
+        pickle.dumps(k)
+    with pytest.raises(TypeError, match="cannot be pickled or copied"):
+        copy.copy(k)
