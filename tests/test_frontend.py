@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np

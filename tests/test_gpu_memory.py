@@ -17,7 +17,6 @@ Run: python -m pytest -q -m gpu tests/test_gpu_memory.py
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -31,7 +30,7 @@ from tiledsl.errors import (TdslArgumentError, TdslError, TdslShapeError, TdslTy
 from gpu_helpers import (as_list, bf16_numpy, check, device_count, draw, free_memory,
                          fresh_seed, gpu_status, host_arguments, poison, require_torch,
                          result_shapes, sample_positions, still_poisoned, synchronize, to_device,
-                         to_host, torch_cuda)
+                         to_host)
 
 _GPU_OK, _GPU_WHY = gpu_status()
 pytestmark = [pytest.mark.gpu,
