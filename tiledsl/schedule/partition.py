@@ -114,10 +114,8 @@ class _Partitioner:
         operand = operand if as_read else unpermuted(operand)
         if operand.op == "param" or _is_anchor(operand):
             return None
-        if as_read and unpermuted(operand).op == "param":     # a transposed copy, run first
-            return ("operand", operand.id), -1
         feeders = self.anchors_feeding([operand], through_stored=True)
-        if not feeders:     # from parameters only: a pointwise kernel of its own, run first
+        if not feeders:     # from parameters only (`at.T` as read too): a pointwise kernel of its own, run first
             return (("operand", operand.id), -1) if (itemsize or operand.dtype.itemsize) == 2 else None
         if len(feeders) == 1 and feeders[0].op == "matmul" and set(operand.dims) == set(feeders[0].dims):
             return self.group_key(feeders[0])
