@@ -1,12 +1,14 @@
 """Probe (device run): tensor-core products whose A operand is computed
 elementwise or laid out along M.
 
-A product such as `f16(x) @ w` (x f32), `f16(x * s) @ w` or `at.T @ w` (at
-[K, M]) read its A operand in the GEMM's prologue, element by element, before
-the partition stored such operands with a pointwise kernel of their own. Times each program as tiledsl
-runs it, beside the same work as two tiledsl kernels (the operand stored in
-f16 by a pointwise kernel, then a plain product), the plain product alone,
-and torch (the operand made by torch, then cuBLAS). Each tiledsl program is
+A product such as `f16(x) @ w` (x f32) or `f16(x * s) @ w` read its A operand
+in the GEMM's prologue, element by element, before the partition stored such
+operands with a pointwise kernel of their own; `at.T @ w` (at [K, M]) was
+copied transposed first, before the tensor-core tiles read an M-contiguous A
+in place. Times each program as tiledsl runs it, beside the same work as two
+tiledsl kernels (the operand stored in f16 [M, K] by a pointwise kernel, then
+a plain product), the plain product alone, and torch (the operand made by
+torch, then cuBLAS; `at.T` is a view cuBLAS reads transposed). Each tiledsl program is
 checked against the float64 reference first. Medians of CUDA event times;
 three interleaved rounds.
 

@@ -128,6 +128,9 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], unsigned addr) {
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row) {
     ldsm_x4(r, smem_address(row));
 }
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* row) {
+    ldsm_x4_trans(r, smem_address(row));
+}
 // Two matrices (lanes 0-15 give the rows), plain or transposed.
 __device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const void* row) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"

@@ -55,6 +55,9 @@ PROGRAMS = {
                dict(M=1000, K=512, N=768)),
     "linear_kn": ("kernel lin(x: f16[M, K], w: f16[K, N], b: f32[N]) -> f16[M, N] { return relu(x @ w + b) }",
                   dict(M=1000, K=512, N=768)),
+    # A contiguous along M and B along N: both tiles kept [k][rows], read transposed
+    "linear_mn": ("kernel lin(xt: bf16[K, M], w: bf16[K, N], b: f32[N]) -> bf16[M, N] { return relu(xt.T @ w + b) }",
+                  dict(M=1000, K=512, N=768)),
 }
 
 
@@ -383,12 +386,14 @@ def test_half_precision_matmul_uses_tensor_cores(dtype, arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("layout", ["a @ b", "a @ bt.T"])
+@pytest.mark.parametrize("layout", ["a @ b", "a @ bt.T", "at.T @ b", "at.T @ bt.T"])
 def test_pipelined_matmul_moves_tiles_asynchronously(layout, arch):
-    # x @ w with w[K, N] keeps B as [k][n] (transposed ldmatrix); x @ w.T as [n][k].
+    # x @ w with w[K, N] keeps B as [k][n] (transposed ldmatrix, or wgmma's N-major B); x @ w.T
+    # as [n][k]; at.T @ w with at[K, M] keeps A as [k][m] likewise (one kernel, no copy first).
     # On Hopper the tensor memory accelerator copies the tiles (UTMALDG), elsewhere cp.async.
-    b_type = "b: f16[K, N]" if layout == "a @ b" else "bt: f16[N, K]"
-    k = tiledsl.compile(f"kernel mm(a: f16[M, K], {b_type}) -> f16[M, N] {{ return {layout} }}")
+    a_type = "at: f16[K, M]" if layout.startswith("at") else "a: f16[M, K]"
+    b_type = "bt: f16[N, K]" if layout.endswith("bt.T") else "b: f16[K, N]"
+    k = tiledsl.compile(f"kernel mm({a_type}, {b_type}) -> f16[M, N] {{ return {layout} }}")
     [ks] = sources_for(k, dict(M=4096, K=4096, N=4096), arch=arch)
     assert ks.schedule.stages > 1 and ks.schedule.shared_bytes > 48 * 1024
     compiled = toolchain.compile_cuda(ks.source, arch=arch)
@@ -401,6 +406,8 @@ def test_pipelined_matmul_moves_tiles_asynchronously(layout, arch):
     else:
         assert toolchain.has_instruction(sass, "LDGSTS")
         assert toolchain.has_instruction(sass, "LDSM") and toolchain.has_instruction(sass, "HMMA")
+        # a tile kept [k][rows] is read by the transposing ldmatrix
+        assert toolchain.has_instruction(sass, "LDSM.16.MT88.4") == (layout != "a @ bt.T")
 
 
 def test_pipeline_schedules_that_cannot_fit_are_refused_with_the_reason():

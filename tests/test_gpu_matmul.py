@@ -93,7 +93,7 @@ def test_two_products_with_the_operand_between_them_stored(src, extents):
     "kernel f(x: f32[K, M], w: f16[K, N]) -> f32[M, N] { return f16(x).T @ f16(w * 2.0) }",
     "kernel f(x: f32[M, K], w: f16[K, N], v: f16[K, N]) -> (f32[M, N], f32[M, N], f16[M, K]) {\n"
     "  a = f16(x)\n  return a @ w, a @ v, a }",
-    # an A laid out along M: stored transposed first (a copy, or the product's epilogue)
+    # an A laid out along M: read in place, kept [k][m] in shared memory and read transposed
     "kernel f(at: f16[K, M], w: f16[N, K]) -> f32[M, N] { return at.T @ w.T }",
     "kernel f(x: bf16[B, K, M], w: bf16[K, N]) -> bf16[B, M, N] { return x.T @ w }",
     "kernel f(x: f16[M, K], w1: f16[K, N], w2: f16[M, K]) -> f16[N, K] {\n"
@@ -169,9 +169,11 @@ def test_large_tiles(dtype):
 
 
 def _tensor_core_candidates():
-    for dtype, layout in (("f16", "a @ b"), ("f16", "a @ bt.T"), ("bf16", "a @ b")):
-        b_decl = "b: {t}[K, N]" if layout == "a @ b" else "bt: {t}[N, K]"
-        src = (f"kernel tc(a: {dtype}[M, K], {b_decl.format(t=dtype)}, bias: f32[N]) -> {dtype}[M, N] "
+    for dtype, layout in (("f16", "a @ b"), ("f16", "a @ bt.T"), ("bf16", "a @ b"), ("f16", "at.T @ b"),
+                          ("bf16", "at.T @ bt.T")):
+        a_decl = "at: {t}[K, M]" if layout.startswith("at") else "a: {t}[M, K]"
+        b_decl = "bt: {t}[N, K]" if layout.endswith("bt.T") else "b: {t}[K, N]"
+        src = (f"kernel tc({a_decl.format(t=dtype)}, {b_decl.format(t=dtype)}, bias: f32[N]) -> {dtype}[M, N] "
                f"{{ return relu({layout} + bias) }}")
         yield from _pipelined(src, f"{dtype}-{layout.replace(' ', '')}")
     yield from _pipelined(TF32, "tf32")

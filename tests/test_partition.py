@@ -132,29 +132,35 @@ def test_an_f32_operand_from_parameters_stays_a_prologue():
     assert [g.kind for g in groups] == ["matmul"]
 
 
-@pytest.mark.parametrize("src, stored", [
-    ("kernel f(at: f16[K, M], w: f16[K, N]) -> f32[M, N] { return at.T @ w }", ("M", "K")),
-    ("kernel f(x: f32[K, M], w: f16[N, K]) -> f32[M, N] { return f16(x).T @ w.T }", ("M", "K")),
-    ("kernel f(x: f16[B, K, M], w: f16[K, N]) -> f32[B, M, N] { return x.T @ w }", ("B", "M", "K")),
-], ids=["param", "computed", "batched"])
-def test_a_16_bit_a_laid_out_along_m_is_stored_as_the_product_reads_it(src, stored):
-    # tensor-core tiles read A along K; before, an M-contiguous A loaded element by element
-    k, (g0, g1) = _groups(src)
-    assert (g0.kind, g1.kind) == ("pointwise", "matmul")
-    assert g0.outputs[0].op == "permute" and g0.outputs[0].dims == stored and g0.outputs[0] in g1.inputs
-    s = default(problem(g1, plan_layout(g1, k.graph), dict(B=2, M=4096, N=4096, K=4096), frozenset(), 132,
-                        "sm_90a"), k.hints)
+@pytest.mark.parametrize("src, groups", [
+    ("kernel f(at: f16[K, M], w: f16[K, N]) -> f32[M, N] { return at.T @ w }", ["matmul"]),
+    ("kernel f(x: f16[B, K, M], w: f16[K, N]) -> f32[B, M, N] { return x.T @ w }", ["matmul"]),
+    ("kernel f(x: f32[K, M], w: f16[N, K]) -> f32[M, N] { return f16(x).T @ w.T }", ["pointwise", "matmul"]),
+], ids=["param", "batched", "computed"])
+def test_a_16_bit_a_laid_out_along_m_is_read_in_place_by_the_warpgroup_tiles(src, groups):
+    # the tiles keep such an A [k][m] in shared memory and wgmma reads it transposed: no
+    # transposed copy first (a computed A is stored as computed, [K, M], by a kernel of its own)
+    k, gs = _groups(src)
+    assert [g.kind for g in gs] == groups
+    if len(gs) == 2:
+        assert _writes(gs[0]) == [("cast", "f16", ("K", "M"))] and gs[0].outputs[0] in gs[1].inputs
+    g = gs[-1]
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, dict(B=2, M=4096, N=4096, K=4096), frozenset(), 132, "sm_90a"), k.hints)
     assert s.wgmma and s.tma, s.tag
+    # sm_80: the cp.async pipeline of mma.sync tiles, A read by ldmatrix.trans
+    s80 = default(problem(g, lay, dict(B=2, M=4096, N=4096, K=4096), frozenset(), 132, "sm_80"), k.hints)
+    assert s80.mma and s80.stages > 1, s80.tag
 
 
-def test_a_product_stores_its_result_transposed_for_the_next_products_a():
+def test_a_product_stores_its_result_as_computed_for_the_next_products_transposed_a():
     k, (g0, g1) = _groups("kernel f(x: f16[M, D], w1: f16[D, H], w2: f16[M, E]) -> f16[H, E] {\n"
                           "  h = f16(relu(x @ w1))\n  return h.T @ w2 }")
     assert (g0.kind, g1.kind) == ("matmul", "matmul")
-    assert g0.outputs[0].op == "permute" and g0.outputs[0].dims == ("H", "M") and g0.outputs[0] in g1.inputs
+    assert g0.outputs[0].op == "cast" and g0.outputs[0].dims == ("M", "H") and g0.outputs[0] in g1.inputs
     s = default(problem(g1, plan_layout(g1, k.graph), dict(M=4096, D=1024, H=4096, E=1024), frozenset(), 132,
                         "sm_90a"), k.hints)
-    assert s.wgmma, s.tag
+    assert s.wgmma and s.tma, s.tag
 
 
 def test_a_laid_out_along_k_or_f32_is_read_in_place():

@@ -709,14 +709,13 @@ class _Renderer:
         wm, wn = self.s.micro
         tile = self.operand_tile
         half = a.dtype.name
-        a_tile = tile(a, lm, "As")
-        if a_tile["k_major"]:   # A's fragments are read [m][k]: an M-contiguous A goes element by element
-            a_tile.update(k_major=False, vector=False)
-        b_tile = tile(b, ln, "Bs")
+        a_tile, b_tile = tile(a, lm, "As"), tile(b, ln, "Bs")
         pipelined = self.s.stages > 1
         if pipelined and not (a_tile["vector"] and b_tile["vector"]):
             raise TdslCompileError(f"schedule {self.s.tag}: a cp.async pipeline needs both operands "
-                                   f"as plain 16-byte-vector inputs, A contiguous along K")
+                                   f"as plain 16-byte-vector inputs")
+        if self.s.wgmma and a.dtype.itemsize == 4 and (a_tile["k_major"] or b_tile["k_major"]):
+            raise TdslCompileError(f"schedule {self.s.tag}: wgmma reads TF32 operands contiguous along K only")
         base.update(stages=self.s.stages, buffers=2, group=self.s.group, pipelined=pipelined,
                     a_tile=a_tile, b_tile=b_tile, warps_n=bn // wn, wm=wm, wn=wn,
                     to16="f32_to_f16" if half == "f16" else "f32_to_bf16",
@@ -859,7 +858,8 @@ def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_exte
     template's copies read them: each operand a C-contiguous input, extents
     innermost first (a batched one's products as a third dim); a box of one K
     tile (128 bytes of K) by the tile's rows where K is contiguous, else (16-bit
-    B as [K][N]) 64 N values by the K tile, one per 64 columns."""
+    A as [K][M] or B as [K][N]) 64 M or N values by the K tile, one per 64 rows
+    or columns."""
     mm = next(v for v in group.values if v.op == "matmul")
     lk = layout.n_kept
     bm, bn, bk = schedule.tile

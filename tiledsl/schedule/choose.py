@@ -707,7 +707,9 @@ def uses_tensor_cores(p: Problem) -> bool:
 def matmul_vector(p: Problem) -> int:
     """8 when both operands are plain 16-bit inputs that move in 16-byte
     vectors along their contiguous dim (a multiple of 8 long, 16-byte
-    aligned), A contiguous along K: the tiles then load by cp.async."""
+    aligned), along K or not: the tiles then load by cp.async (or TMA), and a
+    tile contiguous along M or N is read transposed (ldmatrix.trans, wgmma's
+    MN-major operands)."""
     mm = next(v for v in p.group.values if v.op == "matmul")
     a, b = mm.operands
     for operand in (a, b):
@@ -715,8 +717,6 @@ def matmul_vector(p: Problem) -> int:
         if op is None or operand.dtype.itemsize != 2 or operand.dtype != a.dtype:
             return 1
         if p.loops[op.loops[-1]] % 8 or id(op) in p.misaligned:
-            return 1
-        if operand is a and op.loops[-1] != p.layout.n_kept:
             return 1
     return 8
 

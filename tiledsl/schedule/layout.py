@@ -114,8 +114,8 @@ def plan_layout(group: Group, graph: Graph) -> Layout:
 def operand_input(layout: Layout, value: Value):
     """The layout input a matmul operand reads, looking through transposes
     (`w.T` reads w in place: its offsets follow loops, not dim order) unless the
-    transposed value itself was stored (the partition stores an A laid out along M
-    as the product reads it), or None when the operand is computed."""
+    transposed value itself was stored (a result of the program, `y = x.T`), or
+    None when the operand is computed."""
     while True:
         found = next((op for op in layout.inputs if op.value.id == value.id), None)
         if found is not None or value.op != "permute":

@@ -94,7 +94,7 @@ class _Partitioner:
             return self.stored[source.id]
         return (_class_of(source), self.epoch[source.id])
 
-    def producer(self, operand: Value, members: dict, itemsize: int = 0, as_read: bool = False) -> Optional[tuple]:
+    def producer(self, operand: Value, members: dict, itemsize: int = 0) -> Optional[tuple]:
         """The key of the group that can store a computed matmul operand at no
         more memory traffic than the product's prologue would cost, else None:
         - one other matmul product, the operand an elementwise function of it over
@@ -108,14 +108,15 @@ class _Partitioner:
           tensor-core tiles of a prologue load element by element with no
           pipeline: 4096^3 took 4506 us fused against 242 for both kernels, and
           512^3 50 against 23 (H100 2026-11-23, scripts/probe_prologue.py).
-        `h.T @ w` reads h in place (`unpermuted`) unless `as_read`: then the operand is
-        stored as the product reads it (see `operands_to_store`). `itemsize`: as if
-        the operand were stored in this many bytes an element (a cast not yet written)."""
-        operand = operand if as_read else unpermuted(operand)
+        `h.T @ w` stores h as computed and reads it in place (`unpermuted`): the
+        tensor-core tiles read an A or B contiguous along M or N transposed, from
+        shared memory. `itemsize`: as if the operand were stored in this many
+        bytes an element (a cast not yet written)."""
+        operand = unpermuted(operand)
         if operand.op == "param" or _is_anchor(operand):
             return None
         feeders = self.anchors_feeding([operand], through_stored=True)
-        if not feeders:     # from parameters only (`at.T` as read too): a pointwise kernel of its own, run first
+        if not feeders:     # from parameters only: a pointwise kernel of its own, run first
             return (("operand", operand.id), -1) if (itemsize or operand.dtype.itemsize) == 2 else None
         if len(feeders) == 1 and feeders[0].op == "matmul" and set(operand.dims) == set(feeders[0].dims):
             return self.group_key(feeders[0])
@@ -136,15 +137,10 @@ class _Partitioner:
         for m in self.graph.values:
             if m.op != "matmul":
                 continue
-            for i, operand in enumerate(m.operands):
-                # Tensor-core tiles read A along K: a 16-bit A laid out along M (`at.T @ w`,
-                # `f16(x).T @ w`) is stored transposed, as the product reads it, since
-                # the product would otherwise load it element by element with no pipeline.
-                as_read = (i == 0 and operand.dtype.itemsize == 2 and operand.op == "permute"
-                           and unpermuted(operand).dims[-1] != m.attr("contract"))
-                key = self.producer(operand, members, as_read=as_read)
+            for operand in m.operands:
+                key = self.producer(operand, members)
                 if key is not None and key != self.group_key(m):
-                    chosen[(operand if as_read else unpermuted(operand)).id] = key
+                    chosen[unpermuted(operand).id] = key
         return chosen
 
     def members(self) -> dict:

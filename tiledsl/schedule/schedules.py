@@ -233,7 +233,7 @@ class Schedule:
                     if self.shared_bytes > MAX_SHARED_BYTES:
                         return (f"{self.stages} stages of {bm}x{bn}x{bk} tiles need {self.shared_bytes // 1024} KB "
                                 f"of shared memory, more than the {MAX_SHARED_BYTES // 1024} KB a block can have")
-                elif 2 * (bm + bn) * (bk + 8) * 2 > 48 * 1024:
+                elif 2 * (max(bm * (bk + 8), bk * (bm + 8)) + max(bn * (bk + 8), bk * (bn + 8))) * 2 > 48 * 1024:
                     return "two buffers of these tiles need more than 48 KB of shared memory"
                 if (tm // 16) * (tn // 8) * 4 > 128:
                     return "the warp tile's accumulators do not fit in registers"
@@ -275,13 +275,13 @@ class Schedule:
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory a launch asks for: the pipelined GEMM's stages
-        (room for either B layout, so the size follows from the schedule alone)."""
+        (room for either layout of each operand, so the size follows from the schedule alone)."""
         if self.kind != "matmul" or not self.mma or self.stages < 2:
             return 0
         (bm, bn, bk), pad = self.tile, 8
         if self.wgmma:    # unpadded swizzled 128-byte rows, aligned to 1024 bytes in the kernel
             return self.stages * (bm + bn) * 128 + 1024 + (8 * self.stages if self.tma else 0)  # + TMA's barriers
-        return self.stages * (bm * (bk + pad) + max(bn * (bk + pad), bk * (bn + pad))) * 2
+        return self.stages * (max(bm * (bk + pad), bk * (bm + pad)) + max(bn * (bk + pad), bk * (bn + pad))) * 2
 
     @property
     def register_cap(self) -> int:
