@@ -12,7 +12,9 @@ Workloads (M x N x K; a: [M, K], b: [K, N], the result in the operands' dtype):
   TF32 a @ w.T, w: [N, K], at the same sizes (tiledsl's schedule { tf32(true) }, which reads TF32
     through wgmma where both operands are K-contiguous; cuBLAS with TF32 allowed);
   batched f16 32 x (512x512x64) (examples/batched_matmul.tdsl);
-  fused relu(x @ w + b), f16 x and w, f32 b, f16 result, at 4096^3.
+  fused relu(x @ w + b), f16 x and w, f32 b, f16 result, at 4096^3;
+  f16 a.T @ b with a stored [K, M] (a weight gradient's x.T @ dy) at 4096^3 and 8192^3: tiledsl
+    reads the M-contiguous A in place, cuBLAS reads the transposed view in place.
 
 Every row: median time over CUDA-event timings after warm-up, with the inputs
 rotated among enough sets that they are not L2-resident; TFLOP/s; speed
@@ -55,6 +57,8 @@ BATCHED_INLINE = ("kernel bmm(a: f16[B, M, K], b: f16[B, K, N]) -> f16[B, M, N] 
 LINEAR_RELU_TDSL = ("kernel linear_relu(x: f16[M, K], w: f16[K, N], b: f32[N]) -> f16[M, N] {\n"
                     "    return relu(x @ w + b)\n}\n")
 
+AT_TDSL = "kernel mm_at(a: f16[K, M], b: f16[K, N]) -> f16[M, N] {\n    return a.T @ b\n}\n"
+
 NA_TF32 = ("n/a: tf32(true) chose no TF32 code here (tiledsl's TF32 needs sm_90a and K-contiguous "
            "operands)")
 
@@ -69,14 +73,16 @@ TRITON_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]      # f16 rows with a 
 F32_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 BATCHED = (32, 512, 512, 64)                                   # (B, M, N, K)
 FUSED_SHAPE = (4096, 4096, 4096)
+AT_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 
 OP_PLAIN, OP_BATCHED, OP_FUSED = "a @ b", "batched a @ b", "relu(x @ w + b)"
 OP_TF32 = "a @ w.T"         # the TF32 rows: w is [N, K] (K-contiguous), as tiledsl's TF32 path needs
+OP_AT = "a.T @ b"           # a is [K, M] (M-contiguous), as x of a weight gradient x.T @ dy
 
 
 @dataclass(frozen=True)
 class Workload:
-    op: str                 # OP_PLAIN, OP_BATCHED or OP_FUSED
+    op: str                 # OP_PLAIN, OP_BATCHED, OP_FUSED, OP_TF32 or OP_AT
     dtype: str              # f16, bf16, f32, tf32 (tf32: f32 storage, TF32 math)
     m: int
     n: int
@@ -88,6 +94,11 @@ class Workload:
     def bt(self) -> bool:
         """B is stored [N, K] and used transposed."""
         return self.op == OP_TF32
+
+    @property
+    def at(self) -> bool:
+        """A is stored [K, M] and used transposed."""
+        return self.op == OP_AT
 
     @property
     def storage(self) -> str:
@@ -140,6 +151,8 @@ def full_workloads() -> list[Workload]:
     b, m, n, k = BATCHED
     out.append(Workload(OP_BATCHED, "f16", m, n, k, batch=b))
     out.append(Workload(OP_FUSED, "f16", *FUSED_SHAPE, triton=True))
+    for m, n, k in AT_SHAPES:
+        out.append(Workload(OP_AT, "f16", m, n, k))
     return out
 
 
@@ -454,6 +467,8 @@ def cupy_matmul(ctx: Ctx, w: Workload, inp: dict):
         raise NotApplicable("n/a: this CuPy has no bf16 arrays")
     if w.bt:
         b = b.T                     # a view: cuBLAS reads it transposed, no copy
+    if w.at:
+        a = a.T
     out = ctx.empty(a, _out_shape(w), w.storage)
     return lambda: cp.matmul(a, b, out=out)
 
@@ -463,6 +478,8 @@ def torch_matmul(ctx: Ctx, w: Workload, inp: dict):
     a, b = ctx.t(inp["a"]), ctx.t(inp["b"])
     if w.bt:
         b = b.t()                   # a view: cuBLAS reads it transposed, no copy
+    if w.at:
+        a = a.t()
     out = torch.empty(_out_shape(w), dtype=a.dtype, device=a.device)
     return lambda: torch.matmul(a, b, out=out)
 
@@ -556,7 +573,7 @@ def impls_for(w: Workload) -> list[Impl]:
                      mode=lambda ctx: torch_tf32(ctx.torch, True)),
                 Impl("cuBLAS TF32 (cupy.matmul, COMPUTE_TYPE_TF32)", "cublas", cupy_matmul,
                      mode=lambda ctx: cupy_f32_compute(CUPY_COMPUTE_TF32))]
-    key = f"mm_{w.dtype}"
+    key = "mm_at" if w.at else f"mm_{w.dtype}"
     # CuPy's bf16 support is new (v14) and its matmul may not reach cuBLAS: a peer only.
     cupy_row = (Impl("cuBLAS (cupy.matmul)", "cublas", cupy_matmul) if w.dtype == "f16" else
                 Impl("cupy.matmul (bf16: not counted as cuBLAS)", "peer", cupy_matmul))
@@ -575,7 +592,7 @@ def make_inputs(ctx: Ctx, w: Workload, rs) -> dict:
     if w.batch:
         a_shape, b_shape = (w.batch, w.m, w.k), (w.batch, w.k, w.n)
     else:
-        a_shape, b_shape = (w.m, w.k), ((w.n, w.k) if w.bt else (w.k, w.n))
+        a_shape, b_shape = ((w.k, w.m) if w.at else (w.m, w.k)), ((w.n, w.k) if w.bt else (w.k, w.n))
     inp = {"a": ctx.matrix(rs, a_shape, w.storage), "b": ctx.matrix(rs, b_shape, w.storage)}
     if w.op == OP_FUSED:
         inp["bias"] = rs.standard_normal((w.n,), dtype=ctx.cupy.float32)
@@ -588,7 +605,7 @@ def reference(ctx: Ctx, w: Workload, inp: dict):
     cp = ctx.cupy
     if w.flop <= ctx.args.ref64_max_gflop * 1e9:
         a, b = ctx.f64(inp["a"]), ctx.f64(inp["b"])
-        r = cp.matmul(a, b.T if w.bt else b)
+        r = cp.matmul(a.T if w.at else a, b.T if w.bt else b)
         what = "f64"
         if "bias" in inp:
             r = cp.maximum(r + inp["bias"].astype(cp.float64), 0.0)
@@ -601,7 +618,7 @@ def reference(ctx: Ctx, w: Workload, inp: dict):
             mode, what = None, f"f32 cuBLAS (CUPY_TF32={os.environ.get('CUPY_TF32', 'unset')})"
         try:
             a, b = ctx.f32(inp["a"]), ctx.f32(inp["b"])
-            r = cp.matmul(a, b.T if w.bt else b)
+            r = cp.matmul(a.T if w.at else a, b.T if w.bt else b)
         finally:
             if mode is not None:
                 mode.__exit__(None, None, None)
@@ -713,6 +730,7 @@ def compile_kernels() -> dict:
     srcs = {f"mm_{t}": PLAIN_TDSL.format(t=t) for t in ("f16", "bf16", "f32")}
     srcs["mm_tf32"] = TF32_TDSL
     srcs["linear_relu"] = LINEAR_RELU_TDSL
+    srcs["mm_at"] = AT_TDSL
     kernels: dict[str, Any] = {}
     for key, src in srcs.items():
         try:
