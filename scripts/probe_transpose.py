@@ -4,9 +4,11 @@ Times each program under its default schedule, the flat schedule it had
 before transposing tiles (vectors along the innermost loop, the transposed
 operand read or written element by element across it) and every transposing
 tile of the tuner's space, beside CuPy's and torch's transposed copies where
-the program is one. Each schedule is checked against the float64 reference
-first. GB/s counts each operand's bytes once; x copy = over the measured
-1 GiB device-to-device copy. Medians of CUDA event times, three rounds.
+the program is one, and a copy of the same bytes (`cupy.copyto` of half of
+them: at 64 MiB a copy itself reaches only about 0.6x the 1 GiB copy). Each
+schedule is checked against the float64 reference first. GB/s counts each
+operand's bytes once; x copy = over the measured 1 GiB device-to-device copy.
+Medians of CUDA event times, three rounds.
 
     python scripts/probe_transpose.py
 """
@@ -28,6 +30,7 @@ from tiledsl.schedule.schedules import Schedule
 
 CASES = [
     ("kernel t(x: f16[M, N]) -> f16[N, M] { return x.T }", dict(M=4096, N=4096), "copy"),
+    ("kernel t(x: f16[M, N]) -> f16[N, M] { return x.T }", dict(M=8192, N=8192), "copy"),
     ("kernel t(x: f32[M, N]) -> f32[N, M] { return x.T }", dict(M=8192, N=4096), "copy"),
     ("kernel t(x: f32[M, N], y: f32[N, M]) -> f32[M, N] { return x + y.T }", dict(M=4096, N=4096), None),
     ("kernel t(x: bf16[B, T, C], s: f32) -> bf16[B, C, T] { return x.T * s }", dict(B=16, T=2048, C=512), None),
@@ -64,6 +67,9 @@ def main() -> None:
             x, tx = dev[0], torch.as_tensor(dev[0], device="cuda")
             impls["cupy.ascontiguousarray(x.T)"] = lambda: cupy.ascontiguousarray(x.T)
             impls["torch x.t().contiguous()"] = lambda: tx.t().contiguous()
+        same = cupy.empty(nbytes // 2, dtype=cupy.uint8)
+        same_out = cupy.empty_like(same)
+        impls["copy of the same bytes"] = lambda: cupy.copyto(same_out, same)
         times = time_rounds(impls, ROUNDS, REPEAT)
         print(f"{src.split('{')[1].strip(' }')}  {extents}  ({nbytes / 2**20:.0f} MiB moved)")
         for label, t in times.items():

@@ -264,6 +264,13 @@ kernel transpose_two_layouts(x: f16[M, N], b: f32[N], y: bf16[N, M]) -> (f32[N, 
     z = x * b + y.T
     return z.T, f16(z)
 }""", S2),
+    # five f64 operands across the walk: 64x64 tiles of them would take 166 KB of static shared
+    # memory (the launch would fail), so the tile shrinks to 32x32
+    "transpose_many_f64": Program("""
+kernel transpose_many_f64(a: f64[M, N], b: f64[N, M], c: f64[N, M], d: f64[N, M]) -> (f64[N, M], f64[N, M]) {
+    z = a + b.T * c.T + d.T
+    return z.T, (z * 2.0).T
+}""", S2),
     "mixed_order_3d": Program("""
 kernel mixed_order_3d(x: f32[B, T, C], y: f32[C, B], z: f32[T]) -> f32[T, B, C] {
     return x * y + z
@@ -1082,7 +1089,9 @@ def test_warm_calls_from_several_threads_at_once(rng):
 # Transposing tiles: every candidate of the tuner's space, at sizes that leave partial tiles
 # along both loops and several coordinates of the batch loop.
 TRANSPOSING_PROGRAMS = [("transpose_two_layouts", dict(M=100, N=130)),
-                        ("transpose_batched_bf16", dict(B=3, T=70, C=33))]
+                        ("transpose_batched_bf16", dict(B=3, T=70, C=33)),
+                        ("transpose_copy_f16", dict(M=264, N=200)),     # 4-element accesses, 128-wide tiles
+                        ("transpose_many_f64", dict(M=100, N=130))]
 
 
 def _transposing_schedules():

@@ -387,11 +387,12 @@ class _Renderer:
                 loads.append(f"const tdsl::Vec<{S}, V> b{k} = tdsl::load<{S}, V>({at});")
                 lane = to_reg(f"b{k}.v[e]", op.dtype)
             else:                           # across: through shared memory, read along j
+                # staged as stored (16-bit values in 2 bytes): the SM holds twice the tiles in flight
                 name = f"s_in{k}"
-                staged.append(dict(name=name, ctype=reg_type(op.dtype)))
+                staged.append(dict(name=name, ctype=S))
                 staged_in += [f"const tdsl::Vec<{S}, V> r{k} = tdsl::load<{S}, V>({at});", "#pragma unroll",
-                              f"for (int e = 0; e < V; ++e) {name}[ii][jj + e] = {to_reg(f'r{k}.v[e]', op.dtype)};"]
-                lane = f"{name}[ii + e][jj]"
+                              f"for (int e = 0; e < V; ++e) {name}[ii][jj + e] = r{k}.v[e];"]
+                lane = to_reg(f"{name}[ii + e][jj]", op.dtype)
             body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {lane};")
         body += [self.define(v) for v in vals]
         decls, stores, staged_out = [], [], []
@@ -403,10 +404,10 @@ class _Renderer:
                 body += lane
             else:
                 name = f"s_out{k}"
-                staged.append(dict(name=name, ctype=reg_type(op.value.dtype)))
-                body.append(f"{name}[ii + e][jj] = v{op.value.id};")
+                staged.append(dict(name=name, ctype=S))
+                body.append(f"{name}[ii + e][jj] = {to_storage(f'v{op.value.id}', op.dtype)};")
                 staged_out += [f"tdsl::Vec<{S}, V> w{k};", "#pragma unroll",
-                               f"for (int e = 0; e < V; ++e) w{k}.v[e] = {to_storage(f'{name}[ii][jj + e]', op.dtype)};",
+                               f"for (int e = 0; e < V; ++e) w{k}.v[e] = {name}[ii][jj + e];",
                                f"tdsl::store<{S}, V>({at}, w{k});"]
         others = [l for l in range(len(lay.loops)) if l not in (i, j)]
         return dict(ti=self.s.tile[0], tj=self.s.tile[1], i=i, j=j, uniform=uniform, staged=staged,

@@ -13,7 +13,7 @@ from .hints import Hints
 from .layout import batched_operands, operand_input, Layout
 from .layout import transposed_loop as layout_transposed_loop
 from .partition import Group
-from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
+from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
                         Schedule, ring_refusal, stream_unroll_rule)
 
 INDEX32_LIMIT = 2 ** 31 - 1
@@ -185,11 +185,24 @@ def transposing_tile(p: Problem) -> Optional[tuple]:
     access 8 bytes (`tile_vector`): the best of 24 tiles, blocks and widths on
     three of four programs and within 4% on the fourth (H100 2026-11-23,
     scripts/probe_transpose.py: x.T of 4096x4096 f16 285 -> 37 us, 8192x4096 f32
-    706 -> 103, x + y.T f32 161 -> 85, element by element before)."""
+    706 -> 103, x + y.T f32 161 -> 85, element by element before). At 64 MiB
+    moved that is 0.96x a copy of the same bytes; 128x128 tiles (a tuner
+    candidate) gain 6% on 8192x8192 f16 and lose 4% on 4096x4096 (05:39). Smaller
+    where many wide operands pass through shared memory (`staged_tile_bytes`)."""
     j = transposed_loop(p)
     if j is None or p.loops[p.inner] < 16 or p.loops[j] < 16:
         return None
-    return (64, 64)
+    return next((t for t in ((64, 64), (64, 32), (32, 32), (16, 16)) if staged_tile_bytes(p, t) <= MAX_STATIC_SHARED),
+                None)
+
+
+def staged_tile_bytes(p: Problem, tile: tuple) -> int:
+    """Static shared memory a transposing tile takes: a [TI][TJ + 1] array of
+    each operand laid out across the innermost loop, in its stored width."""
+    inner = p.inner
+    across = [op for op in p.layout.inputs + p.layout.outputs
+              if op.loops and inner in op.loops and op.loops[-1] != inner]
+    return sum(op.dtype.itemsize for op in across) * tile[0] * (tile[1] + 1)
 
 
 def tile_vector(p: Problem) -> int:
@@ -448,8 +461,9 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         if transposed_loop(p) is not None:
             out += [Schedule("pointwise", block=block, vec=vec, tile=tile, index64=p.index64)
                     for vec in sorted({1, tile_vector(p)})
-                    for tile in ((32, 32), (64, 64), (32, 64), (64, 32)) for block in (128, 256, 512)
-                    if block * vec <= tile[0] * tile[1]]
+                    for tile in ((32, 32), (64, 64), (32, 64), (64, 32), (128, 64), (64, 128), (128, 128))
+                    for block in (128, 256, 512)
+                    if block * vec <= tile[0] * tile[1] and staged_tile_bytes(p, tile) <= MAX_STATIC_SHARED]
         return out
     out = []
     if not p.row_major():
@@ -1062,6 +1076,9 @@ def fits(p: Problem, s: Schedule) -> str:
     elif s.kind == "pointwise" and s.tile:
         if s.vec > tile_vector(p):
             return f"vector width {s.vec} exceeds what extents, alignment and dtypes allow a transposing tile"
+        if staged_tile_bytes(p, s.tile) > MAX_STATIC_SHARED:
+            return (f"a {s.tile[0]}x{s.tile[1]} tile of every transposed operand takes {staged_tile_bytes(p, s.tile)} "
+                    f"bytes of shared memory, more than the {MAX_STATIC_SHARED // 1024} KB a block has")
     elif s.vec > 1:
         if inner is None or p.loops[inner] % s.vec:
             return f"the innermost extent is not a multiple of {s.vec}"

@@ -68,7 +68,8 @@ MAX_ROW_STAGES = 4         # reduce_row: rows in a thread's shared-memory ring
 MAX_RING_BYTES = 40 * 1024  # a row ring's static shared memory (of the 48 KB a block has without opting in)
 R40_THREADS = 1536         # reduce_row: resident threads per SM that 40 registers a thread allow
 ROW_THREAD_BUDGETS = (R40_THREADS, THREADS_PER_SM)   # min_blocks * block beyond the usual 1024
-TRANSPOSE_TILES = (16, 32, 64)   # pointwise: sides of a transposing tile
+TRANSPOSE_TILES = (16, 32, 64, 128)   # pointwise: sides of a transposing tile
+MAX_STATIC_SHARED = 48 * 1024    # static shared memory a block has without opting in
 STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: the compiler's rule)
 
 
