@@ -387,7 +387,7 @@ class _Renderer:
                 loads.append(f"const tdsl::Vec<{S}, V> b{k} = tdsl::load<{S}, V>({at});")
                 lane = to_reg(f"b{k}.v[e]", op.dtype)
             else:                           # across: through shared memory, read along j
-                # staged as stored (16-bit values in 2 bytes): the SM holds twice the tiles in flight
+                # staged as stored: a 16-bit tile takes half the shared memory it would as f32
                 name = f"s_in{k}"
                 staged.append(dict(name=name, ctype=S))
                 staged_in += [f"const tdsl::Vec<{S}, V> r{k} = tdsl::load<{S}, V>({at});", "#pragma unroll",

@@ -113,6 +113,12 @@ def ring_refusal(s: "Schedule", ringed: list) -> str:
     return ""
 
 
+
+def _padded_tile(rows: int, bk: int) -> int:
+    """16-bit values an mma.sync operand tile takes in shared memory, rows padded
+    by 8: [rows][BK + 8] (contiguous along K) or [BK][rows + 8] (along M or N)."""
+    return max(rows * (bk + 8), bk * (rows + 8))
+
 @dataclass(frozen=True)
 class Schedule:
     kind: str
@@ -234,7 +240,7 @@ class Schedule:
                     if self.shared_bytes > MAX_SHARED_BYTES:
                         return (f"{self.stages} stages of {bm}x{bn}x{bk} tiles need {self.shared_bytes // 1024} KB "
                                 f"of shared memory, more than the {MAX_SHARED_BYTES // 1024} KB a block can have")
-                elif 2 * (max(bm * (bk + 8), bk * (bm + 8)) + max(bn * (bk + 8), bk * (bn + 8))) * 2 > 48 * 1024:
+                elif 2 * (_padded_tile(bm, bk) + _padded_tile(bn, bk)) * 2 > MAX_STATIC_SHARED:
                     return "two buffers of these tiles need more than 48 KB of shared memory"
                 if (tm // 16) * (tn // 8) * 4 > 128:
                     return "the warp tile's accumulators do not fit in registers"
@@ -279,10 +285,10 @@ class Schedule:
         (room for either layout of each operand, so the size follows from the schedule alone)."""
         if self.kind != "matmul" or not self.mma or self.stages < 2:
             return 0
-        (bm, bn, bk), pad = self.tile, 8
+        bm, bn, bk = self.tile
         if self.wgmma:    # unpadded swizzled 128-byte rows, aligned to 1024 bytes in the kernel
             return self.stages * (bm + bn) * 128 + 1024 + (8 * self.stages if self.tma else 0)  # + TMA's barriers
-        return self.stages * (max(bm * (bk + pad), bk * (bm + pad)) + max(bn * (bk + pad), bk * (bn + pad))) * 2
+        return self.stages * (_padded_tile(bm, bk) + _padded_tile(bn, bk)) * 2
 
     @property
     def register_cap(self) -> int:
