@@ -56,7 +56,9 @@ def test_check_notes_a_product_that_leaves_the_tensor_cores(capsys, tmp_path):
     assert "        return h @ w2\n               ^~~~~~" in err
     # the fix the note names, TF32 opted in, or f32 operands throughout: no note
     assert tiledsl.compile(MLP_F32_HIDDEN.replace("h = relu(x @ w1)", "h = f16(relu(x @ w1))")).notes == []
-    assert tiledsl.compile(MLP_F32_HIDDEN + "schedule mlp { tf32(true) }\n").notes == []
+    # TF32 opted in does not reach this product (w2 widened is computed, laid out along N): the TF32 note
+    [tf32_note] = tiledsl.compile(MLP_F32_HIDDEN + "schedule mlp { tf32(true) }\n").notes
+    assert "tf32(true) leaves this product exact f32" in tf32_note and "the right operand is not" in tf32_note
     assert tiledsl.compile("kernel mm(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }").notes == []
     assert len(tiledsl.compile("kernel mm(a: f32[M, K], b: bf16[N, K]) -> f32[M, N] { return a @ b.T }").notes) == 1
     # attention's probabilities in f32: cast to f16, the softmax kernel would store them
@@ -70,6 +72,26 @@ def test_check_notes_a_product_that_leaves_the_tensor_cores(capsys, tmp_path):
     assert all(k.notes == [] for k in tiledsl.compile(odd))
     # -q prints errors only
     assert run_cli(capsys, "check", "-q", str(path)) == (0, "", "")
+
+
+@pytest.mark.parametrize("src", [
+    "kernel mm(a: f32[M, K], w: f32[N, K]) -> f32[M, N] { return a @ w.T }",
+    "kernel mm(a: f32[M, K], w: f32[K, N]) -> f32[M, N] { return a @ w }",
+    "kernel mm(at: f32[K, M], w: f32[K, N]) -> f32[M, N] { return at.T @ w }",
+    "kernel mm(at: f32[K, M], w: f32[N, K]) -> f32[M, N] { return at.T @ w.T }",
+    "kernel mm(a: f32[M, K], w: f32[N, K]) -> f32[M, N] { return exp(a) @ w.T }",
+    "kernel mm(a: f32[B, M, K], w: f32[N, K]) -> f32[B, M, N] { return a @ w.T }",
+    "kernel mm(x: f16[M, D], w1: f16[D, H], w2: f32[E, H]) -> f32[M, E] {\n  h = relu(x @ w1)\n  return h @ w2.T }",
+], ids=["linear", "b-along-n", "a-along-m", "a-along-m-linear", "computed", "batched", "stored-by-a-product"])
+def test_the_tf32_note_says_where_tf32_does_not_apply(src):
+    """With tf32(true), a note exactly where the Hopper schedule still multiplies exact f32 on the CUDA cores."""
+    from tiledsl.codegen import sources_for
+    k = tiledsl.compile(src + "\nschedule mm { tf32(true) }")
+    e = dict(M=2048, N=2048, K=2048, B=2, D=2048, H=2048, E=2048)
+    last = sources_for(k, e, arch="sm_90a")[-1].schedule
+    tf32 = last.wgmma and last.vec == 4
+    assert len(k.notes) == (0 if tf32 else 1), (k.notes, last.tag)
+    assert all("tf32(true) leaves this product exact f32" in n for n in k.notes)
 
 
 def test_check_quiet(capsys, in_repo_root):

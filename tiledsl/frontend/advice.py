@@ -30,11 +30,32 @@ def _plain_once_16_bit(graph: Graph, v: Value) -> bool:
     return unpermuted(v).op == "param" or stored_by_its_producer(graph, v, itemsize=2)
 
 
+def _tf32_ready(graph: Graph, product: Value, v: Value) -> bool:
+    """Whether operand `v` reaches `product` as the warpgroup tensor cores read
+    TF32: an f32 input (a parameter, or stored by the group that computes it)
+    laid out contiguous along the contracted dim (wgmma's TF32 operands are
+    K-major only)."""
+    base = unpermuted(v)
+    if base.dims[-1:] != (product.attr("contract"),):
+        return False
+    from ..schedule.partition import stored_by_its_producer
+    return base.op == "param" or stored_by_its_producer(graph, v)
+
+
 def advice(graph: Graph, tf32: bool = False) -> list[str]:
     """Rendered notes (location, message, the line with a caret) for `graph`."""
     notes = []
     for m in graph.values:
-        if m.op != "matmul" or tf32 or not all(o.dtype.name == "f32" for o in m.operands):
+        if m.op != "matmul" or not all(o.dtype.name == "f32" for o in m.operands):
+            continue
+        if tf32:
+            off = [side for side, o in zip(("left", "right"), m.operands) if not _tf32_ready(graph, m, o)]
+            if off:
+                which = "neither operand is" if len(off) == 2 else f"the {off[0]} operand is not"
+                notes.append(located("note", f"tf32(true) leaves this product exact f32 on the CUDA cores: "
+                                     f"TF32 reads f32 inputs contiguous along the contracted dim (A as "
+                                     f"[M, K]; B as [N, K], used as `w.T`), and {which}; declare it so, or "
+                                     f"make both operands 16-bit for the tensor cores", m.loc))
             continue
         widened = [_widened_16_bit(o) for o in m.operands]
         if any(widened) and all(w or _plain_once_16_bit(graph, o) for w, o in zip(widened, m.operands)):
