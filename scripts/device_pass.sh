@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tunetests tune heldout.
+# Phases: facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -43,6 +43,7 @@ for phase in "$@"; do
     mlp) timeout 200 python3 scripts/probe_mlp.py ;;
     prologue) timeout 300 python3 scripts/probe_prologue.py ;;
     transpose) timeout 300 python3 scripts/probe_transpose.py ;;
+    tf32) timeout 300 python3 scripts/probe_tf32.py ;;
   esac
 done 2>&1 | tee -a $OUT/run.log
 echo "=== done $(date +%T)"

@@ -419,19 +419,21 @@ def test_pipeline_schedules_that_cannot_fit_are_refused_with_the_reason():
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("weight", ["w: f32[N, K]", "w: f32[K, N]"])
-def test_tf32_is_opt_in_and_needs_k_contiguous_operands(weight, arch):
+def test_tf32_is_opt_in_and_reads_its_operands_along_k(weight, arch):
     expr = "x @ w.T" if "[N, K]" in weight else "x @ w"
     body = f"kernel lin(x: f32[M, K], {weight}) -> f32[M, N] {{ return {expr} }}"
     extents = dict(M=4096, K=4096, N=4096)
     [exact] = sources_for(tiledsl.compile(body), extents, arch=arch)
-    [opted] = sources_for(tiledsl.compile(body + "\nschedule lin { tf32(true) }"), extents, arch=arch)
+    *copies, opted = sources_for(tiledsl.compile(body + "\nschedule lin { tf32(true) }"), extents, arch=arch)
     assert not exact.schedule.mma          # f32 stays exact IEEE unless asked
-    if arch == "sm_90a" and expr == "x @ w.T":
+    # wgmma reads TF32 K-major only: w [K, N] is first copied laid out along K, by a transposing tile
+    assert [c.schedule.tile for c in copies] == ([] if expr == "x @ w.T" else [(64, 64)])
+    if arch == "sm_90a":
         assert opted.schedule.wgmma and opted.schedule.vec == 4
         compiled = toolchain.compile_cuda(opted.source, arch=arch)
         assert "tf32" in opted.source and toolchain.has_instruction(toolchain.sass(compiled.cubin), "HGMMA")
         assert compiled.resources[opted.name].spill_stores == 0
-    else:                                  # wgmma reads TF32 K-major only; mma.sync TF32 is not built
+    else:                                  # mma.sync TF32 is not built: exact f32, on the copy where made
         assert opted.schedule == exact.schedule
 
 

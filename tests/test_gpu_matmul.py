@@ -241,6 +241,31 @@ def test_tf32_opt_in(extents):
         assert errors[0] > 1e-6
 
 
+# f32 operands laid out along M or N, with TF32 opted in: each is first copied laid out along K
+# (wgmma reads TF32 K-major only), then the product runs on the tensor cores.
+TF32_LAYOUTS = {
+    "b-along-n": "kernel mm(x: f32[M, K], w: f32[K, N], b: f32[N]) -> f32[M, N] { return relu(x @ w + b) }",
+    "a-along-m": "kernel mm(xt: f32[K, M], w: f32[N, K]) -> f32[M, N] { return xt.T @ w.T }",
+    "both": "kernel mm(xt: f32[K, M], w: f32[K, N]) -> f32[M, N] { return xt.T @ w }",
+    "batched": "kernel mm(x: f32[B, M, K], w: f32[K, N]) -> f32[B, M, N] { return x @ w }",
+}
+
+
+@pytest.mark.parametrize("name", list(TF32_LAYOUTS))
+@pytest.mark.parametrize("extents", [dict(M=1, K=4, N=4096, B=1), dict(M=1000, K=1000, N=1000, B=2),
+                                     dict(M=2048 + 3, K=516, N=2048 - 4, B=1)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_tf32_opt_in_with_operands_laid_out_along_m_or_n(name, extents):
+    import cupy
+    from tiledsl.codegen import sources_for
+    k = tiledsl.compile(TF32_LAYOUTS[name] + "\nschedule mm { tf32(true) }")
+    *copies, ks = sources_for(k, extents)
+    assert copies and all(c.schedule.kind == "pointwise" for c in copies)
+    hopper = cupy.cuda.Device().compute_capability == "90"
+    assert not hopper or extents["N"] % 4 or (ks.schedule.wgmma and ks.schedule.vec == 4), ks.schedule.tag
+    check(k, random_arguments(k.graph, extents), extents, "out", tolerance=TOLERANCE["tf32"])
+
+
 # Split-K: few output tiles over a long K. K = 5003 leaves every chunk but the last a
 # whole number of K tiles, and the last one short; K = 4100 lets f32 move in 16-byte
 # vectors (its chunks end mid-tile too). Both leave partial M and N tiles.

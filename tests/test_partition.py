@@ -168,3 +168,23 @@ def test_a_laid_out_along_k_or_f32_is_read_in_place():
                 "kernel f(at: f32[K, M], w: f32[K, N]) -> f32[M, N] { return at.T @ w }"):
         _, groups = _groups(src)
         assert [g.kind for g in groups] == ["matmul"]
+
+
+def test_tf32_reads_an_operand_laid_out_along_n_through_a_copy_laid_out_along_k():
+    # wgmma reads TF32 operands K-major only: with tf32(true), w [K, N] is copied to [N, K] first
+    src = "kernel mm(x: f32[M, K], w: f32[K, N]) -> f32[M, N] { return x @ w }"
+    k, (g,) = _groups(src)
+    assert g.kind == "matmul"
+    k, (g0, g1) = _groups(src + "\nschedule mm { tf32(true) }")
+    assert (g0.kind, g1.kind) == ("pointwise", "matmul")
+    [copy] = g0.outputs
+    assert copy.op == "permute" and copy.attr("stored") and copy.dims == ("N", "K") and copy in g1.inputs
+    e = dict(M=4096, N=4096, K=4096)
+    s = default(problem(g1, plan_layout(g1, k.graph), e, frozenset(), 132, "sm_90a"), k.hints)
+    assert s.wgmma and s.vec == 4 and s.tma, s.tag
+    # the copy changes nothing the program computes
+    import numpy as np
+    from tiledsl.inputs import random_arguments
+    args = random_arguments(k.graph, dict(M=5, N=7, K=3), seed=1)
+    plain = tiledsl.compile(src)
+    assert np.array_equal(k.reference(*args, compute="f64"), plain.reference(*args, compute="f64"))

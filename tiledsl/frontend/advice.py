@@ -10,7 +10,7 @@ and `Kernel.notes` lists them. Before/after, for an MLP's hidden layer:
 from __future__ import annotations
 
 from ..errors import located
-from ..ir.graph import Graph, Value, unpermuted
+from ..ir.graph import Graph, Value, stored_copy, unpermuted
 
 
 def _widened_16_bit(v: Value) -> bool:
@@ -35,6 +35,8 @@ def _tf32_ready(graph: Graph, product: Value, v: Value) -> bool:
     TF32: an f32 input (a parameter, or stored by the group that computes it)
     laid out contiguous along the contracted dim (wgmma's TF32 operands are
     K-major only)."""
+    if stored_copy(v) is not None:      # the copy laid out along K that tf32(true) makes
+        return True
     base = unpermuted(v)
     if base.dims[-1:] != (product.attr("contract"),):
         return False

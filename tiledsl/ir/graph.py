@@ -107,6 +107,16 @@ def unpermuted(value: Value) -> Value:
     return value
 
 
+def stored_copy(operand: Value) -> Optional[Value]:
+    """The copy laid out along K that a TF32 product reads its operand through
+    (`ir.passes.tf32_operands_along_k`: a permute marked `stored`, maybe seen
+    through one more permute), or None."""
+    for v in (operand, operand.operands[0] if operand.op == "permute" else None):
+        if v is not None and v.op == "permute" and v.attr("stored"):
+            return v
+    return None
+
+
 def broadcast_dims(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
     """The dims of an elementwise result: an operand whose dims contain the
     other's keeps its order; otherwise the left's dims, then the right's new ones."""

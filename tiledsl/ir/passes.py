@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from .graph import Graph, Value, broadcast_dims
+from .graph import Graph, Value, broadcast_dims, unpermuted
 from .verify import verify
 
 
@@ -76,6 +76,41 @@ def lower_vector_products(graph: Graph) -> Graph:
                     kind="sum", axes=(k,))
         replace[v.id] = total
     return _rebuild(graph, keep, replace)
+
+
+def tf32_operands_along_k(graph: Graph) -> Graph:
+    """For a kernel that opts in to TF32 (`schedule <kernel> { tf32(true) }`): an f32
+    product operand read straight from a parameter laid out along M or N (`x @ w`
+    with w [K, N], `at.T @ w`) is read through a copy laid out along K, a permute
+    marked `stored` that the partition writes with a pointwise kernel of its own,
+    since wgmma reads TF32 operands K-major only. The copy costs a pass over the
+    operand (a transposing tile); the product then runs on the tensor cores.
+    Before/after for `x @ w`: matmul(x, w) -> matmul(x, permute(permute(w) to
+    [N, K], stored) back to [K, N])."""
+    fresh = max((v.id for v in graph.values), default=-1) + 1
+    keep: list[Value] = []
+
+    def add(operand: Value, dims: tuple, loc, **attrs) -> Value:
+        nonlocal fresh
+        v = Value(fresh, "permute", (operand,), operand.dtype, dims, tuple(sorted(dict(order=dims, **attrs).items())), loc)
+        fresh += 1
+        keep.append(v)
+        return v
+
+    for v in graph.values:
+        if v.op == "matmul" and all(o.dtype.name == "f32" and len(o.dims) >= 2 for o in v.operands):
+            k = v.attr("contract")
+            operands = []
+            for o in v.operands:
+                if unpermuted(o).op != "param" or unpermuted(o).dims[-1] == k:
+                    operands.append(o)
+                    continue
+                along_k = tuple(d for d in o.dims if d != k) + (k,)
+                copy = add(o, along_k, v.loc, stored=True)
+                operands.append(copy if along_k == o.dims else add(copy, o.dims, v.loc))
+            v = dataclasses.replace(v, operands=tuple(operands))
+        keep.append(v)
+    return _rebuild(graph, keep, {})
 
 
 PIPELINE: tuple[Callable[[Graph], Graph], ...] = (

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..ir.graph import Graph, Value, unpermuted
+from ..ir.graph import Graph, Value, stored_copy, unpermuted
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,10 @@ class _Partitioner:
             if m.op != "matmul":
                 continue
             for operand in m.operands:
+                copy = stored_copy(operand)
+                if copy is not None:    # a TF32 operand's copy laid out along K: a kernel of its own, run first
+                    chosen[copy.id] = (("operand", copy.id), -1)
+                    continue
                 key = self.producer(operand, members)
                 if key is not None and key != self.group_key(m):
                     chosen[unpermuted(operand).id] = key
