@@ -32,9 +32,9 @@ def _plain_once_16_bit(graph: Graph, v: Value) -> bool:
 
 def _tf32_ready(graph: Graph, product: Value, v: Value) -> bool:
     """Whether operand `v` reaches `product` as the warpgroup tensor cores read
-    TF32: an f32 input (a parameter, or stored by the group that computes it)
-    laid out contiguous along the contracted dim (wgmma's TF32 operands are
-    K-major only)."""
+    TF32 (K-major only): a parameter (one laid out along M or N through the copy
+    `ir.passes.tf32_operands_along_k` makes), or a value the group that computes
+    it stores, laid out along the contracted dim."""
     if stored_copy(v) is not None:      # the copy laid out along K that tf32(true) makes
         return True
     base = unpermuted(v)
@@ -55,9 +55,11 @@ def advice(graph: Graph, tf32: bool = False) -> list[str]:
             if off:
                 which = "neither operand is" if len(off) == 2 else f"the {off[0]} operand is not"
                 notes.append(located("note", f"tf32(true) leaves this product exact f32 on the CUDA cores: "
-                                     f"TF32 reads f32 inputs contiguous along the contracted dim (A as "
-                                     f"[M, K]; B as [N, K], used as `w.T`), and {which}; declare it so, or "
-                                     f"make both operands 16-bit for the tensor cores", m.loc))
+                                     f"TF32 reads f32 operands that are parameters (any layout: one laid out "
+                                     f"along M or N is copied along K first) or stored by another kernel "
+                                     f"laid out along the contracted dim, and {which}; pass such an operand "
+                                     f"as a parameter, or make both operands 16-bit for the tensor cores",
+                                     m.loc))
             continue
         widened = [_widened_16_bit(o) for o in m.operands]
         if any(widened) and all(w or _plain_once_16_bit(graph, o) for w, o in zip(widened, m.operands)):
