@@ -241,13 +241,15 @@ def test_tf32_opt_in(extents):
         assert errors[0] > 1e-6
 
 
-# f32 operands laid out along M or N, with TF32 opted in: each is first copied laid out along K
-# (wgmma reads TF32 K-major only), then the product runs on the tensor cores.
+# f32 operands laid out along M or N or computed, with TF32 opted in: each is first written laid out
+# along K (wgmma reads TF32 K-major plain inputs only), then the product runs on the tensor cores.
 TF32_LAYOUTS = {
     "b-along-n": "kernel mm(x: f32[M, K], w: f32[K, N], b: f32[N]) -> f32[M, N] { return relu(x @ w + b) }",
     "a-along-m": "kernel mm(xt: f32[K, M], w: f32[N, K]) -> f32[M, N] { return xt.T @ w.T }",
     "both": "kernel mm(xt: f32[K, M], w: f32[K, N]) -> f32[M, N] { return xt.T @ w }",
     "batched": "kernel mm(x: f32[B, M, K], w: f32[K, N]) -> f32[B, M, N] { return x @ w }",
+    # computed from parameters only: written laid out along K by a kernel of its own
+    "computed": "kernel mm(x: f32[M, K], w: f16[K, N]) -> f32[M, N] { return exp(x * 0.5) @ w }",
 }
 
 

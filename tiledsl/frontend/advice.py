@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import located
 from ..ir.graph import Graph, Value, stored_copy, unpermuted
+from ..ir.passes import from_parameters_only
 
 
 def _widened_16_bit(v: Value) -> bool:
@@ -31,17 +32,18 @@ def _plain_once_16_bit(graph: Graph, v: Value) -> bool:
 
 
 def _tf32_ready(graph: Graph, product: Value, v: Value) -> bool:
-    """Whether operand `v` reaches `product` as the warpgroup tensor cores read
-    TF32 (K-major only): a parameter (one laid out along M or N through the copy
-    `ir.passes.tf32_operands_along_k` makes), or a value the group that computes
-    it stores, laid out along the contracted dim."""
-    if stored_copy(v) is not None:      # the copy laid out along K that tf32(true) makes
+    """Whether operand `v` can reach `product` as the warpgroup tensor cores read
+    TF32 (plain inputs laid out along K): a parameter or a value computed from
+    parameters only (`ir.passes.tf32_operands_along_k` copies it laid out along
+    K where needed), or a value that another product or a reduction computes and
+    its group stores, laid out along the contracted dim."""
+    if stored_copy(v) is not None:
         return True
     base = unpermuted(v)
-    if base.dims[-1:] != (product.attr("contract"),):
-        return False
+    if from_parameters_only(base):
+        return True
     from ..schedule.partition import stored_by_its_producer
-    return base.op == "param" or stored_by_its_producer(graph, v)
+    return base.dims[-1:] == (product.attr("contract"),) and stored_by_its_producer(graph, v)
 
 
 def advice(graph: Graph, tf32: bool = False) -> list[str]:
@@ -55,11 +57,11 @@ def advice(graph: Graph, tf32: bool = False) -> list[str]:
             if off:
                 which = "neither operand is" if len(off) == 2 else f"the {off[0]} operand is not"
                 notes.append(located("note", f"tf32(true) leaves this product exact f32 on the CUDA cores: "
-                                     f"TF32 reads f32 operands that are parameters (any layout: one laid out "
-                                     f"along M or N is copied along K first) or stored by another kernel "
-                                     f"laid out along the contracted dim, and {which}; pass such an operand "
-                                     f"as a parameter, or make both operands 16-bit for the tensor cores",
-                                     m.loc))
+                                     f"TF32 reads parameters and values computed from them (copied laid out "
+                                     f"along K first where needed), but a value that another product or a "
+                                     f"reduction computes only where its kernel stores it laid out along the "
+                                     f"contracted dim, and {which}; make both operands 16-bit for the tensor "
+                                     f"cores, or lay that value out along the contracted dim", m.loc))
             continue
         widened = [_widened_16_bit(o) for o in m.operands]
         if any(widened) and all(w or _plain_once_16_bit(graph, o) for w, o in zip(widened, m.operands)):

@@ -78,13 +78,28 @@ def lower_vector_products(graph: Graph) -> Graph:
     return _rebuild(graph, keep, replace)
 
 
+def from_parameters_only(v: Value) -> bool:
+    """Whether `v` is computed elementwise from parameters and constants (no
+    reduction or product on the way): a kernel of its own can write it first."""
+    seen, todo = set(), [v]
+    while todo:
+        u = todo.pop()
+        if u.op in ("reduce", "matmul"):
+            return False
+        if u.id not in seen:
+            seen.add(u.id)
+            todo.extend(u.operands)
+    return True
+
+
 def tf32_operands_along_k(graph: Graph) -> Graph:
     """For a kernel that opts in to TF32 (`schedule <kernel> { tf32(true) }`): an f32
     product operand read straight from a parameter laid out along M or N (`x @ w`
-    with w [K, N], `at.T @ w`) is read through a copy laid out along K, a permute
+    with w [K, N], `at.T @ w`), or computed from parameters only (`exp(x) @ w.T`,
+    a widened f16 weight), is read through a copy laid out along K, a permute
     marked `stored` that the partition writes with a pointwise kernel of its own,
-    since wgmma reads TF32 operands K-major only. The copy costs a pass over the
-    operand (a transposing tile); the product then runs on the tensor cores.
+    since wgmma reads TF32 operands K-major and as plain inputs only. The copy
+    costs a pass over the operand; the product then runs on the tensor cores.
     Before/after for `x @ w`: matmul(x, w) -> matmul(x, permute(permute(w) to
     [N, K], stored) back to [K, N])."""
     fresh = max((v.id for v in graph.values), default=-1) + 1
@@ -100,15 +115,18 @@ def tf32_operands_along_k(graph: Graph) -> Graph:
     for v in graph.values:
         if v.op == "matmul" and all(o.dtype.name == "f32" and len(o.dims) >= 2 for o in v.operands):
             k = v.attr("contract")
-            operands = []
-            for o in v.operands:
-                if unpermuted(o).op != "param" or unpermuted(o).dims[-1] == k:
-                    operands.append(o)
-                    continue
-                along_k = tuple(d for d in o.dims if d != k) + (k,)
-                copy = add(o, along_k, v.loc, stored=True)
-                operands.append(copy if along_k == o.dims else add(copy, o.dims, v.loc))
-            v = dataclasses.replace(v, operands=tuple(operands))
+            # a parameter along K is read in place; a value along K that a product or a reduction
+            # computes may be stored by its group; anything else keeps the product off TF32, and
+            # then no copy is made for the other operand either
+            copied = [from_parameters_only(unpermuted(o))
+                      and not (unpermuted(o).op == "param" and unpermuted(o).dims[-1] == k) for o in v.operands]
+            if all(c or unpermuted(o).dims[-1] == k for c, o in zip(copied, v.operands)):
+                operands = []
+                for c, o in zip(copied, v.operands):
+                    along_k = tuple(d for d in o.dims if d != k) + (k,)
+                    copy = add(o, along_k, v.loc, stored=True) if c else o
+                    operands.append(copy if copy is o or along_k == o.dims else add(copy, o.dims, v.loc))
+                v = dataclasses.replace(v, operands=tuple(operands))
         keep.append(v)
     return _rebuild(graph, keep, {})
 
