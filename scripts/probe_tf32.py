@@ -4,7 +4,9 @@ wgmma reads TF32 operands K-major only, so with `tf32(true)` an operand such as
 w [K, N] of `x @ w` is first copied laid out along K by a transposing kernel
 (`ir.passes.tf32_operands_along_k`); before, such a product stayed exact f32 on
 the CUDA cores. Times, per shape: that program (copy + TF32 product), the same
-product with w stored [N, K] (`x @ w.T`: no copy), the exact f32 program, and
+product with w stored [N, K] (`x @ w.T`: no copy), an f16 w widened to f32
+(computed from a parameter: written along K by a kernel of its own), the
+exact f32 program, and
 cuBLAS TF32 through torch (allow_tf32) on the same layout. Each tiledsl program
 is checked against the float64 reference first. Medians of CUDA event times;
 three interleaved rounds.
@@ -24,6 +26,7 @@ from tiledsl.runtime.measure import time_rounds
 
 KN = "kernel mm(x: f32[M, K], w: f32[K, N]) -> f32[M, N] { return x @ w }"
 NK = "kernel mm(x: f32[M, K], w: f32[N, K]) -> f32[M, N] { return x @ w.T }"
+WIDENED = "kernel mm(x: f32[M, K], w: f16[K, N]) -> f32[M, N] { return x @ w }"    # w widened to f32
 TF32 = "\nschedule mm { tf32(true) }"
 SHAPES = [dict(M=4096, N=4096, K=4096), dict(M=8192, N=8192, K=2048), dict(M=2048, N=2048, K=2048)]
 ROUNDS, REPEAT = 3, 10
@@ -34,6 +37,7 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = True
     programs = {"tiledsl tf32 x @ w, w [K, N] (copy + TF32)": KN + TF32,
                 "tiledsl tf32 x @ w.T, w [N, K] (TF32)": NK + TF32,
+                "tiledsl tf32 x @ w, w f16 [K, N] widened (copy + TF32)": WIDENED + TF32,
                 "tiledsl exact f32 x @ w, w [K, N]": KN}
     for e in SHAPES:
         flop = 2 * e["M"] * e["N"] * e["K"]
