@@ -118,14 +118,16 @@ def tf32_operands_along_k(graph: Graph) -> Graph:
             # a parameter along K is read in place; a value along K that a product or a reduction
             # computes may be stored by its group; anything else keeps the product off TF32, and
             # then no copy is made for the other operand either
-            copied = [from_parameters_only(unpermuted(o))
-                      and not (unpermuted(o).op == "param" and unpermuted(o).dims[-1] == k) for o in v.operands]
-            if all(c or unpermuted(o).dims[-1] == k for c, o in zip(copied, v.operands)):
+            bases = [unpermuted(o) for o in v.operands]
+            copied = [from_parameters_only(b) and not (b.op == "param" and b.dims[-1] == k) for b in bases]
+            if all(c or b.dims[-1] == k for c, b in zip(copied, bases)):
                 operands = []
                 for c, o in zip(copied, v.operands):
-                    along_k = tuple(d for d in o.dims if d != k) + (k,)
-                    copy = add(o, along_k, v.loc, stored=True) if c else o
-                    operands.append(copy if copy is o or along_k == o.dims else add(copy, o.dims, v.loc))
+                    if c:   # the copy, then (where its dims differ) the product's view of it
+                        along_k = tuple(d for d in o.dims if d != k) + (k,)
+                        copy = add(o, along_k, v.loc, stored=True)
+                        o = copy if along_k == o.dims else add(copy, o.dims, v.loc)
+                    operands.append(o)
                 v = dataclasses.replace(v, operands=tuple(operands))
         keep.append(v)
     return _rebuild(graph, keep, {})

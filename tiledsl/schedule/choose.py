@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from .hints import Hints
-from .layout import batched_operands, operand_input, Layout
+from .layout import across_operands, batched_operands, operand_input, Layout
 from .layout import transposed_loop as layout_transposed_loop
 from .partition import Group
 from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
@@ -199,10 +199,7 @@ def transposing_tile(p: Problem) -> Optional[tuple]:
 def staged_tile_bytes(p: Problem, tile: tuple) -> int:
     """Static shared memory a transposing tile takes: a [TI][TJ + 1] array of
     each operand laid out across the innermost loop, in its stored width."""
-    inner = p.inner
-    across = [op for op in p.layout.inputs + p.layout.outputs
-              if op.loops and inner in op.loops and op.loops[-1] != inner]
-    return sum(op.dtype.itemsize for op in across) * tile[0] * (tile[1] + 1)
+    return sum(op.dtype.itemsize for op in across_operands(p.layout)) * tile[0] * (tile[1] + 1)
 
 
 def tile_vector(p: Problem) -> int:
@@ -1076,9 +1073,10 @@ def fits(p: Problem, s: Schedule) -> str:
     elif s.kind == "pointwise" and s.tile:
         if s.vec > tile_vector(p):
             return f"vector width {s.vec} exceeds what extents, alignment and dtypes allow a transposing tile"
-        if staged_tile_bytes(p, s.tile) > MAX_STATIC_SHARED:
-            return (f"a {s.tile[0]}x{s.tile[1]} tile of every transposed operand takes {staged_tile_bytes(p, s.tile)} "
-                    f"bytes of shared memory, more than the {MAX_STATIC_SHARED // 1024} KB a block has")
+        staged = staged_tile_bytes(p, s.tile)
+        if staged > MAX_STATIC_SHARED:
+            return (f"a {s.tile[0]}x{s.tile[1]} tile of every transposed operand takes {staged} bytes of "
+                    f"shared memory, more than the {MAX_STATIC_SHARED // 1024} KB a block has")
     elif s.vec > 1:
         if inner is None or p.loops[inner] % s.vec:
             return f"the innermost extent is not a multiple of {s.vec}"

@@ -131,12 +131,15 @@ def batched_operands(group: Group, layout: Layout) -> tuple:
     return tuple(len(operand_input(layout, o).loops) > 2 for o in mm.operands)
 
 
+def across_operands(layout: Layout) -> list:
+    """The operands that span the innermost loop without being contiguous along
+    it (`x.T` beside `x`): what a transposing tile passes through shared memory."""
+    inner = len(layout.loops) - 1
+    return [op for op in layout.inputs + layout.outputs if inner in op.loops and op.loops[-1] != inner]
+
+
 def transposed_loop(layout: Layout) -> Optional[int]:
     """The loop a transposing tile pairs with the innermost one: the innermost
-    loop of the operands that span the innermost loop without being contiguous
-    along it (`x.T` beside `x`), where they all agree; else None."""
-    if not layout.loops:
-        return None
-    inner = len(layout.loops) - 1
-    across = {op.loops[-1] for op in layout.inputs + layout.outputs if inner in op.loops and op.loops[-1] != inner}
+    loop of the `across_operands`, where they all agree; else None."""
+    across = {op.loops[-1] for op in across_operands(layout)} if layout.loops else set()
     return next(iter(across)) if len(across) == 1 else None

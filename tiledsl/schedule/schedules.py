@@ -113,11 +113,11 @@ def ring_refusal(s: "Schedule", ringed: list) -> str:
     return ""
 
 
-
 def _padded_tile(rows: int, bk: int) -> int:
     """16-bit values an mma.sync operand tile takes in shared memory, rows padded
     by 8: [rows][BK + 8] (contiguous along K) or [BK][rows + 8] (along M or N)."""
     return max(rows * (bk + 8), bk * (rows + 8))
+
 
 @dataclass(frozen=True)
 class Schedule:
