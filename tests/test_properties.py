@@ -231,12 +231,23 @@ class Builder:
         return Node(f"{a.text}.T", dims, np.swapaxes(a.value, -1, -2))
 
 
-def build(data) -> tuple[str, Program, list, list]:
+def build(data, sizes: tuple = (), max_elements: int = 0,
+          result_dtypes: tuple = ("f64",)) -> tuple[str, Program, list, list]:
+    """A random program, its parameters' values and its results' float64 values.
+    Extents are 1-7, or drawn from `sizes` with their product at most
+    `max_elements` (the GPU fuzz test); each result's declared dtype is drawn
+    from `result_dtypes` (the values in `expected` are float64 regardless)."""
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
     n_dims = data.draw(st.integers(1, 3), label="n_dims")
     dims = data.draw(st.permutations(DIM_NAMES), label="dims")[:n_dims]
-    extents = {d: data.draw(st.integers(1, 7), label=f"extent {d}") for d in dims}
+    extents, room = {}, max_elements
+    for d in dims:
+        if sizes:
+            extents[d] = data.draw(st.sampled_from([s for s in sizes if s <= room] or [1]), label=f"extent {d}")
+            room //= extents[d]
+        else:
+            extents[d] = data.draw(st.integers(1, 7), label=f"extent {d}")
     prog = Program(extents)
     n_params = data.draw(st.integers(2, 4), label="n_params")
     for i in range(n_params):
@@ -261,7 +272,8 @@ def build(data) -> tuple[str, Program, list, list]:
         results.append((node, order))
     params = ", ".join(f"{n}: {t}" + (f"[{', '.join(d)}]" if d is not None else "")
                        for n, t, d in prog.params)
-    types = [f"f64[{', '.join(order)}]" if order else "f64" for _, order in results]
+    result_types = [data.draw(st.sampled_from(result_dtypes), label="result dtype") for _ in results]
+    types = [f"{t}[{', '.join(order)}]" if order else t for t, (_, order) in zip(result_types, results)]
     result_type = types[0] if len(types) == 1 else f"({', '.join(types)})"
     body = "".join(f"    {s}\n" for s in prog.stmts)
     ret = ", ".join(node.text for node, _ in results)

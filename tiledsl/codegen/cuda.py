@@ -19,7 +19,7 @@ from ..ir.graph import Graph, Value
 from ..resources import resource_dir
 from ..schedule.layout import Layout, Operand, batched_operands, operand_input, transposed_loop
 from ..schedule.partition import Group
-from ..schedule.schedules import Schedule, ring_refusal, stream_unroll_rule
+from ..schedule.schedules import Schedule, budgeted_threads, ring_refusal, stream_unroll_rule
 
 
 @lru_cache(maxsize=1)
@@ -193,6 +193,8 @@ class _Renderer:
 
     def mode(self, op: Operand) -> str:
         """How an operand meets the vector lanes of the innermost loop."""
+        if self.inner is None:      # no loops: one element (a result computed from scalars)
+            return "vec"
         if self.vec == 1 or self.inner not in op.loops:
             return "bcast" if self.inner not in op.loops else "vec"
         return "vec" if op.loops[-1] == self.inner else "strided"
@@ -289,8 +291,22 @@ class _Renderer:
         return ([], [f"out{k}[{self.offset(op)} + e * ({self.inner_stride(op)})] = {value};"], [])
 
     def uniform_values(self) -> list[Value]:
+        """Values without dims computed from scalar parameters and constants only: a
+        0-d input (a full reduction another kernel stored) is loaded with the elements."""
         return [v for v in self.group.values if not v.dims and v.op != "reduce"
-                and not self.depends_on_reduce(v)]
+                and not self.depends_on_reduce(v) and not self.reads_an_array(v)]
+
+    def reads_an_array(self, v: Value) -> bool:
+        stack, seen = [v], set()
+        while stack:
+            u = stack.pop()
+            if u.id in self.inputs:
+                return True
+            if u.id in seen or u.id not in self.values:
+                continue
+            seen.add(u.id)
+            stack.extend(u.operands)
+        return False
 
     def scalar_params(self) -> list[Value]:
         return [v for v in self.group.inputs if v.op == "param" and not v.dims]
@@ -317,10 +333,11 @@ class _Renderer:
         # Asking for 1024 resident threads caps registers at 64: it keeps two
         # 512-thread blocks per SM (measured faster), and without it ptxas
         # sometimes squeezes a 512-thread block into 32 registers and spills.
-        # A row reduction's schedule may ask for all 2048 (32 registers).
+        # A row reduction's schedule may ask for all 2048 (32 registers); f64
+        # functions get 128 (schedules.budgeted_threads).
         common = dict(name=name, params=decls, block=self.s.block, vec=self.vec, helpers=_helpers(),
                       min_blocks=(self.s.min_blocks if self.s.kind == "reduce_row" and self.s.min_blocks > 1
-                                  else max(1, 1024 // self.s.block)),
+                                  else max(1, budgeted_threads(self.group.values) // self.s.block)),
                       index_t="long long" if self.s.index64 else "int",
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise" and self.s.tile:

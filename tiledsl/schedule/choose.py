@@ -14,7 +14,7 @@ from .layout import across_operands, batched_operands, operand_input, Layout
 from .layout import transposed_loop as layout_transposed_loop
 from .partition import Group
 from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
-                        Schedule, ring_refusal, stream_unroll_rule)
+                        Schedule, computes_f64_math, ring_refusal, stream_unroll_rule)
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -242,7 +242,7 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     Such a thread has few bytes in flight, so the SM needs all its threads to
     hide the latency (H100, 2026-11-22: softmax f32 32768x781 0.88x -> 0.93x copy)."""
     held = items * p.words_per_row_element(vec) * (2 if keep else 1)
-    return vec == 1 and items <= 8 and held <= 16
+    return vec == 1 and items <= 8 and held <= 16 and not computes_f64_math(p.group.values)
 
 
 def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
@@ -253,7 +253,8 @@ def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bo
     and layernorm f16 without hoisting fit; layernorm's hoisted f32 weights (40 words) spill."""
     invariant = p.words_per_row_element(vec) - p.words_per_row_element_per_row(vec)
     held = items * vec * (p.words_per_row_element_per_row(vec) + (invariant if hoist else 0))
-    return R40_THREADS % block == 0 and vec > 1 and items * vec <= 16 and not keep and held <= 16
+    return (R40_THREADS % block == 0 and vec > 1 and items * vec <= 16 and not keep and held <= 16
+            and not computes_f64_math(p.group.values))
 
 
 def ring_problem(p: Problem, s: Schedule) -> str:

@@ -207,7 +207,11 @@ class _Partitioner:
             keys = {self.group_key(a) for a in anchors}
             if len(keys) == 1:
                 key = next(iter(keys))
-                if key[0][0] == "reduce" and set(out.dims) <= key[0][1] | key[0][2]:
+                # a reduce group writes per-row outputs and outputs over whole rows; one over
+                # some of the reduced dims only (mean(x) * y[N] after reducing M and N) is
+                # written by a pointwise group reading the statistic
+                if key[0][0] == "reduce" and set(out.dims) <= key[0][1] | key[0][2] \
+                        and set(out.dims) - key[0][1] in (set(), set(key[0][2])):
                     outputs_of[key].append(out)
                     continue
                 if key[0][0] in ("matmul", "operand") and set(out.dims) <= set(members[key][0].dims):

@@ -68,6 +68,11 @@ MAX_ROW_STAGES = 4         # reduce_row: rows in a thread's shared-memory ring
 MAX_RING_BYTES = 40 * 1024  # a row ring's static shared memory (of the 48 KB a block has without opting in)
 R40_THREADS = 1536         # reduce_row: resident threads per SM that 40 registers a thread allow
 ROW_THREAD_BUDGETS = (R40_THREADS, THREADS_PER_SM)   # min_blocks * block beyond the usual 1024
+BUDGETED_THREADS = 1024    # resident threads a kernel's registers are budgeted for (64 registers a thread)
+F64_MATH_THREADS = 512     # the same where it computes f64 functions (128 registers)
+# f64 operations that CUDA computes in long sequences holding many 8-byte temporaries
+F64_MATH_OPS = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
+                          "gelu", "gelu_tanh", "silu", "erf", "div", "pow"))
 TRANSPOSE_TILES = (16, 32, 64, 128)   # pointwise: sides of a transposing tile
 MAX_STATIC_SHARED = 48 * 1024    # static shared memory a block has without opting in
 STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: the compiler's rule)
@@ -342,3 +347,16 @@ class Schedule:
     def kernel_name(self, kernel: str, group: int, stage: int = 1) -> str:
         # The user's name is a validated identifier; cap it so names stay short.
         return f"tdsl_{kernel[:40]}_g{group}_{self.tag}" + (f"_s{stage}" if stage > 1 else "")
+
+
+def computes_f64_math(values) -> bool:
+    """Whether any of `values` is an f64 function (F64_MATH_OPS). Under the usual
+    64-register cap such kernels spilled (ptxas, sm_90a: an f64 softmax of 1000
+    columns 80 spill stores, an f64 layernorm 72); their launch bounds allow 128."""
+    return any(v.op in F64_MATH_OPS and v.dtype.name == "f64" for v in values)
+
+
+def budgeted_threads(values) -> int:
+    """Resident threads per SM a pointwise or reduction kernel's launch bounds
+    budget registers for, unless its schedule asks for more (`min_blocks`)."""
+    return F64_MATH_THREADS if computes_f64_math(values) else BUDGETED_THREADS
