@@ -7,7 +7,7 @@ render and compile for both architectures under its default schedule, and
 on sm_90a (the GPU the register rules were measured on) without spills or
 local memory. sm_80 may spill a few bytes where a rule's register count is
 tight for its compiler (4 bytes in a full f16 sum under the 32-register
-cap, found here). Three bugs this found (2026-11-23) are pinned below.
+cap, found here). The bugs this found and the GPU fuzz test found (2026-11-23) are pinned below.
 
 TDSL_CODEGEN_FUZZ_EXAMPLES=N compiles N programs (default 150).
 """
@@ -63,6 +63,9 @@ FOUND = {
     "scalar_result": ("kernel f(a: f32, b: f16) -> f64 {\n    return a * b + 1\n}\n", {}),
     "scalar_results_with_arrays": ("kernel f(x: f16[N], a: f32) -> (bf16, f32[N]) {\n"
                                    "    return a - 1, x * a\n}\n", {"N": 1000}),
+    # results that are a parameter or repeat another: each its own buffer, written
+    "a_parameter_and_a_repeated_result": ("kernel f(x: f32[N], s: bf16) -> (f32[N], f32[N], f32[N], bf16) {\n"
+                                          "    y = x * 2\n    return y, y, x, s\n}\n", {"N": 1000}),
     # a value without dims computed from a full reduction another kernel stored
     "cast_of_a_stored_statistic": ("kernel f(x: f64[M, N], y: f32[N]) -> f16[M, N] {\n"
                                    "    t = mean(tanh(y))\n    return where(x > 0, x, t)\n}\n",
@@ -103,3 +106,23 @@ def test_f64_row_kernels_do_not_spill(example, extents):
     from conftest import EXAMPLES
     source = (EXAMPLES / f"{example}.tdsl").read_text().replace("f16", "f64").replace("f32", "f64")
     assert not compile_all(tiledsl.compile(source), extents)
+
+
+def test_each_result_is_its_own_value():
+    """`return y, y, x`: before, the kernel wrote y once and x was x itself, so the
+    second buffer was never written and the third never filled (GPU fuzz test)."""
+    k = tiledsl.compile(FOUND["a_parameter_and_a_repeated_result"][0])
+    outs = k.graph.outputs
+    assert len({o.id for o in outs}) == len(outs)
+    assert [o.op for o in outs] == ["mul", "cast", "cast", "cast"]
+    assert outs[1].operands[0] is outs[0] and outs[2].operands[0].op == "param"
+    (group,) = partition(k.graph)
+    assert group.outputs == tuple(outs)
+
+
+def test_16_bit_scalar_parameters_round_to_their_dtype_on_the_gpu():
+    """A scalar arrives as a double; an f16 or bf16 one is rounded to its dtype, as
+    the reference rounds it (f16 0.3 is 0.30004883: a * b + 1 differed by 1e-5)."""
+    k = tiledsl.compile(FOUND["scalar_result"][0])
+    (ks,) = sources_for(k, {})
+    assert "tdsl::round_f16(s1)" in ks.source and "((float)s0)" in ks.source

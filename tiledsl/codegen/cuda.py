@@ -123,7 +123,9 @@ def expression(v: Value, coord) -> str:
         return literal(v.attr("value"), v.dtype)
     if op == "idx":
         return f"((long long)({coord(v.attr('dim'))}))"
-    if op == "param":
+    if op == "param":       # passed as a double: a 16-bit one rounds to its dtype, as the reference's does
+        if v.dtype.name in ("f16", "bf16"):
+            return f"tdsl::round_{v.dtype.name}(s{v.attr('index')})"
         return f"(({reg_type(v.dtype)})s{v.attr('index')})"
     if op == "permute":
         return a[0]

@@ -133,10 +133,32 @@ def tf32_operands_along_k(graph: Graph) -> Graph:
     return _rebuild(graph, keep, {})
 
 
+def distinct_results(graph: Graph) -> Graph:
+    """Each result its own computed value, so that a kernel writes each result's
+    buffer: a result that is a parameter, or that repeats an earlier result, is
+    a copy (a cast to its own dtype). Runs after common subexpressions merge.
+    Before/after for `return y, y, x`: outputs (%2, %2, %0) -> (%2, cast %2, cast %0);
+    before, the second buffer was never written and the third was x itself."""
+    fresh = max((v.id for v in graph.values), default=-1) + 1
+    copies, seen = [], set()
+    outputs = list(graph.outputs)
+    for j, v in enumerate(outputs):
+        if v.op == "param" or v.id in seen:
+            outputs[j] = Value(fresh, "cast", (v,), v.dtype, v.dims, (("to", v.dtype),), v.loc)
+            copies.append(outputs[j])
+            fresh += 1
+        seen.add(outputs[j].id)
+    if not copies:
+        return graph
+    graph = dataclasses.replace(graph, values=graph.values + tuple(copies), outputs=tuple(outputs))
+    return _rebuild(graph, list(graph.values), {})
+
+
 PIPELINE: tuple[Callable[[Graph], Graph], ...] = (
     lower_vector_products,
     eliminate_common_subexpressions,
     eliminate_dead_values,
+    distinct_results,
 )
 
 
