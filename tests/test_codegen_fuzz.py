@@ -116,8 +116,8 @@ def test_each_result_is_its_own_value():
     assert len({o.id for o in outs}) == len(outs)
     assert [o.op for o in outs] == ["mul", "cast", "cast", "cast"]
     assert outs[1].operands[0] is outs[0] and outs[2].operands[0].op == "param"
-    (group,) = partition(k.graph)
-    assert group.outputs == tuple(outs)
+    over_n, scalar = partition(k.graph)
+    assert over_n.outputs == tuple(outs[:3]) and scalar.outputs == (outs[3],) and not scalar.kept
 
 
 def test_16_bit_scalar_parameters_round_to_their_dtype_on_the_gpu():
