@@ -60,7 +60,7 @@ def test_random_programs_render_and_compile_without_spills(data):
 # or was rejected by NVRTC ("identifier v3 is undefined").
 FOUND = {
     # a result computed from scalars only: a group without loops
-    "scalar_result": ("kernel f(a: f32, b: f16) -> f64 {\n    return a * b + 1\n}\n", {}),
+    "scalar_result": ("kernel f(a: f32, b: f16) -> f32 {\n    return a * b + 1\n}\n", {}),
     "scalar_results_with_arrays": ("kernel f(x: f16[N], a: f32) -> (bf16, f32[N]) {\n"
                                    "    return a - 1, x * a\n}\n", {"N": 1000}),
     # results that are a parameter or repeat another: each its own buffer, written
