@@ -30,6 +30,7 @@ pytestmark = pytest.mark.skipif(not toolchain.available(), reason="NVRTC (cuda-b
 
 SIZES = (1, 2, 3, 5, 7, 16, 31, 33, 64, 127, 129, 256, 1000, 1031, 4097)   # extents, one per dim
 MAX_ELEMENTS = 1 << 21                                                      # their product at most
+PRODUCT_SIZES = (1, 7, 16, 33, 64, 100, 128, 129, 192, 256, 1000)  # more that tensor-core tiles take
 EXAMPLES = int(os.environ.get("TDSL_CODEGEN_FUZZ_EXAMPLES", "150"))
 ARCHS = ("sm_90a", "sm_80")
 
@@ -38,8 +39,8 @@ def compile_all(kernel, extents) -> list[str]:
     """Compiles every kernel for both architectures; the sm_90a ones that spill
     or use local memory."""
     problems = []
-    for ks in sources_for(kernel, extents):
-        for arch in ARCHS:
+    for arch in ARCHS:
+        for ks in sources_for(kernel, extents, arch=arch):
             usage = toolchain.compile_cuda(ks.source, arch=arch).resources[ks.name]
             if arch == "sm_90a" and (usage.spill_stores or usage.spill_loads or usage.local_bytes):
                 problems.append(f"{ks.name} on {arch}: {usage}")
@@ -50,13 +51,23 @@ def compile_all(kernel, extents) -> list[str]:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_programs_render_and_compile_without_spills(data):
-    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"))
+    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=1)
     k = tiledsl.compile(source)
     problems = compile_all(k, prog.extents)
     assert not problems, f"{problems}\nsource:\n{source}\nextents: {prog.extents}"
 
 
-# Found by the test above. Before the fixes, each raised ValueError in the renderer
+@settings(max_examples=EXAMPLES // 3, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_random_products_render_and_compile_without_spills(data):
+    source, prog, _, _ = build(data, PRODUCT_SIZES, 1 << 22, ("f32", "f16", "bf16"), products=6, min_dims=3)
+    k = tiledsl.compile(source)
+    problems = compile_all(k, prog.extents)
+    assert not problems, f"{problems}\nsource:\n{source}\nextents: {prog.extents}"
+
+
+# Found by the tests above and the GPU fuzz test. Before the fixes, each raised ValueError in the renderer
 # or was rejected by NVRTC ("identifier v3 is undefined").
 FOUND = {
     # a result computed from scalars only: a group without loops

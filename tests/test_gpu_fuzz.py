@@ -22,7 +22,9 @@ Inputs are small dyadic numbers (k/4), so sums and products are exact and
 only exp, tanh, sigmoid, division and the result's rounding differ between
 the GPU and the interpreter.
 
-TDSL_GPU_FUZZ_EXAMPLES=N runs N programs (default 60); a failure prints the
+Programs of three dims may hold matrix products of new parameters (f16 or f32,
+one operand maybe transposed, through exact elementwise ops), and a second
+test draws mostly those. TDSL_GPU_FUZZ_EXAMPLES=N runs N programs a test (default 60); a failure prints the
 source, extents and arguments' seed, and Hypothesis shrinks it first.
 """
 from __future__ import annotations
@@ -39,7 +41,7 @@ import tiledsl
 from tiledsl.errors import TdslError
 
 from gpu_helpers import check, cupy_supports_bf16, gpu_status, host_arguments, poison, synchronize, to_host
-from test_codegen_fuzz import FOUND, MAX_ELEMENTS, SIZES
+from test_codegen_fuzz import FOUND, MAX_ELEMENTS, PRODUCT_SIZES, SIZES
 from test_properties import build
 
 _GPU_OK, _GPU_WHY = gpu_status()
@@ -86,10 +88,11 @@ def to_gpu(arg, noncontiguous: bool):
     return cupy.asarray(arg)
 
 
-def run_program(data) -> str:
+def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES,
+                max_elements: int = MAX_ELEMENTS) -> str:
     """Draws one program, runs it on the GPU; '' when every result matches, else
     a description of the first that does not (or of a non-TdslError raised)."""
-    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, result_dtypes())
+    source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims)
     try:
         k = tiledsl.compile(source)
     except TdslError:
@@ -127,6 +130,18 @@ def run_program(data) -> str:
 @given(st.data())
 def test_random_programs_on_the_gpu(data):
     why = run_program(data)
+    assert not why, why
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_random_products_on_the_gpu(data):
+    """Three-dim programs, most with matrix products (f16 on the tensor cores, f32 on
+    the CUDA cores) fused with the elementwise work and reductions around them."""
+    why = run_program(data, products=6, min_dims=3, sizes=PRODUCT_SIZES, max_elements=1 << 22)
     assert not why, why
 
 

@@ -80,10 +80,11 @@ def align(node: Node, dims: tuple, extents: dict) -> np.ndarray:
 
 
 class Builder:
-    def __init__(self, data, prog: Program, rng: np.random.Generator):
+    def __init__(self, data, prog: Program, rng: np.random.Generator, products: int = 0):
         self.data, self.prog, self.rng = data, prog, rng
         self.pool: list[Node] = []
         self.count = 0
+        self.products = products if len(prog.extents) == 3 else 0   # the weight of "product"
 
     def draw(self, strategy):
         return self.data.draw(strategy)
@@ -111,8 +112,10 @@ class Builder:
         if depth <= 0:
             return self.leaf()
         kind = self.choose(["leaf", "binary", "binary", "unary", "reduce", "where", "transpose",
-                            "power"])
-        if kind == "leaf":
+                            "power"] + ["product"] * self.products)
+        if kind == "product":
+            node = self.product()
+        elif kind == "leaf":
             node = self.leaf()
         elif kind == "binary":
             node = self.binary(self.expr(depth - 1), self.expr(depth - 1))
@@ -131,6 +134,35 @@ class Builder:
                 node = Node(f"({base.text} ** {exp})", base.dims, np.power(base.value, float(exp)),
                             weak=base.weak)
         return self.maybe_bind(node)
+
+    def product(self) -> Node:
+        """a @ b over two new parameters [Z, X] and [X, Y] of one dtype (a maybe
+        declared [X, Z] and used as .T), each maybe through an exact elementwise op
+        (values stay multiples of 1/16, so f32 accumulation is exact)."""
+        z, x, y = self.draw(st.permutations(tuple(self.prog.extents)))
+        dtype = self.choose(["f16", "f16", "f32"])
+        operands = []
+        for dims, may_transpose in (((z, x), True), ((x, y), False)):
+            transposed = may_transpose and self.draw(st.booleans())
+            declared = dims[::-1] if transposed else dims
+            shape = [self.prog.extents[d] for d in declared]
+            value = self.rng.integers(1, 9, size=shape) / 4 * self.rng.choice([-1, 1], size=shape)
+            name = f"p{len(self.prog.params)}"
+            self.prog.params.append((name, dtype, declared))
+            self.prog.args.append(value.astype(NP_DTYPES[dtype]))
+            node = Node(name, declared, value)
+            if transposed:
+                node = Node(f"{name}.T", dims, value.T)
+            op = self.choose(["plain", "relu", "neg", "half"])
+            if op == "relu":
+                node = Node(f"relu({node.text})", dims, np.maximum(node.value, 0.0))
+            elif op == "neg":
+                node = Node(f"(-{node.text})", dims, -node.value)
+            elif op == "half":
+                node = Node(f"({node.text} * 0.5)", dims, node.value * 0.5)
+            operands.append(node)
+        a, b = operands
+        return Node(f"({a.text} @ {b.text})", (z, y), a.value @ b.value)
 
     def maybe_bind(self, node: Node) -> Node:
         self.prog.see(node.value)
@@ -231,15 +263,18 @@ class Builder:
         return Node(f"{a.text}.T", dims, np.swapaxes(a.value, -1, -2))
 
 
-def build(data, sizes: tuple = (), max_elements: int = 0,
-          result_dtypes: tuple = ("f64",)) -> tuple[str, Program, list, list]:
+def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple = ("f64",),
+          products: int = 0, min_dims: int = 1) -> tuple[str, Program, list, list]:
     """A random program, its parameters' values and its results' float64 values.
     Extents are 1-7, or drawn from `sizes` with their product at most
     `max_elements` (the GPU fuzz test); each result's declared dtype is drawn
-    from `result_dtypes` (the values in `expected` are float64 regardless)."""
+    from `result_dtypes` (the values in `expected` are float64 regardless). With
+    `products` (a weight: 8 of the other node kinds weigh 1 each), three-dim programs
+    may hold matrix products of new parameters; `min_dims` programs have at least that
+    many dims."""
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
-    n_dims = data.draw(st.integers(1, 3), label="n_dims")
+    n_dims = data.draw(st.integers(min_dims, 3), label="n_dims")
     dims = data.draw(st.permutations(DIM_NAMES), label="dims")[:n_dims]
     extents, room = {}, max_elements
     for d in dims:
@@ -263,7 +298,7 @@ def build(data, sizes: tuple = (), max_elements: int = 0,
             arg = values.astype(NP_DTYPES[dtype])
         prog.params.append((f"p{i}", dtype, pdims))
         prog.args.append(arg)
-    builder = Builder(data, prog, rng)
+    builder = Builder(data, prog, rng, products)
     n_results = data.draw(st.integers(1, 2), label="n_results")
     results = []
     for _ in range(n_results):
