@@ -3,7 +3,8 @@ schedule, render and NVRTC, for sm_90a and sm_80.
 
 The programs are the GPU fuzz test's (tests/test_gpu_fuzz.py): the property
 test's generator at sizes up to 4097. Every group of every program must
-render and compile for both architectures under its default schedule, and
+render and compile for both architectures under its default schedule (and
+under a candidate of the tuner's drawn for each group), and
 on sm_90a (the GPU the register rules were measured on) without spills or
 local memory. sm_80 may spill a few bytes where a rule's register count is
 tight for its compiler (4 bytes in a full f16 sum under the 32-register
@@ -21,7 +22,10 @@ from hypothesis import strategies as st
 
 import tiledsl
 from tiledsl.codegen import sources_for
+from tiledsl.codegen.cuda import render
 from tiledsl.runtime import toolchain
+from tiledsl.schedule.choose import candidates, problem
+from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 
 from test_properties import build
@@ -65,6 +69,35 @@ def test_random_products_render_and_compile_without_spills(data):
     k = tiledsl.compile(source)
     problems = compile_all(k, prog.extents)
     assert not problems, f"{problems}\nsource:\n{source}\nextents: {prog.extents}"
+
+
+def drawn_candidates(data, kernel, extents, arch: str, sm_count: int = 132) -> dict:
+    """{group index: a schedule drawn from the tuner's candidates for it} (groups
+    without candidates keep their default), for sm_count SMs of `arch`."""
+    picks = {}
+    for i, group in enumerate(partition(kernel.graph)):
+        p = problem(group, plan_layout(group, kernel.graph), extents, frozenset(), sm_count, arch)
+        found = candidates(p, kernel.hints)
+        if found:
+            picks[i] = found[data.draw(st.integers(0, len(found) - 1), label=f"group {i} candidate")]
+    return picks
+
+
+@settings(max_examples=EXAMPLES // 3, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_random_programs_compile_under_random_candidates(data):
+    """A candidate the tuner may time must compile (it may spill: the tuner prunes on
+    the compiler's resource report), each stage of a split one too."""
+    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=2)
+    k = tiledsl.compile(source)
+    for arch in ARCHS:
+        picks = drawn_candidates(data, k, prog.extents, arch)
+        for i, group in enumerate(partition(k.graph)):
+            if i in picks:
+                for stage in (1, 2) if picks[i].splits else (1,):
+                    ks = render(k.graph, group, plan_layout(group, k.graph), picks[i], stage)
+                    assert toolchain.compile_cuda(ks.source, arch=arch).cubin, ks.name
 
 
 # Found by the tests above and the GPU fuzz test. Before the fixes, each raised ValueError in the renderer

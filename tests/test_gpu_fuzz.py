@@ -41,7 +41,7 @@ import tiledsl
 from tiledsl.errors import TdslError
 
 from gpu_helpers import check, cupy_supports_bf16, gpu_status, host_arguments, poison, synchronize, to_host
-from test_codegen_fuzz import FOUND, MAX_ELEMENTS, PRODUCT_SIZES, SIZES
+from test_codegen_fuzz import FOUND, MAX_ELEMENTS, PRODUCT_SIZES, SIZES, drawn_candidates
 from test_properties import build
 
 _GPU_OK, _GPU_WHY = gpu_status()
@@ -89,17 +89,26 @@ def to_gpu(arg, noncontiguous: bool):
 
 
 def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES,
-                max_elements: int = MAX_ELEMENTS) -> str:
+                max_elements: int = MAX_ELEMENTS, pinned: bool = False) -> str:
     """Draws one program, runs it on the GPU; '' when every result matches, else
-    a description of the first that does not (or of a non-TdslError raised)."""
+    a description of the first that does not (or of a non-TdslError raised).
+    With `pinned`, each group runs a schedule drawn from the tuner's candidates."""
     source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims)
     try:
         k = tiledsl.compile(source)
     except TdslError:
         return ""           # the generator writes only valid programs; a refusal is tested elsewhere
+    picks = {}
+    if pinned:
+        from tiledsl.runtime import launcher_for
+        from tiledsl.runtime.launcher import _sm_count, device_arch, set_overrides
+        picks = drawn_candidates(data, k, prog.extents, device_arch(0), _sm_count(0))
+        k._launcher = launcher_for(k)
+        set_overrides(k._launcher, picks)
     use_out = data.draw(st.booleans(), label="out=")
     layout = [data.draw(st.integers(0, 3), label=f"layout {i}") == 0 for i in range(len(prog.args))]
-    note = f"source:\n{source}\nextents: {prog.extents}, out=: {use_out}, non-contiguous: {layout}"
+    note = (f"source:\n{source}\nextents: {prog.extents}, out=: {use_out}, non-contiguous: {layout}, "
+            f"schedules: {({i: s.tag for i, s in picks.items()})}")
     exact = k.reference(*prog.args)
     exact = exact if isinstance(exact, tuple) else (exact,)
     args = [to_gpu(a, nc) for a, nc in zip(prog.args, layout)]
@@ -142,6 +151,19 @@ def test_random_products_on_the_gpu(data):
     """Three-dim programs, most with matrix products (f16 on the tensor cores, f32 on
     the CUDA cores) fused with the elementwise work and reductions around them."""
     why = run_program(data, products=6, min_dims=3, sizes=PRODUCT_SIZES, max_elements=1 << 22)
+    assert not why, why
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_random_programs_under_random_candidates(data):
+    """Each group pinned to a schedule drawn from the tuner's candidates (rings,
+    prefetching, persistent, split, transposing tiles, every GEMM tile), as
+    `autotune` may pick it."""
+    why = run_program(data, products=2, pinned=True)
     assert not why, why
 
 
