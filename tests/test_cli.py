@@ -291,3 +291,20 @@ def test_console_script_entry_point(module):
     assert proc.returncode == 1
     assert ":2:16: error: unexpected '*'" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_file_arguments_are_paths_whatever_their_name_and_dash_is_stdin(capsys, tmp_path, monkeypatch):
+    """A FILE is read as a file even without the .tdsl suffix (before, 'prog.txt' or
+    /dev/stdin was parsed as program text: "unexpected '/'"); '-' reads standard input."""
+    import io
+    src = "kernel twice(x: f32[N]) -> f32[N] {\n    return x * 2\n}\n"
+    plain = tmp_path / "prog.txt"
+    plain.write_text(src)
+    assert run_cli(capsys, "check", str(plain)) == (0, f"{plain}: ok: twice(x: f32[N]) -> f32[N]\n", "")
+    monkeypatch.setattr("sys.stdin", io.StringIO(src))
+    assert run_cli(capsys, "check", "-")[:2] == (0, "-: ok: twice(x: f32[N]) -> f32[N]\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO(src.replace("x * 2", "y * 2")))
+    rc, _, err = run_cli(capsys, "check", "-")
+    assert rc == 1 and err.startswith("<stdin>:2:12: error: unknown name 'y'")
+    rc, _, err = run_cli(capsys, "check", str(tmp_path / "missing"))
+    assert rc == 1 and "cannot read" in err

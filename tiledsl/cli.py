@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -14,8 +15,13 @@ from .errors import TdslError
 
 
 def _kernels(path: str, name: Optional[str]) -> list[Kernel]:
-    program = compile_program(path, file=path) if path.endswith(".tdsl") or "\n" not in path \
-        else compile_program(path)
+    """The kernels of FILE: a path (any name: /dev/stdin, a.txt), '-' for standard input."""
+    if path == "-":
+        program = compile_program(sys.stdin.read(), file="<stdin>")
+    elif "\n" in path and not path.endswith(".tdsl"):    # program text given in place of a path
+        program = compile_program(path)
+    else:
+        program = compile_program(Path(path), file=path)
     kernels = list(program) if isinstance(program, Module) else [program]
     if name is None:
         return kernels
@@ -188,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Parse and type-check each file. Exit 0 when all are well "
                                    "formed; otherwise print each error with file:line:col and a caret, "
                                    "and exit 1.")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE", help="a .tdsl file ('-': standard input)")
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     p.set_defaults(func=cmd_check)
 
