@@ -55,7 +55,7 @@ def compile_all(kernel, extents) -> list[str]:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_programs_render_and_compile_without_spills(data):
-    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=1)
+    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=1, bf16=True)
     k = tiledsl.compile(source)
     problems = compile_all(k, prog.extents)
     assert not problems, f"{problems}\nsource:\n{source}\nextents: {prog.extents}"
@@ -65,7 +65,7 @@ def test_random_programs_render_and_compile_without_spills(data):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_products_render_and_compile_without_spills(data):
-    source, prog, _, _ = build(data, PRODUCT_SIZES, 1 << 22, ("f32", "f16", "bf16"), products=6, min_dims=3)
+    source, prog, _, _ = build(data, PRODUCT_SIZES, 1 << 22, ("f32", "f16", "bf16"), products=6, min_dims=3, bf16=True)
     k = tiledsl.compile(source)
     problems = compile_all(k, prog.extents)
     assert not problems, f"{problems}\nsource:\n{source}\nextents: {prog.extents}"
@@ -89,7 +89,7 @@ def drawn_candidates(data, kernel, extents, arch: str, sm_count: int = 132) -> d
 def test_random_programs_compile_under_random_candidates(data):
     """A candidate the tuner may time must compile (it may spill: the tuner prunes on
     the compiler's resource report), each stage of a split one too."""
-    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=2)
+    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=2, bf16=True)
     k = tiledsl.compile(source)
     for arch in ARCHS:
         picks = drawn_candidates(data, k, prog.extents, arch)

@@ -1,7 +1,7 @@
 """GPU fuzzing: random well-typed programs run on the GPU against the reference.
 
 The property test's generator (tests/test_properties.py: named dims in any
-order, parameters of f16/f32/f64 over random subsets of them, expression
+order, parameters of f16/bf16/f32/f64 over random subsets of them, expression
 trees with broadcasting, reductions over one, several or all dims, where,
 comparisons, .T, results stored in any dim order) draws programs here at
 sizes from 1 to 4097 (up to 2^21 elements), with results declared f64, f32,
@@ -24,7 +24,7 @@ Inputs are small dyadic numbers (k/4), so sums and products are exact and
 only exp, tanh, sigmoid, division and the result's rounding differ between
 the GPU and the interpreter.
 
-Programs of three dims may hold matrix products of new parameters (f16 or f32,
+Programs of three dims may hold matrix products of new parameters (f16, bf16 or f32,
 one operand maybe transposed, through exact elementwise ops), and a second
 test draws mostly those. TDSL_GPU_FUZZ_EXAMPLES=N runs N programs a test (default 60); a failure prints the
 source, extents and arguments' seed, and Hypothesis shrinks it first.
@@ -95,7 +95,8 @@ def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES
     """Draws one program, runs it on the GPU; '' when every result matches, else
     a description of the first that does not (or of a non-TdslError raised).
     With `pinned`, each group runs a schedule drawn from the tuner's candidates."""
-    source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims)
+    bf16 = "bf16" in result_dtypes()
+    source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims, bf16)
     try:
         k = tiledsl.compile(source)
     except TdslError:

@@ -80,8 +80,8 @@ def align(node: Node, dims: tuple, extents: dict) -> np.ndarray:
 
 
 class Builder:
-    def __init__(self, data, prog: Program, rng: np.random.Generator, products: int = 0):
-        self.data, self.prog, self.rng = data, prog, rng
+    def __init__(self, data, prog: Program, rng: np.random.Generator, products: int = 0, bf16: bool = False):
+        self.data, self.prog, self.rng, self.bf16 = data, prog, rng, bf16
         self.pool: list[Node] = []
         self.count = 0
         self.products = products if len(prog.extents) == 3 else 0   # the weight of "product"
@@ -140,7 +140,7 @@ class Builder:
         declared [X, Z] and used as .T), each maybe through an exact elementwise op
         (values stay multiples of 1/16, so f32 accumulation is exact)."""
         z, x, y = self.draw(st.permutations(tuple(self.prog.extents)))
-        dtype = self.choose(["f16", "f16", "f32"])
+        dtype = self.choose(["f16", "f16", "f32"] + (["bf16"] if self.bf16 else []))
         operands = []
         for dims, may_transpose in (((z, x), True), ((x, y), False)):
             transposed = may_transpose and self.draw(st.booleans())
@@ -149,7 +149,7 @@ class Builder:
             value = self.rng.integers(1, 9, size=shape) / 4 * self.rng.choice([-1, 1], size=shape)
             name = f"p{len(self.prog.params)}"
             self.prog.params.append((name, dtype, declared))
-            self.prog.args.append(value.astype(NP_DTYPES[dtype]))
+            self.prog.args.append(value.astype(numpy_dtype(dtype)))
             node = Node(name, declared, value)
             if transposed:
                 node = Node(f"{name}.T", dims, value.T)
@@ -263,15 +263,22 @@ class Builder:
         return Node(f"{a.text}.T", dims, np.swapaxes(a.value, -1, -2))
 
 
+def numpy_dtype(name: str):
+    if name == "bf16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return NP_DTYPES[name]
+
+
 def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple = ("f64",),
-          products: int = 0, min_dims: int = 1) -> tuple[str, Program, list, list]:
+          products: int = 0, min_dims: int = 1, bf16: bool = False) -> tuple[str, Program, list, list]:
     """A random program, its parameters' values and its results' float64 values.
     Extents are 1-7, or drawn from `sizes` with their product at most
     `max_elements` (the GPU fuzz test); each result's declared dtype is drawn
     from `result_dtypes` (the values in `expected` are float64 regardless). With
     `products` (a weight: 8 of the other node kinds weigh 1 each), three-dim programs
     may hold matrix products of new parameters; `min_dims` programs have at least that
-    many dims."""
+    many dims; with `bf16`, parameters may be bf16 too (ml_dtypes arrays)."""
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
     n_dims = data.draw(st.integers(min_dims, 3), label="n_dims")
@@ -286,7 +293,7 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     prog = Program(extents)
     n_params = data.draw(st.integers(2, 4), label="n_params")
     for i in range(n_params):
-        dtype = data.draw(st.sampled_from(sorted(NP_DTYPES)), label=f"p{i} dtype")
+        dtype = data.draw(st.sampled_from(sorted(NP_DTYPES) + (["bf16"] if bf16 else [])), label=f"p{i} dtype")
         if data.draw(st.integers(0, 5)) == 0:
             pdims = None                                    # a scalar parameter
             arg = float(rng.integers(1, 9) / 4 * rng.choice([-1, 1]))
@@ -295,10 +302,10 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
                                     label=f"p{i} dims"))
             shape = [extents[d] for d in pdims]
             values = rng.integers(1, 9, size=shape) / 4 * rng.choice([-1, 1], size=shape)
-            arg = values.astype(NP_DTYPES[dtype])
+            arg = values.astype(numpy_dtype(dtype))
         prog.params.append((f"p{i}", dtype, pdims))
         prog.args.append(arg)
-    builder = Builder(data, prog, rng, products)
+    builder = Builder(data, prog, rng, products, bf16)
     n_results = data.draw(st.integers(1, 2), label="n_results")
     results = []
     for _ in range(n_results):
