@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import tiledsl
 from tiledsl.codegen import sources_for
+from tiledsl.errors import TdslCompileError, TdslError
 from tiledsl.codegen.cuda import render
 from tiledsl.runtime import toolchain
 from tiledsl.schedule.choose import candidates, problem
@@ -98,6 +99,46 @@ def test_random_programs_compile_under_random_candidates(data):
                 for stage in (1, 2) if picks[i].splits else (1,):
                     ks = render(k.graph, group, plan_layout(group, k.graph), picks[i], stage)
                     assert toolchain.compile_cuda(ks.source, arch=arch).cubin, ks.name
+
+
+def hint_block(data, dims) -> str:
+    """A `schedule prop { ... }` block of one to three directives drawn with their
+    arguments (legal or not for the program: an illegal one must be refused)."""
+    def tile():
+        chosen = data.draw(st.lists(st.sampled_from(sorted(dims)), min_size=1, unique=True), label="tile dims")
+        return "tile(" + ", ".join(f"{d}={data.draw(st.sampled_from([16, 32, 64, 128, 256]))}" for d in chosen) + ")"
+    options = [lambda: f"stages({data.draw(st.integers(1, 5))})",
+               lambda: f"warps({data.draw(st.sampled_from([1, 2, 4, 8]))})",
+               lambda: f"threads({data.draw(st.sampled_from([32, 64, 128, 256, 512, 1024]))})",
+               lambda: f"vector({data.draw(st.sampled_from([1, 2, 4, 8]))})",
+               lambda: f"split_k({data.draw(st.integers(1, 8))})",
+               lambda: f"group({data.draw(st.integers(1, 8))})",
+               lambda: f"tf32({data.draw(st.sampled_from(['true', 'false']))})",
+               tile]
+    picks = data.draw(st.lists(st.integers(0, len(options) - 1), min_size=1, max_size=3, unique=True),
+                      label="directives")
+    return "schedule prop {\n" + "".join(f"    {options[i]()}\n" for i in picks) + "}\n"
+
+
+@settings(max_examples=EXAMPLES // 3, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_random_programs_with_schedule_blocks_compile_or_are_refused(data):
+    """A schedule block pins what the user asked for, or the call is refused with a
+    TdslError (a schedule error; never another exception, nor a TdslCompileError,
+    which says the generated code failed); what it pins compiles."""
+    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=3, bf16=True)
+    source += hint_block(data, prog.extents)
+    try:
+        k = tiledsl.compile(source)
+        for arch in ARCHS:
+            kernels = sources_for(k, prog.extents, arch=arch)
+            for ks in kernels:
+                assert toolchain.compile_cuda(ks.source, arch=arch).cubin, ks.name
+    except TdslCompileError:
+        raise
+    except TdslError:
+        pass
 
 
 # Found by the tests above and the GPU fuzz test. Before the fixes, each raised ValueError in the renderer

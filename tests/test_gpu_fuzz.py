@@ -40,10 +40,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tiledsl
-from tiledsl.errors import TdslError
+from tiledsl.errors import TdslCompileError, TdslError
 
-from gpu_helpers import check, cupy_supports_bf16, gpu_status, host_arguments, poison, synchronize, to_host
-from test_codegen_fuzz import FOUND, MAX_ELEMENTS, PRODUCT_SIZES, SIZES, drawn_candidates
+from gpu_helpers import (check, cupy_supports_bf16, gpu_status, host_arguments, poison, still_poisoned,
+                         synchronize, to_host)
+from test_codegen_fuzz import FOUND, MAX_ELEMENTS, PRODUCT_SIZES, SIZES, drawn_candidates, hint_block
 from test_properties import build
 
 _GPU_OK, _GPU_WHY = gpu_status()
@@ -91,16 +92,20 @@ def to_gpu(arg, noncontiguous: bool):
 
 
 def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES,
-                max_elements: int = MAX_ELEMENTS, pinned: bool = False) -> str:
+                max_elements: int = MAX_ELEMENTS, pinned: bool = False, hinted: bool = False) -> str:
     """Draws one program, runs it on the GPU; '' when every result matches, else
     a description of the first that does not (or of a non-TdslError raised).
-    With `pinned`, each group runs a schedule drawn from the tuner's candidates."""
+    With `pinned`, each group runs a schedule drawn from the tuner's candidates;
+    with `hinted`, the program has a schedule block drawn at random, and a call
+    it makes illegal must be refused with a TdslError before anything is written."""
     bf16 = "bf16" in result_dtypes()
     source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims, bf16)
+    if hinted:
+        source += hint_block(data, prog.extents)
     try:
         k = tiledsl.compile(source)
     except TdslError:
-        return ""           # the generator writes only valid programs; a refusal is tested elsewhere
+        return ""           # the generator writes only valid programs; a refused schedule block
     picks = {}
     if pinned:
         from tiledsl.runtime import launcher_for
@@ -128,6 +133,11 @@ def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES
                 got = k(*args)
                 got = list(got) if isinstance(got, tuple) else [got]
             synchronize()
+        except TdslError as err:
+            if not hinted or isinstance(err, TdslCompileError):
+                return f"{call}: {type(err).__name__}: {err}\n{note}"
+            written = [i for i, o in enumerate(outs) if not still_poisoned(o)] if use_out else []
+            return f"refused ({err}) after writing results {written}\n{note}" if written else ""
         except Exception as err:    # noqa: BLE001 - reported with the program
             return f"{call}: {type(err).__name__}: {err}\n{note}"
         for i, (g, e, r) in enumerate(zip(got, exact, k.graph.results)):
@@ -157,6 +167,18 @@ def test_random_products_on_the_gpu(data):
     """Three-dim programs, most with matrix products (f16 on the tensor cores, f32 on
     the CUDA cores) fused with the elementwise work and reductions around them."""
     why = run_program(data, products=6, min_dims=3, sizes=PRODUCT_SIZES, max_elements=1 << 22)
+    assert not why, why
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_random_programs_with_schedule_blocks(data):
+    """A random schedule block (stages, warps, threads, vector, split_k, group, tf32,
+    tiles): the call runs what it pins, or is refused before anything is written."""
+    why = run_program(data, products=3, hinted=True)
     assert not why, why
 
 
