@@ -21,8 +21,9 @@ Half the calls pass out=, and a quarter of the 2-D and 3-D arguments are
 passed as non-contiguous views (the launcher's copying path).
 
 Inputs are small dyadic numbers (k/4), so sums and products are exact and
-only exp, tanh, sigmoid, division and the result's rounding differ between
-the GPU and the interpreter.
+only exp, tanh, sigmoid, division, means and the result's rounding differ between
+the GPU and the interpreter; comparisons take only exactly computed values (an
+ulp's difference in tanh flipped `tanh(a) < tanh(b)` in a first version).
 
 Programs of three dims may hold matrix products of new parameters (f16, bf16 or f32,
 one operand maybe transposed, through exact elementwise ops), and a second
@@ -99,7 +100,8 @@ def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES
     with `hinted`, the program has a schedule block drawn at random, and a call
     it makes illegal must be refused with a TdslError before anything is written."""
     bf16 = "bf16" in result_dtypes()
-    source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims, bf16)
+    source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims, bf16,
+                               exact_conditions=True)
     if hinted:
         source += hint_block(data, prog.extents)
     try:

@@ -20,6 +20,7 @@ infinity.
 from __future__ import annotations
 
 import os
+import re
 import string
 from dataclasses import dataclass, field
 
@@ -80,8 +81,11 @@ def align(node: Node, dims: tuple, extents: dict) -> np.ndarray:
 
 
 class Builder:
-    def __init__(self, data, prog: Program, rng: np.random.Generator, products: int = 0, bf16: bool = False):
+    def __init__(self, data, prog: Program, rng: np.random.Generator, products: int = 0, bf16: bool = False,
+                 exact_conditions: bool = False):
         self.data, self.prog, self.rng, self.bf16 = data, prog, rng, bf16
+        self.exact_conditions = exact_conditions
+        self.inexact_names: set[str] = set()    # bound names whose values round (exp, /, mean, ...)
         self.pool: list[Node] = []
         self.count = 0
         self.products = products if len(prog.extents) == 3 else 0   # the weight of "product"
@@ -164,12 +168,25 @@ class Builder:
         a, b = operands
         return Node(f"({a.text} @ {b.text})", (z, y), a.value @ b.value)
 
+    def inexact(self, node: Node) -> bool:
+        """Whether the value rounds on the way (a transcendental function, a division,
+        a mean), where a GPU and NumPy may differ by an ulp; + - * max min of these
+        small dyadic numbers, and products of them, are exact."""
+        words = set(re.findall(r"[A-Za-z_]\w*", node.text))
+        return "/" in node.text or bool(words & ({"exp", "tanh", "sigmoid", "mean"} | self.inexact_names))
+
+    def exact_leaf(self) -> Node:
+        name, dtype, dims = self.choose(self.prog.params)
+        return Node(name, dims or (), np.asarray(self.prog.args[int(name[1:])], dtype=np.float64))
+
     def maybe_bind(self, node: Node) -> Node:
         self.prog.see(node.value)
         if node.is_bool or not self.draw(st.integers(0, 4)) == 0:
             self.pool.append(node)
             return node
         name = f"t{self.count}"
+        if self.inexact(node):
+            self.inexact_names.add(name)
         self.count += 1
         self.prog.stmts.append(f"{name} = {node.text}")
         bound = Node(name, node.dims, node.value, node.weak)
@@ -240,6 +257,8 @@ class Builder:
             value = np.broadcast_to(value, [self.prog.extents[d] for d in dims])
             return Node(f"{op}({c1.text}, {c2.text})", dims, value, is_bool=True)
         a, b = self.expr(max(0, depth - 1)), self.expr(max(0, depth - 1))
+        if self.exact_conditions:   # an ulp's difference must not flip the comparison
+            a, b = (self.exact_leaf() if self.inexact(n) else n for n in (a, b))
         op = self.choose(["<", "<=", ">", ">=", "==", "!="])
         dims = result_dims(a.dims, b.dims)
         x, y = align(a, dims, self.prog.extents), align(b, dims, self.prog.extents)
@@ -271,14 +290,17 @@ def numpy_dtype(name: str):
 
 
 def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple = ("f64",),
-          products: int = 0, min_dims: int = 1, bf16: bool = False) -> tuple[str, Program, list, list]:
+          products: int = 0, min_dims: int = 1, bf16: bool = False,
+          exact_conditions: bool = False) -> tuple[str, Program, list, list]:
     """A random program, its parameters' values and its results' float64 values.
     Extents are 1-7, or drawn from `sizes` with their product at most
     `max_elements` (the GPU fuzz test); each result's declared dtype is drawn
     from `result_dtypes` (the values in `expected` are float64 regardless). With
     `products` (a weight: 8 of the other node kinds weigh 1 each), three-dim programs
     may hold matrix products of new parameters; `min_dims` programs have at least that
-    many dims; with `bf16`, parameters may be bf16 too (ml_dtypes arrays)."""
+    many dims; with `bf16`, parameters may be bf16 too (ml_dtypes arrays); with
+    `exact_conditions`, comparisons only take values computed without rounding (on
+    the GPU, tanh may be an ulp off NumPy's, and `tanh(a) < tanh(b)` flip)."""
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
     n_dims = data.draw(st.integers(min_dims, 3), label="n_dims")
@@ -305,7 +327,7 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
             arg = values.astype(numpy_dtype(dtype))
         prog.params.append((f"p{i}", dtype, pdims))
         prog.args.append(arg)
-    builder = Builder(data, prog, rng, products, bf16)
+    builder = Builder(data, prog, rng, products, bf16, exact_conditions)
     n_results = data.draw(st.integers(1, 2), label="n_results")
     results = []
     for _ in range(n_results):
