@@ -40,6 +40,16 @@ EXAMPLES = int(os.environ.get("TDSL_CODEGEN_FUZZ_EXAMPLES", "150"))
 ARCHS = ("sm_90a", "sm_80")
 
 
+def fuzz_test(examples: int):
+    """A Hypothesis test drawing `examples` programs (no example database: each run
+    draws afresh; a failure prints its draws)."""
+    def wrap(test):
+        return settings(max_examples=examples, deadline=None, database=None,
+                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])(
+            given(st.data())(test))
+    return wrap
+
+
 def compile_all(kernel, extents) -> list[str]:
     """Compiles every kernel for both architectures; the sm_90a ones that spill
     or use local memory."""
@@ -52,9 +62,7 @@ def compile_all(kernel, extents) -> list[str]:
     return problems
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
+@fuzz_test(EXAMPLES)
 def test_random_programs_render_and_compile_without_spills(data):
     source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=1, bf16=True)
     k = tiledsl.compile(source)
@@ -62,9 +70,7 @@ def test_random_programs_render_and_compile_without_spills(data):
     assert not problems, f"{problems}\nsource:\n{source}\nextents: {prog.extents}"
 
 
-@settings(max_examples=EXAMPLES // 3, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
+@fuzz_test(EXAMPLES // 3)
 def test_random_products_render_and_compile_without_spills(data):
     source, prog, _, _ = build(data, PRODUCT_SIZES, 1 << 22, ("f32", "f16", "bf16"), products=6, min_dims=3, bf16=True)
     k = tiledsl.compile(source)
@@ -84,9 +90,7 @@ def drawn_candidates(data, kernel, extents, arch: str, sm_count: int = 132) -> d
     return picks
 
 
-@settings(max_examples=EXAMPLES // 3, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
+@fuzz_test(EXAMPLES // 3)
 def test_random_programs_compile_under_random_candidates(data):
     """A candidate the tuner may time must compile (it may spill: the tuner prunes on
     the compiler's resource report), each stage of a split one too."""
@@ -120,9 +124,7 @@ def hint_block(data, dims) -> str:
     return "schedule prop {\n" + "".join(f"    {options[i]()}\n" for i in picks) + "}\n"
 
 
-@settings(max_examples=EXAMPLES // 3, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
+@fuzz_test(EXAMPLES // 3)
 def test_random_programs_with_schedule_blocks_compile_or_are_refused(data):
     """A schedule block pins what the user asked for, or the call is refused with a
     TdslError (a schedule error; never another exception, nor a TdslCompileError,

@@ -37,7 +37,6 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tiledsl
@@ -45,11 +44,15 @@ from tiledsl.errors import TdslCompileError, TdslError
 
 from gpu_helpers import (check, cupy_supports_bf16, gpu_status, host_arguments, poison, still_poisoned,
                          synchronize, to_host)
-from test_codegen_fuzz import FOUND, MAX_ELEMENTS, PRODUCT_SIZES, SIZES, drawn_candidates, hint_block
+from test_codegen_fuzz import FOUND, MAX_ELEMENTS, PRODUCT_SIZES, SIZES, drawn_candidates, fuzz_test, hint_block
 from test_properties import build
 
 _GPU_OK, _GPU_WHY = gpu_status()
-needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(not _GPU_OK, reason=f"needs an NVIDIA GPU and CuPy: {_GPU_WHY}")]
+
+
+def needs_gpu(test):
+    return pytest.mark.gpu(pytest.mark.skipif(not _GPU_OK, reason=f"needs an NVIDIA GPU and CuPy: {_GPU_WHY}")(test))
+
 
 EXAMPLES = int(os.environ.get("TDSL_GPU_FUZZ_EXAMPLES", "60"))
 # relative tolerance per result dtype; f64 results of f16/f32 inputs are computed in f32
@@ -150,21 +153,15 @@ def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES
     return ""
 
 
-@needs_gpu[0]
-@needs_gpu[1]
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
+@needs_gpu
+@fuzz_test(EXAMPLES)
 def test_random_programs_on_the_gpu(data):
     why = run_program(data)
     assert not why, why
 
 
-@needs_gpu[0]
-@needs_gpu[1]
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
+@needs_gpu
+@fuzz_test(EXAMPLES)
 def test_random_products_on_the_gpu(data):
     """Three-dim programs, most with matrix products (f16 on the tensor cores, f32 on
     the CUDA cores) fused with the elementwise work and reductions around them."""
@@ -172,11 +169,8 @@ def test_random_products_on_the_gpu(data):
     assert not why, why
 
 
-@needs_gpu[0]
-@needs_gpu[1]
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
+@needs_gpu
+@fuzz_test(EXAMPLES)
 def test_random_programs_with_schedule_blocks(data):
     """A random schedule block (stages, warps, threads, vector, split_k, group, tf32,
     tiles): the call runs what it pins, or is refused before anything is written."""
@@ -184,11 +178,8 @@ def test_random_programs_with_schedule_blocks(data):
     assert not why, why
 
 
-@needs_gpu[0]
-@needs_gpu[1]
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
+@needs_gpu
+@fuzz_test(EXAMPLES)
 def test_random_programs_under_random_candidates(data):
     """Each group pinned to a schedule drawn from the tuner's candidates (rings,
     prefetching, persistent, split, transposing tiles, every GEMM tile), as
@@ -210,8 +201,7 @@ def test_mismatch_catches_what_it_must():
     assert mismatch(np.array([1.0, 2.0]), np.array([1.0]), 1e-5, 0.0)
 
 
-@needs_gpu[0]
-@needs_gpu[1]
+@needs_gpu
 @pytest.mark.parametrize("out_kind", ["alloc", "out"])
 @pytest.mark.parametrize("name", sorted(FOUND))
 def test_programs_the_fuzzer_found_run(name, out_kind):

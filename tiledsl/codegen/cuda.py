@@ -296,19 +296,7 @@ class _Renderer:
         """Values without dims computed from scalar parameters and constants only: a
         0-d input (a full reduction another kernel stored) is loaded with the elements."""
         return [v for v in self.group.values if not v.dims and v.op != "reduce"
-                and not self.depends_on_reduce(v) and not self.reads_an_array(v)]
-
-    def reads_an_array(self, v: Value) -> bool:
-        stack, seen = [v], set()
-        while stack:
-            u = stack.pop()
-            if u.id in self.inputs:
-                return True
-            if u.id in seen or u.id not in self.values:
-                continue
-            seen.add(u.id)
-            stack.extend(u.operands)
-        return False
+                and not self.depends_on_reduce(v) and not self.reaches(v, lambda u: u.id in self.inputs)]
 
     def scalar_params(self) -> list[Value]:
         return [v for v in self.group.inputs if v.op == "param" and not v.dims]
@@ -319,15 +307,21 @@ class _Renderer:
         return [self.define(v) for v in vals], {v.id for v in vals}
 
     def depends_on_reduce(self, v: Value) -> bool:
+        return self.reaches(v, lambda u: u.op == "reduce" and u.id in self.values)
+
+    def reaches(self, v: Value, hit) -> bool:
+        """Whether computing `v` in this group reaches a value (its own, or an input
+        it reads) for which `hit` holds."""
         stack, seen = [v], set()
         while stack:
             u = stack.pop()
-            if u.id in seen or u.id not in self.values:
+            if u.id in seen:
                 continue
             seen.add(u.id)
-            if u.op == "reduce":
+            if hit(u):
                 return True
-            stack.extend(u.operands)
+            if u.id in self.values:
+                stack.extend(u.operands)
         return False
 
     def render(self, name: str, stage: int = 1) -> KernelSource:
