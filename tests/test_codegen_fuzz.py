@@ -64,7 +64,8 @@ def compile_all(kernel, extents) -> list[str]:
 
 @fuzz_test(EXAMPLES)
 def test_random_programs_render_and_compile_without_spills(data):
-    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=1, bf16=True)
+    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16"), products=1, bf16=True,
+                               ints=True)
     k = tiledsl.compile(source)
     problems = compile_all(k, prog.extents)
     assert not problems, f"{problems}\nsource:\n{source}\nextents: {prog.extents}"

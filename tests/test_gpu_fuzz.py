@@ -1,7 +1,7 @@
 """GPU fuzzing: random well-typed programs run on the GPU against the reference.
 
 The property test's generator (tests/test_properties.py: named dims in any
-order, parameters of f16/bf16/f32/f64 over random subsets of them, expression
+order, parameters of f16/bf16/f32/f64/i32/i64 over random subsets of them, expression
 trees with broadcasting, reductions over one, several or all dims, where,
 comparisons, .T, results stored in any dim order) draws programs here at
 sizes from 1 to 4097 (up to 2^21 elements), with results declared f64, f32,
@@ -104,7 +104,7 @@ def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES
     it makes illegal must be refused with a TdslError before anything is written."""
     bf16 = "bf16" in result_dtypes()
     source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims, bf16,
-                               exact_conditions=True)
+                               exact_conditions=True, ints=True)
     if hinted:
         source += hint_block(data, prog.extents)
     try:

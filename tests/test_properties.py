@@ -283,6 +283,8 @@ class Builder:
 
 
 def numpy_dtype(name: str):
+    if name in ("i32", "i64"):
+        return np.dtype(name.replace("i", "int"))
     if name == "bf16":
         import ml_dtypes
         return np.dtype(ml_dtypes.bfloat16)
@@ -291,7 +293,7 @@ def numpy_dtype(name: str):
 
 def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple = ("f64",),
           products: int = 0, min_dims: int = 1, bf16: bool = False,
-          exact_conditions: bool = False) -> tuple[str, Program, list, list]:
+          exact_conditions: bool = False, ints: bool = False) -> tuple[str, Program, list, list]:
     """A random program, its parameters' values and its results' float64 values.
     Extents are 1-7, or drawn from `sizes` with their product at most
     `max_elements` (the GPU fuzz test); each result's declared dtype is drawn
@@ -300,7 +302,9 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     may hold matrix products of new parameters; `min_dims` programs have at least that
     many dims; with `bf16`, parameters may be bf16 too (ml_dtypes arrays); with
     `exact_conditions`, comparisons only take values computed without rounding (on
-    the GPU, tanh may be an ulp off NumPy's, and `tanh(a) < tanh(b)` flip)."""
+    the GPU, tanh may be an ulp off NumPy's, and `tanh(a) < tanh(b)` flip); with
+    `ints`, parameters may be i32 or i64 (integers from -8 to 8; the float64 values in
+    `expected` then ignore integer wrap-around, so only the exact interpreter is an oracle)."""
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
     n_dims = data.draw(st.integers(min_dims, 3), label="n_dims")
@@ -315,15 +319,19 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     prog = Program(extents)
     n_params = data.draw(st.integers(2, 4), label="n_params")
     for i in range(n_params):
-        dtype = data.draw(st.sampled_from(sorted(NP_DTYPES) + (["bf16"] if bf16 else [])), label=f"p{i} dtype")
+        dtype = data.draw(st.sampled_from(sorted(NP_DTYPES) + (["bf16"] if bf16 else [])
+                                          + (["i32", "i64"] if ints else [])), label=f"p{i} dtype")
         if data.draw(st.integers(0, 5)) == 0:
             pdims = None                                    # a scalar parameter
-            arg = float(rng.integers(1, 9) / 4 * rng.choice([-1, 1]))
+            arg = int(rng.integers(-8, 9)) if dtype.startswith("i") else \
+                float(rng.integers(1, 9) / 4 * rng.choice([-1, 1]))
         else:
             pdims = tuple(data.draw(st.lists(st.sampled_from(dims), min_size=1, unique=True),
                                     label=f"p{i} dims"))
             shape = [extents[d] for d in pdims]
             values = rng.integers(1, 9, size=shape) / 4 * rng.choice([-1, 1], size=shape)
+            if dtype.startswith("i"):
+                values = rng.integers(-8, 9, size=shape)
             arg = values.astype(numpy_dtype(dtype))
         prog.params.append((f"p{i}", dtype, pdims))
         prog.args.append(arg)
