@@ -91,12 +91,20 @@ def test_the_tf32_note_says_where_tf32_does_not_apply(src):
     e = dict(M=2048, N=2048, K=2048, B=2, D=2048, H=2048, E=2048)
     last = sources_for(k, e, arch="sm_90a")[-1].schedule
     tf32 = last.wgmma and last.vec == 4
-    assert len(k.notes) == (0 if tf32 else 1), (k.notes, last.tag)
-    assert all("tf32(true) leaves this product exact f32" in n and "the left operand is not" in n for n in k.notes)
+    off = [n for n in k.notes if "tf32(true) leaves this product exact f32" in n]
+    assert len(off) == (0 if tf32 else 1), (k.notes, last.tag)
+    assert all("the left operand is not" in n for n in off)
     # no copy for an operand whose product stays off TF32 anyway
-    from tiledsl.ir.graph import stored_copy
+    from tiledsl.ir.graph import stored_copy, unpermuted
     last_product = [v for v in k.graph.values if v.op == "matmul"][-1]
     assert tf32 or not any(stored_copy(o) for o in last_product.operands)
+    # a parameter copied laid out along K for TF32 is named, once per copy
+    copied = [unpermuted(stored_copy(o).operands[0]) for v in k.graph.values if v.op == "matmul"
+              for o in v.operands if stored_copy(o) is not None]
+    copied = [k.graph.params[c.attr("index")].name for c in copied if c.op == "param"]
+    notes = [n for n in k.notes if "tf32(true) copies" in n]
+    assert [n.split("'")[1] for n in notes] == copied
+    assert len(notes) + len(off) == len(k.notes)
 
 
 def test_check_quiet(capsys, in_repo_root):
