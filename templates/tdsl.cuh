@@ -31,6 +31,19 @@ __device__ __forceinline__ float round_f16(double x) { return f16_to_f32(f64_to_
 __device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 __device__ __forceinline__ float round_bf16(double x) { return round_bf16((float)x); }
 
+// The four f32 at a shared-memory address rounded to TF32 in place, to nearest
+// (cvt.rna): wgmma would truncate them.
+__device__ __forceinline__ void round_tf32_shared16(unsigned addr) {
+    float f[4];
+    unsigned t[4];
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(f[0]), "=f"(f[1]), "=f"(f[2]), "=f"(f[3]) : "r"(addr) : "memory");
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(t[i]) : "f"(f[i]));
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};"
+                 :: "r"(addr), "r"(t[0]), "r"(t[1]), "r"(t[2]), "r"(t[3]) : "memory");
+}
+
 // ---- NaN-propagating max/min, as NumPy and PyTorch define them ------------
 template <class T> __device__ __forceinline__ T maximum(T a, T b) { return (a > b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T minimum(T a, T b) { return (a < b || a != a) ? a : b; }
