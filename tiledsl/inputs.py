@@ -50,16 +50,29 @@ def _draw(rng: np.random.Generator, dtype: DType, shape, positive: bool) -> np.n
     return values.astype(dtype.numpy)
 
 
+# A result with at most this many elements gets positive inputs (random_arguments).
+FEW_ELEMENTS = 4
+
+
+def _elements(dims, extents: dict) -> int:
+    n = 1
+    for d in dims:
+        n *= extents.get(d, 1)
+    return n
+
+
 def random_arguments(graph: Graph, extents: dict[str, int], seed: Optional[int] = None) -> list:
     """Fresh random NumPy arguments, one per parameter (scalars as Python numbers).
 
-    Positive where an op needs it, and where a result is a scalar: a sum of
-    zero-mean terms can land near zero by chance, and its relative error then
-    measures the draw, not the kernel (a dot product of 2^20 normal f32 values
-    once missed 1e-5 so, H100 2026-11-22). Positive terms keep each element's
-    contribution visible: a dropped or doubled one still shows."""
+    Positive where an op needs it, and where a result has at most a few elements
+    (FEW_ELEMENTS) at these extents: a sum of zero-mean terms can land near zero
+    by chance, and the relative error of a result that small measures the draw,
+    not the kernel (a dot product of 2^20 normal f32 values once missed 1e-5 so,
+    H100 2026-11-22; a column sum of 1000x1, 2026-11-23). Positive terms keep
+    each element's contribution visible: a dropped or doubled one still shows."""
     rng = np.random.default_rng(seed)
-    positive = any(v.op in _POSITIVE_DOMAIN for v in graph.values) or any(not r.dims for r in graph.results)
+    positive = (any(v.op in _POSITIVE_DOMAIN for v in graph.values)
+                or any(_elements(r.dims, extents) <= FEW_ELEMENTS for r in graph.results))
     args = []
     for p in graph.params:
         if p.is_scalar:
