@@ -34,6 +34,7 @@ from tiledsl.inputs import relative_error
 DIM_NAMES = ("M", "N", "K")
 NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 LITERALS = ("0.5", "1", "2", "3", "0.25", "1.5")
+INT_DTYPES = ["i8", "u8", "i32", "i64", "bool"]     # parameters drawn with `ints` (bool: conditions only)
 
 
 def result_dims(a: tuple, b: tuple) -> tuple:
@@ -82,9 +83,10 @@ def align(node: Node, dims: tuple, extents: dict) -> np.ndarray:
 
 class Builder:
     def __init__(self, data, prog: Program, rng: np.random.Generator, products: int = 0, bf16: bool = False,
-                 exact_conditions: bool = False):
+                 exact_conditions: bool = False, indices: bool = False):
         self.data, self.prog, self.rng, self.bf16 = data, prog, rng, bf16
         self.exact_conditions = exact_conditions
+        self.indices = indices           # idx(D) leaves
         self.inexact_names: set[str] = set()    # bound names whose values round (exp, /, mean, ...)
         self.pool: list[Node] = []
         self.count = 0
@@ -98,18 +100,33 @@ class Builder:
 
     # -- leaves --------------------------------------------------------------------
     def leaf(self) -> Node:
-        kind = self.choose(["param", "param", "param", "literal", "reuse"])
+        declared = sorted({d for _, _, dims in self.prog.params for d in dims or ()})
+        index = ["index"] if self.indices and declared else []     # a dim exists only where a parameter declares it
+        kind = self.choose(["param", "param", "param", "literal", "reuse"] + index)
         if kind == "reuse" and self.pool:
             return self.choose(self.pool)
+        if kind == "index":     # idx(D): the position along D, an integer
+            d = self.choose(declared)
+            return Node(f"idx({d})", (d,), np.arange(self.prog.extents[d], dtype=np.float64))
         if kind == "literal":
             text = self.choose(LITERALS)
             node = Node(text, (), np.array(float(text)), weak=True)
             if self.draw(st.booleans()) and self.draw(st.booleans()):
                 node = Node(f"(-{text})", (), -node.value, weak=True)
             return node
-        name, dtype, dims = self.choose(self.prog.params)
+        numbers = self.numeric_params()
+        if not numbers:
+            return self.leaf_literal()
+        name, dtype, dims = self.choose(numbers)
         value = np.asarray(self.prog.args[int(name[1:])], dtype=np.float64)
         return Node(name, dims or (), value)
+
+    def numeric_params(self) -> list:
+        """The parameters a number may be (a bool one is a condition only)."""
+        return [p for p in self.prog.params if p[1] != "bool"]
+
+    def leaf_literal(self) -> Node:
+        return Node(LITERALS[0], (), np.array(float(LITERALS[0])), weak=True)
 
     # -- inner nodes ---------------------------------------------------------------
     def expr(self, depth: int) -> Node:
@@ -176,7 +193,10 @@ class Builder:
         return "/" in node.text or bool(words & ({"exp", "tanh", "sigmoid", "mean"} | self.inexact_names))
 
     def exact_leaf(self) -> Node:
-        name, dtype, dims = self.choose(self.prog.params)
+        numbers = self.numeric_params()
+        if not numbers:
+            return self.leaf_literal()
+        name, dtype, dims = self.choose(numbers)
         return Node(name, dims or (), np.asarray(self.prog.args[int(name[1:])], dtype=np.float64))
 
     def maybe_bind(self, node: Node) -> Node:
@@ -245,6 +265,10 @@ class Builder:
         return Node(text, dims, np.asarray(value, dtype=np.float64))
 
     def condition(self, depth: int) -> Node:
+        flags = [p for p in self.prog.params if p[1] == "bool"]
+        if flags and self.draw(st.integers(0, 2)) == 0:     # a bool parameter
+            name, _, dims = self.choose(flags)
+            return Node(name, dims or (), np.asarray(self.prog.args[int(name[1:])]), is_bool=True)
         if depth > 0 and self.draw(st.integers(0, 3)) == 0:
             op = self.choose(["logical_and", "logical_or", "logical_not"])
             if op == "logical_not":
@@ -283,8 +307,10 @@ class Builder:
 
 
 def numpy_dtype(name: str):
-    if name in ("i32", "i64"):
-        return np.dtype(name.replace("i", "int"))
+    if name in ("i8", "i32", "i64", "u8"):
+        return np.dtype(name.replace("i", "int").replace("u", "uint"))
+    if name == "bool":
+        return np.dtype(np.bool_)
     if name == "bf16":
         import ml_dtypes
         return np.dtype(ml_dtypes.bfloat16)
@@ -303,8 +329,10 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     many dims; with `bf16`, parameters may be bf16 too (ml_dtypes arrays); with
     `exact_conditions`, comparisons only take values computed without rounding (on
     the GPU, tanh may be an ulp off NumPy's, and `tanh(a) < tanh(b)` flip); with
-    `ints`, parameters may be i32 or i64 (integers from -8 to 8; the float64 values in
-    `expected` then ignore integer wrap-around, so only the exact interpreter is an oracle)."""
+    `ints`, parameters may be i8, u8, i32 or i64 (integers from -8, or 0, to 8) or bool
+    (used as conditions), and leaves may be `idx(D)`
+    (the float64 values in `expected` then ignore integer wrap-around, so only the
+    exact interpreter is an oracle)."""
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
     n_dims = data.draw(st.integers(min_dims, 3), label="n_dims")
@@ -320,22 +348,23 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     n_params = data.draw(st.integers(2, 4), label="n_params")
     for i in range(n_params):
         dtype = data.draw(st.sampled_from(sorted(NP_DTYPES) + (["bf16"] if bf16 else [])
-                                          + (["i32", "i64"] if ints else [])), label=f"p{i} dtype")
+                                          + (INT_DTYPES if ints else [])), label=f"p{i} dtype")
+        low = 0 if dtype == "u8" else -8
         if data.draw(st.integers(0, 5)) == 0:
             pdims = None                                    # a scalar parameter
-            arg = int(rng.integers(-8, 9)) if dtype.startswith("i") else \
-                float(rng.integers(1, 9) / 4 * rng.choice([-1, 1]))
+            arg = bool(rng.integers(0, 2)) if dtype == "bool" else int(rng.integers(low, 9)) \
+                if dtype in INT_DTYPES else float(rng.integers(1, 9) / 4 * rng.choice([-1, 1]))
         else:
             pdims = tuple(data.draw(st.lists(st.sampled_from(dims), min_size=1, unique=True),
                                     label=f"p{i} dims"))
             shape = [extents[d] for d in pdims]
             values = rng.integers(1, 9, size=shape) / 4 * rng.choice([-1, 1], size=shape)
-            if dtype.startswith("i"):
-                values = rng.integers(-8, 9, size=shape)
+            if dtype in INT_DTYPES:
+                values = rng.integers(low, 9, size=shape) if dtype != "bool" else rng.random(shape) < 0.5
             arg = values.astype(numpy_dtype(dtype))
         prog.params.append((f"p{i}", dtype, pdims))
         prog.args.append(arg)
-    builder = Builder(data, prog, rng, products, bf16, exact_conditions)
+    builder = Builder(data, prog, rng, products, bf16, exact_conditions, indices=ints)
     n_results = data.draw(st.integers(1, 2), label="n_results")
     results = []
     for _ in range(n_results):
