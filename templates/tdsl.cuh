@@ -99,7 +99,7 @@ template <class Op, int width, class T>
 __device__ __forceinline__ T warp_reduce(T v) {
 #pragma unroll
     for (int offset = width / 2; offset > 0; offset /= 2)
-        v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+        v = Op::combine(v, static_cast<T>(__shfl_xor_sync(0xffffffffu, v, offset)));   // 8- and 16-bit ints shuffle as int
     return v;
 }
 

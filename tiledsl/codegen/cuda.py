@@ -548,7 +548,8 @@ class _Renderer:
         # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
         # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
         words = sum(op.dtype.itemsize / 4 for op in per_row) * self.vec
-        stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words)
+        wide = any(op.dtype.itemsize == 8 for op in per_row)
+        stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide)
         return dict(
             split=split, stream_unroll=stream_unroll,
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,

@@ -140,6 +140,31 @@ def _words(op, vec: int) -> float:
     return op.dtype.itemsize / 4 if vec > 1 else max(1.0, op.dtype.itemsize / 4)
 
 
+POINTWISE_HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
+
+
+def pointwise_held_words(p: "Problem", vec: int, items: int) -> float:
+    """4-byte registers a pointwise thread holds at once: each input's elements for
+    `items` vectors (all loaded before any is computed), then each result vector
+    stored along the innermost loop. A vector load packs 16-bit elements two to a
+    register; an operand gathered across the innermost loop (transposed) takes a
+    register per element; one without that loop, one value. Over
+    POINTWISE_HELD_WORDS, ptxas spilled under the 64-register cap (sm_90a and
+    sm_80, 2026-11-23: eight f32 inputs at vector 4, items 2: 64 words, 40 bytes
+    of spills; f16 + bf16 inputs with an f16 and an f32 one gathered at vector 8:
+    48 words and a vector result, 16 bytes; six f32 inputs, 48 words, just fit)."""
+    inner = p.inner
+
+    def words(op) -> float:
+        if inner is None or inner not in op.loops:
+            return max(1.0, op.dtype.itemsize / 4)
+        if op.loops[-1] == inner and vec > 1:
+            return vec * op.dtype.itemsize / 4
+        return vec * max(1.0, op.dtype.itemsize / 4)
+    stored = [op for op in p.layout.outputs if inner is not None and op.loops and op.loops[-1] == inner]
+    return items * sum(words(op) for op in p.layout.inputs) + sum(words(op) for op in stored)
+
+
 def problem(group: Group, layout: Layout, extents: dict[str, int], misaligned=frozenset(),
             sm_count: int = 132, arch: str = "sm_90a", hbm_gbps: float = 0.0) -> Problem:
     loops = []
@@ -240,9 +265,19 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     vectors) of at most 8 elements, 16 registers with the kept values (an
     element takes a register even when 16 bits wide; measured with ptxas).
     Such a thread has few bytes in flight, so the SM needs all its threads to
-    hide the latency (H100, 2026-11-22: softmax f32 32768x781 0.88x -> 0.93x copy)."""
+    hide the latency (H100, 2026-11-22: softmax f32 32768x781 0.88x -> 0.93x copy).
+    Results stored across the row (transposed) or 8 bytes wide need more: under 32
+    registers they spilled 4 to 8 bytes on sm_90a or sm_80 (CPU fuzz test, 2026-11-23);
+    so did f32 results of f16 rows on sm_80, where the rule was never measured: it
+    applies on sm_90a only. So did an idx() of an outer loop of the row, whose
+    index each element divides out of its flat position (CPU fuzz test, 2026-11-25)."""
     held = items * p.words_per_row_element(vec) * (2 if keep else 1)
-    return vec == 1 and items <= 8 and held <= 16 and not computes_f64_math(p.group.values)
+    stored_along_row = all(op.dtype.itemsize <= 4 and (p.inner not in op.loops or op.loops[-1] == p.inner)
+                           for op in p.layout.outputs)
+    outer_index = any(v.op == "idx" and p.layout.loop_of(v.attr("dim")) in p.layout.reduced_loops
+                      and p.layout.loop_of(v.attr("dim")) != p.inner for v in p.group.values)
+    return (p.arch == "sm_90a" and vec == 1 and items <= 8 and held <= 16 and stored_along_row
+            and not outer_index and not computes_f64_math(p.group.values))
 
 
 def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
@@ -447,12 +482,12 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         return _hopper_first(p, out + twins)
     if p.group.kind == "pointwise":
         out = []
-        words = max(0.5, sum(op.dtype.itemsize / 4 for op in p.layout.inputs))
         for vec in sorted({max_vector(p, hints.vector), max(1, max_vector(p, hints.vector) // 2)}):
             for block in (128, 256, 512):
                 for items in (1, 2, 4, 8):
                     # what a thread holds in flight must fit its registers
-                    if items * vec > MAX_ROW_ELEMENTS or (items > 1 and items * vec * words > 40):
+                    if items * vec > MAX_ROW_ELEMENTS or (items > 1 and pointwise_held_words(p, vec, items)
+                                                          > POINTWISE_HELD_WORDS):
                         continue
                     out.append(Schedule("pointwise", block=block, vec=vec, items=items,
                                         index64=p.index64))
@@ -540,7 +575,8 @@ def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
     if not s.streamed:
         return []
     words = p.words_per_row_element(s.vec) * s.vec
-    rule = stream_unroll_rule(s, words)
+    rule = stream_unroll_rule(s, words, any(op.dtype.itemsize == 8 for op in p.layout.inputs
+                                            if set(op.loops) & set(p.layout.reduced_loops)))
     return sorted({n for n in (_pow2_at_most(16 / words), _pow2_at_most(32 / words), rule // 2, rule // 4)
                    if 2 <= n <= 16 and n != rule})
 
@@ -568,8 +604,11 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
             vec = tile_vector(p)
             return Schedule("pointwise", block=min(block, tile[0] * tile[1] // vec), vec=vec, tile=tile,
                             index64=p.index64)
-        return Schedule("pointwise", block=block, vec=max_vector(p, hints.vector), items=2,
-                        index64=p.index64)
+        vec = max_vector(p, hints.vector)
+        while not hints.vector and vec > 1 and pointwise_held_words(p, vec, 1) > POINTWISE_HELD_WORDS:
+            vec //= 2       # many inputs: narrower vectors rather than spills
+        items = 2 if pointwise_held_words(p, vec, 2) <= POINTWISE_HELD_WORDS else 1
+        return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
     if not p.row_major() and p.rows >= 4 * p.sm_count * 32:
         return Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=p.index64)
     split = split_schedule(p)

@@ -83,11 +83,12 @@ _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits"
 _BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent")
 
 
-def stream_unroll_rule(s: "Schedule", words: float) -> int:
+def stream_unroll_rule(s: "Schedule", words: float, wide: bool = False) -> int:
     """The unroll of a streamed loop of `s` whose iteration loads `words` 4-byte
     words a thread, where the schedule leaves it to the compiler (unroll=0): 16
-    words in flight where an iteration loads more than one 16-byte vector
-    (ptxas's own unroll of those spilled), else 0: ptxas decides. A looped row
+    words in flight where an iteration loads more than one 16-byte vector, or one
+    of 8-byte elements (`wide`: f64 or i64 converted to f32 spilled 8 bytes under
+    ptxas's own unroll, sm_90a 2026-11-23), else 0: ptxas decides. A looped row
     read one element at a time (vec 1: a row length that breaks 16-byte
     alignment) is unrolled 16 deep: ptxas unrolls it about 4 deep, too few loads
     in flight (H100 2026-11-23, µs, ptxas / 16: softmax 2048x50257 597 / 352,
@@ -95,7 +96,7 @@ def stream_unroll_rule(s: "Schedule", words: float) -> int:
     rmsnorm 223 / 226)."""
     if s.kind == "reduce_row" and s.vec == 1:
         return 16
-    return int(16 // words) if words > 4 else 0
+    return int(16 // words) if words > 4 or (wide and words >= 4) else 0
 
 
 def ring_bytes(s: "Schedule", inputs: int) -> int:
