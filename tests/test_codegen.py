@@ -625,6 +625,38 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     assert aligned.vec > 1 and "#pragma unroll 16" not in render(k.graph, g, lay, aligned, 1).source
 
 
+def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late():
+    """row_share_fits: a thread's share of a row over its register budget (the old
+    defaults spilled 24 to 136 bytes) streams when read one by one, unrolled to 16
+    elements in flight over all its inputs; vectorized, it takes 1024 threads, or loads
+    its row-invariant weights late where that alone makes it fit. Each compiles without
+    spilling."""
+    cases = [
+        ("kernel f(x: f32[M, N], y: f32[M, N], z: f32[M, N]) -> f32[M, N] {\n"
+         "    return x * y + z + sum(x * z, axis=N)\n}", dict(M=4096, N=4097),
+         dict(block=512, vec=1, items=0), "#pragma unroll 4\n"),
+        ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
+         dict(M=2048, N=8193), dict(block=512, vec=1, items=0), "#pragma unroll 8\n"),
+        ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
+         dict(M=2048, N=16384), dict(block=1024, vec=4, items=4), None),
+        ("kernel f(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n    m = mean(x, axis=N)\n"
+         "    d = x - m\n    v = mean(d * d, axis=N)\n    return d * rsqrt(v + 0.00001) * w + b\n}",
+         dict(M=4096, N=10000), dict(block=512, vec=8, items=4, hoist=False), None),
+    ]
+    for source, extents, want, pragma in cases:
+        k = tiledsl.compile(source)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        s = default(problem(g, lay, extents, hbm_gbps=3352.0))
+        assert {f: getattr(s, f) for f in want} == want, (extents, s)
+        text = render(k.graph, g, lay, s, 1)
+        if pragma:
+            assert pragma in text.source
+        for arch in ARCHS:
+            usage = toolchain.compile_cuda(text.source, arch=arch).resources[text.name]
+            assert usage.spill_stores == 0 and usage.local_bytes == 0, (extents, arch, usage)
+
+
 # -- split-K on tensor cores and the warpgroup GEMM's tile rule ------------------------------------
 
 SKINNY_F16 = "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] { return relu(a @ b + bias) }"

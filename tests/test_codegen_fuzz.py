@@ -180,9 +180,24 @@ FOUND = {
     "row_sum_stored_in_f64": ("kernel f(p0: f16[M, N], p1: f16[M]) -> f64[N, M] {\n"
                               "    return p0 + p1 + sum(p0)\n}\n", {"M": 1, "N": 1000}),
     # the 32-register row schedule with idx() of the row's outer loop: spilled 8 bytes on sm_90a
+    # (found as exp(where(..., exp(sum(x))))), bounded here so the GPU run does not overflow f32
     "index_of_the_rows_outer_loop": ("kernel f(a: f16, x: f16[M, K]) -> f32[K, M] {\n"
-                                     "    return exp(where(a < 0.5, idx(K) / (abs(x) + 1) + a, exp(sum(x))))\n}\n",
+                                     "    return exp(where(a < 0.5, idx(K) / (abs(x) + 1) + a, tanh(sum(x))) * 0.25)\n"
+                                     "}\n",
                                      {"M": 2, "K": 129}),
+    # rows whose share a thread held passed its registers (row_share_fits; the first found
+    # here, the rest by the row-length scan below): f16 widened into f64 results at 16 elements (8 bytes), two f32
+    # inputs at 32 (120 bytes), f64 at 32 (136), layernorm with f16 weights at 32 (16)
+    "full_sum_widened_to_f64": ("kernel f(p0: f16[M, N], p1: f16) -> f64[N, M] {\n"
+                                "    return p0.T + sum(p0)\n}\n", {"M": 1000, "N": 5}),
+    "two_f32_rows_of_10000": ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[N, M] {\n"
+                              "    return (x * y).T + sum(x, axis=N)\n}\n", {"M": 7, "N": 10000}),
+    "f64_rows_of_16384": ("kernel f(x: f64[M, N]) -> f64[M, N] {\n"
+                          "    return x + sum(x, axis=N)\n}\n", {"M": 7, "N": 16384}),
+    "layernorm_f16_weights_rows_of_20000": ("kernel f(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n"
+                                            "    m = mean(x, axis=N)\n    d = x - m\n"
+                                            "    v = mean(d * d, axis=N)\n"
+                                            "    return d * rsqrt(v + 0.00001) * w + b\n}\n", {"M": 7, "N": 20000}),
     # streamed rows of 8-byte elements summed in f32: ptxas's own unroll spilled 8 bytes
     "wide_rows_summed_in_f32": ("kernel f(y: i64[M, N]) -> f32[M] {\n"
                                 "    return mean(y, axis=N)\n}\n", {"M": 33, "N": 100000}),
@@ -194,6 +209,28 @@ def test_programs_the_fuzzer_found_compile(name):
     source, extents = FOUND[name]
     k = tiledsl.compile(source)
     assert not compile_all(k, extents)
+
+
+LONG_ROWS = {   # one kind of row each: inputs of several widths, 8-byte results, transposed stores
+    "softmax_f32": "kernel f(x: f32[M, N]) -> f32[M, N] {\n    e = exp(x - max(x, axis=N))\n"
+                   "    return e / sum(e, axis=N)\n}\n",
+    "three_f32": "kernel f(x: f32[M, N], y: f32[M, N], z: f32[M, N]) -> f32[M, N] {\n"
+                 "    return x * y + z + sum(x * z, axis=N)\n}\n",
+    "two_f64": "kernel f(x: f64[M, N], y: f64[M, N]) -> f64[M, N] {\n    return x * y + sum(x, axis=N)\n}\n",
+    "bf16_transposed": "kernel f(x: bf16[M, N]) -> f32[N, M] {\n    return x.T * sum(x, axis=N)\n}\n",
+    "i64_into_f64": "kernel f(x: i64[M, N]) -> f64[M, N] {\n    return x + sum(x, axis=N)\n}\n",
+}
+
+
+@pytest.mark.parametrize("n", [4097, 8193, 16384, 32769])
+@pytest.mark.parametrize("name", sorted(LONG_ROWS))
+def test_rows_up_to_the_streaming_length_fit_their_registers(name, n):
+    """Rows that a thread still holds a share of (up to 32 elements a thread at 1024
+    threads) at lengths around the powers of two that change the share: the default
+    schedule compiles without spills (they spilled 8 to 584 bytes before
+    row_share_fits, 2026-11-25)."""
+    k = tiledsl.compile(LONG_ROWS[name])
+    assert not compile_all(k, {"M": 3, "N": n})
 
 
 def test_an_output_over_some_reduced_dims_is_written_by_a_pointwise_group():

@@ -547,7 +547,10 @@ class _Renderer:
         # with any pragma; sum(x * y) the same 200 us, f16 row dots 102 against 104). Where
         # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
         # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
-        words = sum(op.dtype.itemsize / 4 for op in per_row) * self.vec
+        # (read one by one: the inputs that change from row to row, a register an element)
+        one_by_one = self.s.kind == "reduce_row" and self.vec == 1
+        words = (max(1.0, sum(max(1.0, op.dtype.itemsize / 4) for op in ringed)) if one_by_one
+                 else sum(op.dtype.itemsize / 4 for op in per_row) * self.vec)
         wide = any(op.dtype.itemsize == 8 for op in per_row)
         stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide)
         return dict(

@@ -259,6 +259,27 @@ def prefetch_fits(p: Problem, items: int, vec: int) -> bool:
             elements * (p.words_per_row_element(vec) + p.words_per_row_element_per_row(vec)) <= PREFETCH_REGISTERS)
 
 
+def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True) -> bool:
+    """Whether a thread can hold its share of a row (`items` vectors of `vec`, every
+    input's element loaded before the row is reduced) under the 64-register cap:
+    at most MAX_ROW_ELEMENTS elements taking at most row_register_budget words, and
+    at most 8 elements read one by one (vec 1) where a result is 8 bytes wide (f32
+    math widened on the store). Measured with ptxas, sm_90a and sm_80, 2026-11-25
+    (rows of 4097 to 32768 elements, one or seven of them; local bytes on sm_90a):
+    softmax f32 at vec 1 and 32 elements (32 words) 8; two f32 inputs at vec 4 and 32
+    elements (64) 120; three at vec 1 and 16 (48) 24; f64 at vec 2 and 32 (64) 136;
+    layernorm f16 with f16 weights at vec 8 and 32 (48) 16, with f32 weights at vec 8
+    and 16 (40) none; f16 [1000, 5] summed into f64[5, 1000] at vec 1 and 16, 8.
+    Without `hoisted`, the row-invariant inputs (weights) are loaded where they are
+    used and take no registers through the row (layernorm f16 at vec 8 and 32: 55
+    registers, no spill). default() says what happens where the share does not fit."""
+    elements = items * vec
+    wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
+    words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
+    return (elements <= MAX_ROW_ELEMENTS and elements * words <= row_register_budget(vec)
+            and not (vec == 1 and wide_results and elements > 8))
+
+
 def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     """Whether a thread's share of its row fits the 32 registers that let every
     thread slot of an SM be resident: scalar loads (rows that cannot move in
@@ -574,7 +595,9 @@ def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
     (BENCHMARKS.md, "Products with a vector")."""
     if not s.streamed:
         return []
-    words = p.words_per_row_element(s.vec) * s.vec
+    # as the renderer counts them: read one by one, the per-row inputs, a register an element
+    one_by_one = s.kind == "reduce_row" and s.vec == 1
+    words = max(1.0, p.words_per_row_element_per_row(1)) if one_by_one else p.words_per_row_element(s.vec) * s.vec
     rule = stream_unroll_rule(s, words, any(op.dtype.itemsize == 8 for op in p.layout.inputs
                                             if set(op.loops) & set(p.layout.reduced_loops)))
     return sorted({n for n in (_pow2_at_most(16 / words), _pow2_at_most(32 / words), rule // 2, rule // 4)
@@ -621,17 +644,33 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     if hints.threads:
         tpr = hints.threads
     items = _pow2_at_least(max(1, -(-rvec // tpr)))
-    if items * vec > MAX_ROW_ELEMENTS:
-        tpr = 1024
-        items = _pow2_at_least(max(1, -(-rvec // tpr)))
-        if items * vec > MAX_ROW_ELEMENTS:
-            return Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024,
-                            index64=p.index64)
+    # A share that does not fit its registers (row_share_fits) is made to, the fastest
+    # way measured (H100 2026-11-25, scripts/probe_row_share.py and `tiledsl autotune`,
+    # against the old schedules that spilled): a row read one by one streams at the same
+    # block (softmax f32 2048x8193: 55.9 us as the spilling one, 75.9 at 1024 threads;
+    # two f32 2048x8193 135.5 -> 72.0 unrolled 16 deep; three f32 4096x4097 97.4 -> 94.5
+    # unrolled 4, as stream_unroll_rule now does; the one loss softmax 4096x12001, 137.9
+    # -> 181.4, 164.6 unrolled 8 deep, which the tuner tries); else
+    # the row takes this block, then 1024 threads, with its weights loaded late if only
+    # so it fits (two f32 inputs 2048x16384: 184.7 -> 135.8 us at 1024, f64 256.7 -> 184.2;
+    # layernorm f16 weights 4096x10000 70.6 -> 66.1); else it streams at 1024.
+    late_weights = False
+    if not row_share_fits(p, items, vec):
+        if vec == 1:
+            return Schedule("reduce_row", block=tpr, vec=1, items=0, row_threads=tpr, index64=p.index64)
+        for threads in (tpr, 1024):
+            share = _pow2_at_least(max(1, -(-rvec // threads)))
+            late_weights = not row_share_fits(p, share, vec)
+            if not late_weights or (p.has_row_invariant_inputs() and row_share_fits(p, share, vec, hoisted=False)):
+                tpr, items = threads, share
+                break
+        else:
+            return Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024, index64=p.index64)
     kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
     invariant = sum(op.dtype.itemsize for op in p.layout.inputs
                     if set(op.loops) & reduced and not set(op.loops) & kept)
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
-    hoist = invariant > per_row
+    hoist = invariant > per_row and not late_weights
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
     keep = 2 * items * vec * p.words_per_row_element(vec) <= row_register_budget(vec)
     # A persistent block loads its next row while it reduces this one. Measured 2026-11-22
