@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: fuzz f64 inputs facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: fuzz f64 inputs rowshare facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -46,6 +46,8 @@ for phase in "$@"; do
     tf32) timeout 300 python3 scripts/probe_tf32.py ;;
     f64) timeout 300 python3 scripts/probe_f64.py ;;
     inputs) timeout 300 python3 scripts/probe_inputs.py ;;
+    rowshare) timeout 300 python3 scripts/probe_row_share.py ;;
+    rowsharetune) bash scripts/rowshare_tune.sh ;;
     fuzz)   # random programs on the GPU: 12 processes with their own seeds, each stopping at its first failure
       for i in $(seq 1 12); do
         TDSL_GPU_FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-60} timeout ${FUZZ_SECONDS:-420} python3 -m pytest -q -x -m gpu \
