@@ -186,8 +186,9 @@ FOUND = {
                                      "}\n",
                                      {"M": 2, "K": 129}),
     # rows whose share a thread held passed its registers (row_share_fits; the first found
-    # here, the rest by the row-length scan below): f16 widened into f64 results at 16 elements (8 bytes), two f32
-    # inputs at 32 (120 bytes), f64 at 32 (136), layernorm with f16 weights at 32 (16)
+    # here, the rest by the row-length scan below): f16 widened into f64 results at 16
+    # elements (8 bytes), two f32 inputs at 32 (120), f64 at 32 (136), layernorm with f16
+    # weights at 32 (16)
     "full_sum_widened_to_f64": ("kernel f(p0: f16[M, N], p1: f16) -> f64[N, M] {\n"
                                 "    return p0.T + sum(p0)\n}\n", {"M": 1000, "N": 5}),
     "two_f32_rows_of_10000": ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[N, M] {\n"

@@ -646,14 +646,13 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     items = _pow2_at_least(max(1, -(-rvec // tpr)))
     # A share that does not fit its registers (row_share_fits) is made to, the fastest
     # way measured (H100 2026-11-25, scripts/probe_row_share.py and `tiledsl autotune`,
-    # against the old schedules that spilled): a row read one by one streams at the same
-    # block (softmax f32 2048x8193: 55.9 us as the spilling one, 75.9 at 1024 threads;
-    # two f32 2048x8193 135.5 -> 72.0 unrolled 16 deep; three f32 4096x4097 97.4 -> 94.5
-    # unrolled 4, as stream_unroll_rule now does; the one loss softmax 4096x12001, 137.9
-    # -> 181.4, 164.6 unrolled 8 deep, which the tuner tries); else
-    # the row takes this block, then 1024 threads, with its weights loaded late if only
-    # so it fits (two f32 inputs 2048x16384: 184.7 -> 135.8 us at 1024, f64 256.7 -> 184.2;
-    # layernorm f16 weights 4096x10000 70.6 -> 66.1); else it streams at 1024.
+    # against the old schedules, which spilled). A row read one by one streams at the
+    # same block, unrolled as stream_unroll_rule says (softmax f32 2048x8193: 56.1 -> 56.9
+    # us, 75.9 at 1024 threads; two f32 2048x8193 135.6 -> 74.0; three f32 4096x4097
+    # 97.5 -> 94.4; the one loss softmax 4096x12001, 138.1 -> 182.3, where the tuner
+    # finds 164.6). Else the row takes this block, then 1024 threads, with its weights
+    # loaded late if only that makes it fit (two f32 2048x16384: 184.8 -> 136.0 at 1024,
+    # f64 256.6 -> 184.5; layernorm f16 weights 4096x10000 71.0 -> 66.3); else it streams.
     late_weights = False
     if not row_share_fits(p, items, vec):
         if vec == 1:
