@@ -179,12 +179,15 @@ FOUND = {
                                       "    return p0 + p1 + sum(p0)\n}\n", {"M": 1, "N": 999}),
     "row_sum_stored_in_f64": ("kernel f(p0: f16[M, N], p1: f16[M]) -> f64[N, M] {\n"
                               "    return p0 + p1 + sum(p0)\n}\n", {"M": 1, "N": 1000}),
-    # the 32-register row schedule with idx() of the row's outer loop: spilled 8 bytes on sm_90a
+    # the 32-register row schedule with idx() of either loop of a row of two: spilled 8 bytes on sm_90a
     # (found as exp(where(..., exp(sum(x))))), bounded here so the GPU run does not overflow f32
     "index_of_the_rows_outer_loop": ("kernel f(a: f16, x: f16[M, K]) -> f32[K, M] {\n"
                                      "    return exp(where(a < 0.5, idx(K) / (abs(x) + 1) + a, tanh(sum(x))) * 0.25)\n"
                                      "}\n",
                                      {"M": 2, "K": 129}),
+    "index_of_the_rows_inner_loop": ("kernel f(a: f16, x: f16[M, K]) -> f32[K, M] {\n"
+                                     "    return exp(where(a < 0.5, a / (abs(x) + 1) + exp(idx(M)), tanh(sum(x))))\n"
+                                     "}\n", {"M": 2, "K": 129}),
     # rows whose share a thread held passed its registers (row_share_fits; the first found
     # here, the rest by the row-length scan below): f16 widened into f64 results at 16
     # elements (8 bytes), two f32 inputs at 32 (120), f64 at 32 (136), layernorm with f16

@@ -290,15 +290,15 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     Results stored across the row (transposed) or 8 bytes wide need more: under 32
     registers they spilled 4 to 8 bytes on sm_90a or sm_80 (CPU fuzz test, 2026-11-23);
     so did f32 results of f16 rows on sm_80, where the rule was never measured: it
-    applies on sm_90a only. So did an idx() of an outer loop of the row, whose
-    index each element divides out of its flat position (CPU fuzz test, 2026-11-25)."""
+    applies on sm_90a only. So did an idx() of a row of two loops (K, M), of either,
+    which each element divides out of its flat position (CPU fuzz test, 2026-11-25):
+    no idx() at all takes this schedule."""
     held = items * p.words_per_row_element(vec) * (2 if keep else 1)
     stored_along_row = all(op.dtype.itemsize <= 4 and (p.inner not in op.loops or op.loops[-1] == p.inner)
                            for op in p.layout.outputs)
-    outer_index = any(v.op == "idx" and p.layout.loop_of(v.attr("dim")) in p.layout.reduced_loops
-                      and p.layout.loop_of(v.attr("dim")) != p.inner for v in p.group.values)
+    indices = any(v.op == "idx" for v in p.group.values)
     return (p.arch == "sm_90a" and vec == 1 and items <= 8 and held <= 16 and stored_along_row
-            and not outer_index and not computes_f64_math(p.group.values))
+            and not indices and not computes_f64_math(p.group.values))
 
 
 def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
