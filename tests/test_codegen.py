@@ -649,11 +649,9 @@ def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late
         lay = plan_layout(g, k.graph)
         s = default(problem(g, lay, extents, hbm_gbps=3352.0))
         assert {f: getattr(s, f) for f in want} == want, (extents, s)
-        text = render(k.graph, g, lay, s, 1)
-        if pragma:
-            assert pragma in text.source
         for arch in ARCHS:
-            usage = toolchain.compile_cuda(text.source, arch=arch).resources[text.name]
+            ks, _, usage = _compile(k, g, lay, s, arch)
+            assert pragma is None or pragma in ks.source
             assert usage.spill_stores == 0 and usage.local_bytes == 0, (extents, arch, usage)
 
 

@@ -5,6 +5,7 @@ so every one of them draws inputs and judges results the same way.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -54,13 +55,6 @@ def _draw(rng: np.random.Generator, dtype: DType, shape, positive: bool) -> np.n
 FEW_ELEMENTS = 4
 
 
-def _elements(dims, extents: dict) -> int:
-    n = 1
-    for d in dims:
-        n *= extents.get(d, 1)
-    return n
-
-
 def random_arguments(graph: Graph, extents: dict[str, int], seed: Optional[int] = None) -> list:
     """Fresh random NumPy arguments, one per parameter (scalars as Python numbers).
 
@@ -72,7 +66,7 @@ def random_arguments(graph: Graph, extents: dict[str, int], seed: Optional[int] 
     each element's contribution visible: a dropped or doubled one still shows."""
     rng = np.random.default_rng(seed)
     positive = (any(v.op in _POSITIVE_DOMAIN for v in graph.values)
-                or any(_elements(r.dims, extents) <= FEW_ELEMENTS for r in graph.results))
+                or any(math.prod(extents.get(d, 1) for d in r.dims) <= FEW_ELEMENTS for r in graph.results))
     args = []
     for p in graph.params:
         if p.is_scalar:

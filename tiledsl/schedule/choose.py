@@ -157,10 +157,8 @@ def pointwise_held_words(p: "Problem", vec: int, items: int) -> float:
 
     def words(op) -> float:
         if inner is None or inner not in op.loops:
-            return max(1.0, op.dtype.itemsize / 4)
-        if op.loops[-1] == inner and vec > 1:
-            return vec * op.dtype.itemsize / 4
-        return vec * max(1.0, op.dtype.itemsize / 4)
+            return _words(op, 1)
+        return vec * _words(op, vec if op.loops[-1] == inner else 1)
     stored = [op for op in p.layout.outputs if inner is not None and op.loops and op.loops[-1] == inner]
     return items * sum(words(op) for op in p.layout.inputs) + sum(words(op) for op in stored)
 
@@ -659,9 +657,11 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
             return Schedule("reduce_row", block=tpr, vec=1, items=0, row_threads=tpr, index64=p.index64)
         for threads in (tpr, 1024):
             share = _pow2_at_least(max(1, -(-rvec // threads)))
-            late_weights = not row_share_fits(p, share, vec)
-            if not late_weights or (p.has_row_invariant_inputs() and row_share_fits(p, share, vec, hoisted=False)):
+            if row_share_fits(p, share, vec):
                 tpr, items = threads, share
+                break
+            if p.has_row_invariant_inputs() and row_share_fits(p, share, vec, hoisted=False):
+                tpr, items, late_weights = threads, share, True
                 break
         else:
             return Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024, index64=p.index64)
