@@ -110,16 +110,22 @@ __device__ __forceinline__ T warp_reduce(T v) {
 // barrier of the call between, so every thread has read it by then. (A
 // trailing barrier per call, to reuse one set at once, cost layernorm four
 // barriers a row instead of two.)
+// Any multiple of 32 threads: with a warp count that is no power of two, lane l
+// also combines slot l + pow2 (pow2 the largest power of two below `warps`), so
+// every slot counts once and no identity value is needed.
 template <class Op, int threads, class T>
 __device__ __forceinline__ T block_reduce(T v, T* scratch) {
     constexpr int warps = threads / 32;
+    constexpr int pow2 = warps >= 32 ? 32 : warps >= 16 ? 16 : warps >= 8 ? 8 : warps >= 4 ? 4 : warps >= 2 ? 2 : 1;
     v = warp_reduce<Op, 32>(v);
     if (warps == 1) return v;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    v = scratch[lane % warps];
-    return warp_reduce<Op, warps>(v);
+    const int slot = lane % pow2;
+    v = scratch[slot];
+    if (warps != pow2 && slot + pow2 < warps) v = Op::combine(v, scratch[slot + pow2]);
+    return warp_reduce<Op, pow2>(v);
 }
 
 // ---- tensor-core fragments ---------------------------------------------------------
