@@ -625,6 +625,22 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     assert aligned.vec > 1 and "#pragma unroll 16" not in render(k.graph, g, lay, aligned, 1).source
 
 
+@pytest.mark.parametrize("length", [781, 1000, 3001, 4097, 5000, 8193, 10000, 12001])
+def test_a_default_row_share_is_exact_not_a_power_of_two(length):
+    """The last of a thread's vectors holds part of the row: no thread holds a whole
+    vector past the row's end (a power-of-two share of 8193 elements held 32 a thread
+    at 512 threads, 15 of them past the end, and spilled)."""
+    # (layernorm's scalar rows hold f32 weights too: at 4097 and more they stream)
+    for src in [EXAMPLES / "softmax.tdsl"] + ([EXAMPLES / "layernorm.tdsl"] if length % 8 == 0 else []):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        s = default(problem(g, lay, dict(M=4096, N=length), hbm_gbps=3352.0))
+        assert s.kind == "reduce_row" and s.items >= 1, s
+        row_vectors = length // s.vec
+        assert (s.items - 1) * s.row_threads < row_vectors <= s.items * s.row_threads, (length, s)
+
+
 def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late():
     """row_share_fits: a thread's share of a row over its register budget (the old
     defaults spilled 24 to 136 bytes) streams when read one by one, unrolled to 16
@@ -641,7 +657,10 @@ def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late
          dict(M=2048, N=16384), dict(block=1024, vec=4, items=4), None),
         ("kernel f(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n    m = mean(x, axis=N)\n"
          "    d = x - m\n    v = mean(d * d, axis=N)\n    return d * rsqrt(v + 0.00001) * w + b\n}",
-         dict(M=4096, N=10000), dict(block=512, vec=8, items=4, hoist=False), None),
+         dict(M=2048, N=16384), dict(block=512, vec=8, items=4, hoist=False), None),
+        # exact shares (row_share): 24 elements of a 12001-element row fit where 32 spilled
+        ("kernel f(x: f32[M, N]) -> f32[M, N] {\n    e = exp(x - max(x, axis=N))\n"
+         "    return e / sum(e, axis=N)\n}", dict(M=4096, N=12001), dict(block=512, vec=1, items=24), None),
     ]
     for source, extents, want, pragma in cases:
         k = tiledsl.compile(source)

@@ -243,6 +243,14 @@ def _pow2_at_least(n: int) -> int:
     return q
 
 
+def row_share(row_vectors: int, threads: int) -> int:
+    """Vectors a thread holds of a row that `threads` threads share: exactly enough,
+    not a power of two (one past a power of two held nearly twice the registers the
+    row needs: softmax f32 4096x12001 at 512 threads needs 24 elements, and 32 spilled,
+    so the row streamed; held at 24, 180.8 -> 136.8 us on an H100, 2026-11-25)."""
+    return max(1, -(-row_vectors // threads))
+
+
 def row_register_budget(vec: int) -> int:
     """4-byte registers a thread may hold of its row's inputs without spilling
     (measured with ptxas: scalar access also spends registers on indices)."""
@@ -542,7 +550,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         words = p.words_per_row_element(vec)
         for tpr in widths:
             block = 128 if tpr == 32 else tpr
-            items = _pow2_at_least(max(1, -(-rvec // tpr)))
+            items = row_share(rvec, tpr)
             if items * vec <= MAX_ROW_ELEMENTS and items * vec * words <= row_register_budget(vec):
                 keeps = (False, True) if 2 * items * vec * words <= row_register_budget(vec) else (False,)
                 for hoist in ((True, False) if p.has_row_invariant_inputs() else (True,)):
@@ -641,22 +649,23 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     tpr = min(512, max(64, _pow2_at_least(-(-rvec // per_thread))))
     if hints.threads:
         tpr = hints.threads
-    items = _pow2_at_least(max(1, -(-rvec // tpr)))
+    items = row_share(rvec, tpr)
     # A share that does not fit its registers (row_share_fits) is made to, the fastest
     # way measured (H100 2026-11-25, scripts/probe_row_share.py and `tiledsl autotune`,
     # against the old schedules, which spilled). A row read one by one streams at the
     # same block, unrolled as stream_unroll_rule says (softmax f32 2048x8193: 56.1 -> 56.9
     # us, 75.9 at 1024 threads; two f32 2048x8193 135.6 -> 74.0; three f32 4096x4097
-    # 97.5 -> 94.4; the one loss softmax 4096x12001, 138.1 -> 182.3, where the tuner
-    # finds 164.6). Else the row takes this block, then 1024 threads, with its weights
+    # 97.5 -> 94.4). Else the row takes this block, then 1024 threads, with its weights
     # loaded late if only that makes it fit (two f32 2048x16384: 184.8 -> 136.0 at 1024,
     # f64 256.6 -> 184.5; layernorm f16 weights 4096x10000 71.0 -> 66.3); else it streams.
+    # (Those shares were powers of two; exact shares (row_share) made softmax f32 fit at
+    # 2048x8193 and 4096x12001: held, 56.3 -> 51.2 and 181.7 -> 136.9 us, H100 2026-11-25.)
     late_weights = False
     if not row_share_fits(p, items, vec):
         if vec == 1:
             return Schedule("reduce_row", block=tpr, vec=1, items=0, row_threads=tpr, index64=p.index64)
         for threads in (tpr, 1024):
-            share = _pow2_at_least(max(1, -(-rvec // threads)))
+            share = row_share(rvec, threads)
             if row_share_fits(p, share, vec):
                 tpr, items = threads, share
                 break
