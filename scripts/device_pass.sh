@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: fuzz f64 inputs rowshare exact oddwarps facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: fuzz f64 inputs rowshare exact oddwarps across facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -49,6 +49,7 @@ for phase in "$@"; do
     inputs) timeout 300 python3 scripts/probe_inputs.py ;;
     rowshare) timeout 300 python3 scripts/probe_row_share.py ;;
     exact) timeout 400 python3 scripts/probe_exact_items.py ;;
+    across) timeout 300 python3 scripts/probe_across_rows.py ;;
     rowsharetune) bash scripts/rowshare_tune.sh ;;
     fuzz)   # random programs on the GPU: 12 processes with their own seeds, each stopping at its first failure
       for i in $(seq 1 12); do

@@ -271,6 +271,22 @@ kernel transpose_many_f64(a: f64[M, N], b: f64[N, M], c: f64[N, M], d: f64[N, M]
     z = a + b.T * c.T + d.T
     return z.T, (z * 2.0).T
 }""", S2),
+    # results over whole rows stored across them: the reduce group writes the row statistics
+    # and a pointwise group writes the result through transposing tiles (partition.py)
+    "softmax_stored_across_rows_f16": Program("""
+kernel softmax_stored_across_rows_f16(x: f16[M, N]) -> f16[N, M] {
+    e = exp(x - max(x, axis=N))
+    return f16(e / sum(e, axis=N)).T
+}""", S2),
+    "scaled_by_row_sums_across_bf16": Program("""
+kernel scaled_by_row_sums_across_bf16(x: bf16[M, N], y: f32[M]) -> (f32[N, M], f32[M]) {
+    s = sum(x, axis=N)
+    return x.T * s + y, s
+}""", S2),
+    "centered_columns_across": Program("""
+kernel centered_columns_across(x: f32[M, N]) -> f32[N, M] {
+    return (x - mean(x, axis=M)).T
+}""", S2),
     "mixed_order_3d": Program("""
 kernel mixed_order_3d(x: f32[B, T, C], y: f32[C, B], z: f32[T]) -> f32[T, B, C] {
     return x * y + z

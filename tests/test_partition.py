@@ -188,3 +188,26 @@ def test_tf32_reads_an_operand_laid_out_along_n_through_a_copy_laid_out_along_k(
     args = random_arguments(k.graph, dict(M=5, N=7, K=3), seed=1)
     plain = tiledsl.compile(src)
     assert np.array_equal(k.reference(*args, compute="f64"), plain.reference(*args, compute="f64"))
+
+
+@pytest.mark.parametrize("src,split", [
+    # the result laid out along the kept dim M, the row along N: a pointwise group transposes it
+    ("kernel f(x: bf16[M, N]) -> f32[N, M] { return x.T * sum(x, axis=N) }", True),
+    ("kernel f(x: f32[M, N]) -> f32[N, M] { return (x - max(x, axis=N)).T }", True),
+    # reduced over M with N innermost: the columns are what threads walk, so [N, M] is across
+    ("kernel f(x: f32[M, N]) -> f32[N, M] { return (x / sum(x, axis=M)).T }", True),
+    # stored as the rows are walked: one kernel
+    ("kernel f(x: f32[M, N]) -> f32[M, N] { return x / sum(x, axis=N) }", False),
+    ("kernel f(x: f32[M, N]) -> f32[M, N] { return x / sum(x, axis=M) }", False),
+    # per-row results are stored from the reduce group whatever their layout
+    ("kernel f(x: f32[B, M, N]) -> f32[M, B] { return sum(x, axis=N).T }", False),
+])
+def test_a_result_over_whole_rows_stored_across_them_is_written_by_a_pointwise_group(src, split):
+    k, groups = _groups(src)
+    out = k.graph.outputs[0]
+    writer = next(g for g in groups if out in g.outputs)
+    assert writer.kind == ("pointwise" if split else "reduce")
+    assert len(groups) == (2 if split else 1)
+    if split:       # the reduce group stores only its statistic, which the pointwise group reads
+        [reduce] = [g for g in groups if g.kind == "reduce"]
+        assert [v.op for v in reduce.outputs] == ["reduce"] and reduce.outputs[0] in writer.inputs

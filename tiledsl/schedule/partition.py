@@ -211,7 +211,8 @@ class _Partitioner:
                 # some of the reduced dims only (mean(x) * y[N] after reducing M and N) is
                 # written by a pointwise group reading the statistic
                 if key[0][0] == "reduce" and set(out.dims) <= key[0][1] | key[0][2] \
-                        and set(out.dims) - key[0][1] in (set(), set(key[0][2])):
+                        and set(out.dims) - key[0][1] in (set(), set(key[0][2])) \
+                        and not self.stored_across_rows(out, key, members):
                     outputs_of[key].append(out)
                     continue
                 if key[0][0] in ("matmul", "operand") and set(out.dims) <= set(members[key][0].dims):
@@ -231,6 +232,32 @@ class _Partitioner:
             note_reads(None, outs)
 
         return outputs_of, pointwise, needed_by
+
+    def stored_across_rows(self, out: Value, key, members: dict) -> bool:
+        """Whether an output over whole rows is stored along the dim that the reduce
+        group's threads do not walk: the group's widest input spanning every dim has
+        its innermost dim reduced (threads walk along rows) and the output's is kept,
+        or the other way round. Such an output goes to a pointwise group of its own,
+        which reads the row statistics and transposes through tiles: written from the
+        reduce group, each element took a 32-byte sector of its own (bf16[M, N] ->
+        f32[N, M], `x.T * sum(x, axis=N)` at 2048x8193: 326 us, 0.10x copy; H100
+        2026-11-25). Before/after: [reduce(K=M, R=N) writes out] -> [reduce(K=M,
+        R=N) writes sum, pointwise(M, N) writes out]."""
+        kept, reduced = key[0][1], key[0][2]
+        if not set(out.dims) & reduced:
+            return False
+        stack, seen, widest = [o for a in members[key] for o in a.operands], set(), None
+        while stack:
+            v = stack.pop()
+            if v.id in seen:
+                continue
+            seen.add(v.id)
+            if v.op == "param":
+                if set(v.dims) == kept | reduced and (widest is None or v.dtype.itemsize > widest.dtype.itemsize):
+                    widest = v
+            elif not _is_anchor(v):
+                stack.extend(v.operands)
+        return widest is not None and (out.dims[-1] in kept) != (widest.dims[-1] in kept)
 
     def build(self, kind, index, roots, writes, key, kept, axes) -> Group:
         """Collect what the group computes (walking back from its roots) and reads."""
