@@ -10,7 +10,7 @@ schedule is checked against the float64 reference first. GB/s counts each
 operand's bytes once; x copy = over the measured 1 GiB device-to-device copy.
 Medians of CUDA event times, three rounds.
 
-    python scripts/probe_transpose.py
+    python scripts/probe_transpose.py [--skinny]
 """
 import statistics
 import sys
@@ -35,13 +35,22 @@ CASES = [
     ("kernel t(x: f32[M, N], y: f32[N, M]) -> f32[M, N] { return x + y.T }", dict(M=4096, N=4096), None),
     ("kernel t(x: bf16[B, T, C], s: f32) -> bf16[B, C, T] { return x.T * s }", dict(B=16, T=2048, C=512), None),
 ]
+# One loop 2 to 15 long (`--skinny`): the default is a skinny tile (choose.skinny_tile),
+# before 2026-11-25 the flat schedule, element by element across the short loop.
+SKINNY_CASES = [
+    ("kernel t(x: f32[M, N]) -> f32[N, M] { return x.T }", dict(M=8, N=4194304), "copy"),
+    ("kernel t(x: f32[M, N]) -> f32[N, M] { return x.T }", dict(M=4194304, N=8), "copy"),
+    ("kernel t(x: f16[M, N]) -> f16[N, M] { return x.T }", dict(M=4, N=8388608), "copy"),
+    ("kernel t(x: f16[M, N]) -> f16[N, M] { return x.T }", dict(M=3, N=8388608), "copy"),
+    ("kernel t(x: f32[M, N], y: f32[N, M]) -> f32[M, N] { return x + y.T }", dict(M=2097152, N=12), None),
+]
 ROUNDS, REPEAT = 3, 20
 
 
 def main() -> None:
     copy = copy_bandwidth()
     print(f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}; copy {copy / 1e9:.0f} GB/s")
-    for src, extents, peer in CASES:
+    for src, extents, peer in (SKINNY_CASES if "--skinny" in sys.argv else CASES):
         k = tiledsl.compile(src)
         host = random_arguments(k.graph, extents, seed=5)
         dev = [cupy.asarray(a) if hasattr(a, "shape") else a for a in host]
@@ -51,7 +60,8 @@ def main() -> None:
         base = default(p, k.hints)
         flat = Schedule("pointwise", block=128, vec=max_vector(p), items=2, index64=p.index64)   # the old default
         schedules = {f"default {base.tag}": base, f"flat {flat.tag}": flat}
-        schedules.update({s.tag: s for s in candidates(p, k.hints) if s.tile and s != base})
+        if "--skinny" not in sys.argv:      # (the tuner's square tiles fit a skinny loop badly: 0.02-0.2x copy)
+            schedules.update({s.tag: s for s in candidates(p, k.hints) if s.tile and s != base})
         nbytes = sum(a.nbytes for a in dev if hasattr(a, "nbytes"))
         nbytes += sum(r.dtype.itemsize for r in k.graph.results) * expected.size if hasattr(expected, "size") else 0
         impls = {}

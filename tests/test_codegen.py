@@ -798,3 +798,47 @@ def test_short_k_products_share_each_sm_between_two_blocks():
     assert 2 * ks.schedule.shared_bytes <= 228 * 1024
     mm = tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }")
     assert sources_for(mm, dict(M=4096, N=4096, K=512))[0].schedule.min_blocks == 1   # longer K: 128x256
+
+
+# -- short rows and skinny transposes ---------------------------------------------------------------
+
+@pytest.mark.parametrize("length,vec,items", [(3, 1, 1), (8, 1, 1), (32, 1, 1), (64, 2, 1), (100, 2, 2),
+                                              (128, 4, 1), (129, None, None)])
+def test_rows_of_at_most_128_elements_take_a_warp_each(length, vec, items):
+    """short_row_schedule: a warp a row, 8 rows a block, vectors as wide as leave each
+    lane one (the general rule gave a row of 8 elements 64 threads); longer rows keep
+    the general rule. Each compiles without spilling."""
+    for src in (EXAMPLES / "softmax.tdsl", EXAMPLES / "rmsnorm.tdsl"):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        s = default(problem(g, lay, dict(M=1 << 17, N=length), hbm_gbps=3352.0))
+        if vec is None:
+            assert s.row_threads != 32 and s.row_threads == s.block, s
+            continue
+        assert (s.kind, s.block, s.row_threads, s.vec, s.items) == ("reduce_row", 256, 32, vec, items), s
+        assert s.hoist == (src.name == "softmax.tdsl")       # rmsnorm's weight is loaded where it is used
+        for arch in ARCHS:
+            _, _, usage = _compile(k, g, lay, s, arch)
+            assert usage.spill_stores == 0 and usage.local_bytes == 0, (length, arch, usage)
+
+
+@pytest.mark.parametrize("extents,tile", [
+    (dict(M=8, N=4194304), (512, 8)), (dict(M=3, N=1000), (1024, 4)), (dict(M=15, N=70001), (256, 16)),
+    (dict(M=2, N=300), (2048, 2)),
+    # the innermost loop short: walked flat (rows of the operand across it come from cache)
+    (dict(M=4194304, N=8), ()), (dict(M=5, N=100), ()), (dict(M=1, N=5000), ())])
+def test_a_transpose_with_a_short_loop_takes_a_skinny_tile(extents, tile):
+    """skinny_tile: `x.T` with one loop 2 to 15 long, the other at least 256, moves
+    whole lines of the short side through shared memory (x.T of [8, 2^22] f32 walked
+    flat wrote each element in a sector of its own: 17x slower). Compiles without
+    spilling, its staged tile in static shared memory."""
+    k = tiledsl.compile("kernel t(x: f32[M, N]) -> f32[N, M] { return x.T }")
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, extents, hbm_gbps=3352.0))
+    assert s.kind == "pointwise" and s.tile == tile, s
+    if tile:
+        for arch in ARCHS:
+            _, _, usage = _compile(k, g, lay, s, arch)
+            assert usage.spill_stores == 0 and usage.local_bytes == 0 and usage.shared_bytes <= 48 * 1024

@@ -185,6 +185,9 @@ def test_memory_example(name, size, mode):
 S1 = [{"N": n} for n in (1, 7, 1000, 4097, 1_000_003)]
 S2 = [{"M": m, "N": n} for m, n in ((1, 1), (3, 7), (17, 1000), (129, 1023), (1000, 1),
                                       (1, 4097), (2048, 4097))]
+# one of the two transposed loops 2 to 15 long: skinny transposing tiles (choose.skinny_tile)
+S2_SKINNY = [{"M": m, "N": n} for m, n in ((8, 4097), (3, 1000), (4099, 6), (2, 300), (15, 70001),
+                                            (1000003, 4), (4, 255))]
 S3 = [{"B": b, "T": t, "C": c} for b, t, c in ((1, 1, 1), (2, 3, 7), (3, 17, 1000), (4, 129, 33),
                                                  (5, 1000, 1), (1, 1, 4097), (2, 1024, 1031))]
 S3_BMN = [{"B": b, "M": m, "N": n} for b, m, n in ((1, 1, 1), (2, 3, 7), (3, 17, 1000),
@@ -287,6 +290,19 @@ kernel scaled_by_row_sums_across_bf16(x: bf16[M, N], y: f32[M]) -> (f32[N, M], f
 kernel centered_columns_across(x: f32[M, N]) -> f32[N, M] {
     return (x - mean(x, axis=M)).T
 }""", S2),
+    "transpose_skinny_f16": Program("""
+kernel transpose_skinny_f16(x: f16[M, N]) -> f16[N, M] {
+    return x.T
+}""", S2_SKINNY),
+    "transposed_sum_skinny": Program("""
+kernel transposed_sum_skinny(x: f32[M, N], y: f32[N, M], c: f32[N]) -> (f32[N, M], f32[M, N]) {
+    z = x + y.T * c
+    return z.T, z
+}""", S2_SKINNY),
+    "centered_rows_across_skinny_bf16": Program("""
+kernel centered_rows_across_skinny_bf16(x: bf16[M, N]) -> f32[N, M] {
+    return (x - max(x, axis=N)).T
+}""", S2_SKINNY),
     "mixed_order_3d": Program("""
 kernel mixed_order_3d(x: f32[B, T, C], y: f32[C, B], z: f32[T]) -> f32[T, B, C] {
     return x * y + z

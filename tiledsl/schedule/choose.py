@@ -141,6 +141,9 @@ def _words(op, vec: int) -> float:
 
 
 POINTWISE_HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
+SKINNY_TILE_ELEMENTS = 4096   # a transposing tile with a short side: as many elements as 64x64
+SKINNY_MIN_LONG = 256         # ... where the long side is at least this long (else one tile or few)
+SHORT_ROW = 128               # rows of at most this many elements take a warp each (short_row_schedule)
 
 
 def pointwise_held_words(p: "Problem", vec: int, items: int) -> float:
@@ -213,10 +216,31 @@ def transposing_tile(p: Problem) -> Optional[tuple]:
     candidate) gain 6% on 8192x8192 f16 and lose 4% on 4096x4096 (05:39). Smaller
     where many wide operands pass through shared memory (`staged_tile_bytes`)."""
     j = transposed_loop(p)
-    if j is None or p.loops[p.inner] < 16 or p.loops[j] < 16:
+    if j is None:
         return None
+    if min(p.loops[p.inner], p.loops[j]) < 16:
+        return skinny_tile(p, j)
     return next((t for t in ((64, 64), (64, 32), (32, 32), (16, 16)) if staged_tile_bytes(p, t) <= MAX_STATIC_SHARED),
                 None)
+
+
+def skinny_tile(p: Problem, j: int) -> Optional[tuple]:
+    """A transposing tile where the loop paired with the innermost one is 2 to 15
+    long (x.T of an [8, N] array): all of it (its power of two) by
+    SKINNY_TILE_ELEMENTS / that along the innermost loop. Walked flat, each element
+    of the short side was written in a sector of its own (H100 2026-11-25, x.T of
+    f32 [8, 4194304]: 1782.3 -> 105.3 us, 0.05x -> 0.86x copy; f16 [4, 8388608]
+    553.2 -> 62.0). Where the innermost loop itself is the short one, the flat walk
+    reads the rows of the operand across it from cache and stays (f32 [4194304, 8]:
+    101.4 flat, 104.7 tiled; x + y.T with [2097152, 12]: 116.2 flat, 142.2 tiled)."""
+    short, long = p.loops[j], p.loops[p.inner]
+    if not 2 <= short < 16 or long < SKINNY_MIN_LONG:
+        return None
+    side = _pow2_at_least(short)
+    along = SKINNY_TILE_ELEMENTS // side
+    while along > 16 and staged_tile_bytes(p, (along, side)) > MAX_STATIC_SHARED:
+        along //= 2
+    return (along, side)
 
 
 def staged_tile_bytes(p: Problem, tile: tuple) -> int:
@@ -263,6 +287,28 @@ def prefetch_fits(p: Problem, items: int, vec: int) -> bool:
     elements = items * vec
     return (elements <= (MAX_ROW_ELEMENTS // 4 if vec == 1 else MAX_ROW_ELEMENTS // 2) and
             elements * (p.words_per_row_element(vec) + p.words_per_row_element_per_row(vec)) <= PREFETCH_REGISTERS)
+
+
+def short_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
+    """A warp a row, 8 rows a block, for rows of at most SHORT_ROW elements laid out
+    along the row: the rule below gives a row at least 64 threads, most of them idle
+    on such a row. Vectors only as wide as leave each lane one (rows of 32 or fewer
+    are read one by one), row-invariant inputs loaded where used. Measured on an
+    H100, 2026-11-25 (scripts/probe_short_rows.py), softmax f32, us: 2^21 x 8
+    1269.4 -> 274.8; 2^20 x 16 634.8 -> 148.2; 2^19 x 32 319.6 -> 79.6; 2^18 x 64
+    162.1 -> 53.1 (0.84x copy); 2^17 x 100 83.6 -> 39.8; 2^17 x 128 83.5 -> 49.0
+    (0.91x); rmsnorm f16 2^19 x 64 319.9 -> 81.3. (Rows of 8 still reach only 0.16x
+    copy: a warp holds 8 elements of one; several rows a warp would take more.)"""
+    if hints.threads or not p.row_major() or p.row_length > SHORT_ROW:
+        return None
+    vec = max_vector(p, hints.vector)
+    while not hints.vector and vec > 1 and p.row_length // vec < 32:
+        vec //= 2
+    items = row_share(p.row_length // vec, 32)
+    if not row_share_fits(p, items, vec):
+        return None
+    return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=32,
+                    hoist=not p.has_row_invariant_inputs(), index64=p.index64)
 
 
 def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True) -> bool:
@@ -643,6 +689,9 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     split = split_schedule(p)
     if split is not None:
         return split
+    short = short_row_schedule(p, hints)
+    if short is not None:
+        return short
     vec = max_vector(p, hints.vector) if p.row_major() else 1
     rvec = p.row_length // vec
     per_thread = max(1, (16 if vec >= 4 else 8) // vec)

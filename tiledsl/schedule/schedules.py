@@ -73,7 +73,7 @@ F64_MATH_THREADS = 512     # the same where it computes f64 functions (128 regis
 # f64 operations that CUDA computes in long sequences holding many 8-byte temporaries
 F64_MATH_OPS = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
                           "gelu", "gelu_tanh", "silu", "erf", "div", "pow"))
-TRANSPOSE_TILES = (16, 32, 64, 128)   # pointwise: sides of a transposing tile
+TRANSPOSE_TILES = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)   # pointwise: sides of a transposing tile
 MAX_STATIC_SHARED = 48 * 1024    # static shared memory a block has without opting in
 STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: the compiler's rule)
 
