@@ -597,7 +597,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         for tpr in widths:
             block = 128 if tpr == 32 else tpr
             items = row_share(rvec, tpr)
-            if items * vec <= MAX_ROW_ELEMENTS and items * vec * words <= row_register_budget(vec):
+            if row_share_fits(p, items, vec):
                 keeps = (False, True) if 2 * items * vec * words <= row_register_budget(vec) else (False,)
                 for hoist in ((True, False) if p.has_row_invariant_inputs() else (True,)):
                     for per_sm in ((0, THREADS_PER_SM // block) if p.rows > 4 * p.sm_count else (0,)):
