@@ -15,15 +15,11 @@ import sys
 from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
-import cupy as cp  # noqa: E402
-import numpy as np  # noqa: E402
-
-import tiledsl  # noqa: E402
-from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
+import row_probe  # noqa: E402  (beside this script)
+from benchmarks.common import copy_bandwidth  # noqa: E402
 from tiledsl.codegen import render  # noqa: E402
-from tiledsl.inputs import random_arguments, relative_error  # noqa: E402
 from tiledsl.runtime import toolchain  # noqa: E402
-from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides  # noqa: E402
+from tiledsl.runtime.launcher import device_arch  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
 
 SOFTMAX = "kernel f(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}"
@@ -60,18 +56,10 @@ def main() -> None:
     copy = copy_bandwidth()["gbps"]
     arch = device_arch(0)
     print(f"copy {copy:.0f} GB/s, {arch}")
-    setups, times = [], {}
+    cases = []
     for name, src, ext, shares in CASES:
-        k = tiledsl.compile(src)
-        host = random_arguments(k.graph, ext, seed=1)
-        want = k.reference(*host, compute="f64")
-        nbytes = sum(h.nbytes for h in host if isinstance(h, np.ndarray)) + want.size * \
-            k.graph.results[0].dtype.itemsize
-        sets = [[cp.asarray(h) for h in host] for _ in range(input_sets_needed(nbytes))]
-        out = k(*sets[0])
-        launcher = k._launcher
-        p = choose.problem(launcher.groups[0], launcher.layouts[0], ext, sm_count=_sm_count(0),
-                           arch=arch, hbm_gbps=hbm_bandwidth(0))
+        case = row_probe.prepare(name, src, ext)
+        k, p = case.kernel, case.problem
         exact_share = choose.row_share
         choose.row_share = lambda rows, threads: 1 << (exact_share(rows, threads) - 1).bit_length()
         pow2 = choose.default(p, k.hints)
@@ -85,34 +73,17 @@ def main() -> None:
                                                      keep=False, prefetch=False, blocks_per_sm=0, min_blocks=1,
                                                      stages=1, unroll=0)
         for label, s in list(variants.items()):
+            launcher = k._launcher
             ks = render(k.graph, launcher.groups[0], launcher.layouts[0], s, 1)
             usage = toolchain.compile_cuda(ks.source, arch=arch).resources.get(ks.name)   # None without cuobjdump
             regs = f"regs {usage.registers} local {usage.local_bytes}" if usage else "regs ?"
-            set_overrides(launcher, {0: s})
-            out.fill(float("nan"))
-            got = k(*sets[0], out=out)
-            err = relative_error(cp.asnumpy(got).astype(np.float64), want)
-            print(f"{name} {ext} {label} {s.tag}: {regs} err {err:.1e}",
-                  flush=True)
+            err = row_probe.error(case, s)
+            print(f"{name} {ext} {label} {s.tag}: {regs} err {err:.1e}", flush=True)
             if not err <= 1e-2:
                 del variants[label]
-        first_label: dict = {}
-        for label, s in variants.items():
-            first_label.setdefault(s, label)
-        variants = {label: s for s, label in first_label.items()}
-        setups.append((name, ext, k, launcher, variants, sets, out, nbytes))
-    for _ in range(3):
-        for name, ext, k, launcher, variants, sets, out, nbytes in setups:
-            for s in variants.values():
-                set_overrides(launcher, {0: s})
-                t = time_cuda(lambda i: k(*sets[i], out=out), n_sets=len(sets), repeats=20, warmup_ms=20)
-                times.setdefault((name, str(ext), s), []).append(t.median_us)
-    for name, ext, k, launcher, variants, sets, out, nbytes in setups:
-        row = []
-        for label, s in variants.items():
-            us = sorted(times[(name, str(ext), s)])[1]
-            row.append(f"  {label:10s} {s.tag:34s} {us:8.1f} us {nbytes / us / 1e3 / copy:5.2f}x copy")
-        print(f"{name} {ext['M']}x{ext['N']}:\n" + "\n".join(row), flush=True)
+        case.variants = row_probe.distinct(variants)
+        cases.append(case)
+    row_probe.time_and_report(cases, copy, label_width=10)
 
 
 if __name__ == "__main__":

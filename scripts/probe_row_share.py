@@ -13,13 +13,8 @@ import sys
 from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
-import cupy as cp  # noqa: E402
-import numpy as np  # noqa: E402
-
-import tiledsl  # noqa: E402
-from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
-from tiledsl.inputs import random_arguments, relative_error  # noqa: E402
-from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides  # noqa: E402
+import row_probe  # noqa: E402  (beside this script)
+from benchmarks.common import copy_bandwidth  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
 from tiledsl.schedule.schedules import MAX_ROW_ELEMENTS  # noqa: E402
 
@@ -54,48 +49,21 @@ def main() -> None:
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s")
     new_rule = choose.row_share_fits
-    setups, times = [], {}
+    cases = []
     for name, src, ext in CASES:
-        k = tiledsl.compile(src)
-        host = random_arguments(k.graph, ext, seed=1)
-        want = k.reference(*host, compute="f64")
-        nbytes = sum(h.nbytes for h in host if isinstance(h, np.ndarray)) + want.size * \
-            k.graph.results[0].dtype.itemsize
-        sets = [[cp.asarray(h) for h in host] for _ in range(input_sets_needed(nbytes))]
-        out = k(*sets[0])
-        launcher = k._launcher
-        p = choose.problem(launcher.groups[0], launcher.layouts[0], ext, sm_count=_sm_count(0),
-                           arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))
+        case = row_probe.prepare(name, src, ext)
         choose.row_share_fits = old_rule
-        old = choose.default(p, k.hints)
+        old = choose.default(case.problem, case.kernel.hints)
         choose.row_share_fits = new_rule
-        new = choose.default(p, k.hints)
+        new = choose.default(case.problem, case.kernel.hints)
         variants = {"old": old, "new": new}     # and each streamed (items 0) at its block
         for s in (old, new):
             variants.setdefault(f"streamed {s.block}", replace(s, items=0, keep=False))
-        first_label: dict = {}
-        for label, s in variants.items():
-            first_label.setdefault(s, label)
-        variants = {label: s for s, label in first_label.items()}
-        for label, s in variants.items():
-            set_overrides(launcher, {0: s})
-            out.fill(float("nan"))
-            got = k(*sets[0], out=out)
-            err = relative_error(cp.asnumpy(got).astype(np.float64), want)
-            print(f"{name} {ext} {label} {s.tag}: err {err:.1e}", flush=True)
-        setups.append((name, ext, k, launcher, variants, sets, out, nbytes))
-    for _ in range(3):
-        for name, ext, k, launcher, variants, sets, out, nbytes in setups:
-            for s in variants.values():
-                set_overrides(launcher, {0: s})
-                t = time_cuda(lambda i: k(*sets[i], out=out), n_sets=len(sets), repeats=20, warmup_ms=20)
-                times.setdefault((name, str(ext), s), []).append(t.median_us)
-    for name, ext, k, launcher, variants, sets, out, nbytes in setups:
-        row = []
-        for label, s in variants.items():
-            us = sorted(times[(name, str(ext), s)])[1]
-            row.append(f"  {label:14s} {s.tag:30s} {us:8.1f} us {nbytes / us / 1e3 / copy:5.2f}x copy")
-        print(f"{name} {ext['M']}x{ext['N']}:\n" + "\n".join(row))
+        case.variants = row_probe.distinct(variants)
+        for label, s in case.variants.items():
+            print(f"{name} {ext} {label} {s.tag}: err {row_probe.error(case, s):.1e}", flush=True)
+        cases.append(case)
+    row_probe.time_and_report(cases, copy, tag_width=30)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,9 @@ import sys
 from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
-import cupy as cp  # noqa: E402
-import numpy as np  # noqa: E402
-
-import tiledsl  # noqa: E402
-from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
+import row_probe  # noqa: E402  (beside this script)
+from benchmarks.common import copy_bandwidth  # noqa: E402
 from tiledsl.errors import TdslError  # noqa: E402
-from tiledsl.inputs import random_arguments, relative_error  # noqa: E402
-from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
 
 SOFTMAX = "kernel f(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}"
@@ -34,19 +29,10 @@ CASES = [("softmax f32", SOFTMAX, {"M": 1 << 21, "N": 8}), ("softmax f32", SOFTM
 def main() -> None:
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s")
-    setups, times = [], {}
+    cases = []
     for name, src, ext in CASES:
-        k = tiledsl.compile(src)
-        host = random_arguments(k.graph, ext, seed=1)
-        want = k.reference(*host, compute="f64")
-        nbytes = sum(h.nbytes for h in host if isinstance(h, np.ndarray)) + want.size * \
-            k.graph.results[0].dtype.itemsize
-        sets = [[cp.asarray(h) for h in host] for _ in range(input_sets_needed(nbytes))]
-        out = k(*sets[0])
-        launcher = k._launcher
-        p = choose.problem(launcher.groups[0], launcher.layouts[0], ext, sm_count=_sm_count(0),
-                           arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))
-        d = choose.default(p, k.hints)
+        case = row_probe.prepare(name, src, ext)
+        d = choose.default(case.problem, case.kernel.hints)
         variants = {"default": d}
         for vec in sorted({d.vec, 1}):
             rvec = ext["N"] // vec
@@ -59,30 +45,17 @@ def main() -> None:
                     except TdslError:
                         pass
         for label, s in list(variants.items()):
-            set_overrides(launcher, {0: s})
             try:
-                out.fill(float("nan"))
-                got = k(*sets[0], out=out)
-                err = relative_error(cp.asnumpy(got).astype(np.float64), want)
+                err = row_probe.error(case, s)
             except TdslError as e:
                 err = float("inf")
                 print(f"{name} {ext} {label}: {e}")
             if not err <= 2e-3:
                 print(f"{name} {ext} {label} {s.tag}: err {err:.1e}, dropped", flush=True)
                 del variants[label]
-        setups.append((name, ext, k, launcher, variants, sets, out, nbytes))
-    for _ in range(3):
-        for name, ext, k, launcher, variants, sets, out, nbytes in setups:
-            for s in variants.values():
-                set_overrides(launcher, {0: s})
-                t = time_cuda(lambda i: k(*sets[i], out=out), n_sets=len(sets), repeats=20, warmup_ms=20)
-                times.setdefault((name, str(ext), s), []).append(t.median_us)
-    for name, ext, k, launcher, variants, sets, out, nbytes in setups:
-        row = []
-        for label, s in variants.items():
-            us = sorted(times[(name, str(ext), s)])[1]
-            row.append(f"  {label:14s} {s.tag:34s} {us:8.1f} us {nbytes / us / 1e3 / copy:5.2f}x copy")
-        print(f"{name} {ext['M']}x{ext['N']}:\n" + "\n".join(row), flush=True)
+        case.variants = variants
+        cases.append(case)
+    row_probe.time_and_report(cases, copy)
 
 
 if __name__ == "__main__":

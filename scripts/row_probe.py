@@ -1,0 +1,81 @@
+"""What the row probes share (probe_row_share.py, probe_exact_items.py,
+probe_short_rows.py; device runs): a program set up on device 0 (inputs rotated
+past the L2, its float64 reference, the bytes it moves, its first group's
+Problem), a schedule's error on it, and the schedules of every case timed in
+interleaved rounds (a slow stretch of the host costs each a round, not one its
+result) and reported as median microseconds and a ratio to copy."""
+import os
+import statistics
+import sys
+from dataclasses import dataclass, field
+
+sys.path.insert(0, os.getcwd())
+import cupy as cp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tiledsl  # noqa: E402
+from benchmarks.common import input_sets_needed, time_cuda  # noqa: E402
+from tiledsl.inputs import random_arguments, relative_error  # noqa: E402
+from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides  # noqa: E402
+from tiledsl.schedule import choose  # noqa: E402
+
+
+@dataclass
+class RowCase:
+    name: str
+    extents: dict
+    kernel: object
+    problem: object           # the first group's choose.Problem on this GPU
+    sets: list                # input sets to rotate through
+    out: object
+    want: object              # the float64 reference
+    nbytes: int               # inputs read once, the result written once
+    variants: dict = field(default_factory=dict)      # label -> Schedule of group 0
+
+
+def prepare(name: str, src: str, extents: dict) -> RowCase:
+    k = tiledsl.compile(src)
+    host = random_arguments(k.graph, extents, seed=1)
+    want = k.reference(*host, compute="f64")
+    nbytes = sum(h.nbytes for h in host if isinstance(h, np.ndarray)) + want.size * k.graph.results[0].dtype.itemsize
+    sets = [[cp.asarray(h) for h in host] for _ in range(input_sets_needed(nbytes))]
+    out = k(*sets[0])
+    launcher = k._launcher
+    p = choose.problem(launcher.groups[0], launcher.layouts[0], extents, sm_count=_sm_count(0),
+                       arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))
+    return RowCase(name, extents, k, p, sets, out, want, nbytes)
+
+
+def error(case: RowCase, schedule) -> float:
+    """The relative error of the case's result under `schedule`, its output poisoned first."""
+    set_overrides(case.kernel._launcher, {0: schedule})
+    case.out.fill(float("nan"))
+    got = case.kernel(*case.sets[0], out=case.out)
+    return relative_error(cp.asnumpy(got).astype(np.float64), case.want)
+
+
+def distinct(variants: dict) -> dict:
+    """The variants with each schedule once, under its first label."""
+    first_label: dict = {}
+    for label, s in variants.items():
+        first_label.setdefault(s, label)
+    return {label: s for s, label in first_label.items()}
+
+
+def time_and_report(cases: list, copy_gbps: float, rounds: int = 3, label_width: int = 14,
+                    tag_width: int = 34) -> None:
+    times: dict = {}
+    for _ in range(rounds):
+        for n, case in enumerate(cases):
+            k, sets, out = case.kernel, case.sets, case.out
+            for s in case.variants.values():
+                set_overrides(k._launcher, {0: s})
+                t = time_cuda(lambda i: k(*sets[i], out=out), n_sets=len(sets), repeats=20, warmup_ms=20)
+                times.setdefault((n, s), []).append(t.median_us)
+    for n, case in enumerate(cases):
+        rows = []
+        for label, s in case.variants.items():
+            us = statistics.median(times[(n, s)])
+            rows.append(f"  {label:{label_width}s} {s.tag:{tag_width}s} {us:8.1f} us "
+                        f"{case.nbytes / us / 1e3 / copy_gbps:5.2f}x copy")
+        print(f"{case.name} {case.extents['M']}x{case.extents['N']}:\n" + "\n".join(rows), flush=True)
