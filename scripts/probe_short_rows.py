@@ -1,7 +1,7 @@
 """Probe (device run): rows of 3 to 128 elements, many of them. The default gives a
 row at least 64 threads (`choose.default`: 64 to 512 a row), so a row of 8 f32
 leaves 62 of them idle; here against a warp a row (row_threads 32, several rows
-a block) and, where the build allows it, fewer threads a row. Each schedule is
+a block) and part of a warp a row (row_threads 1 to 16), vectors of every width. Each schedule is
 checked against the float64 reference first; three interleaved rounds, median
 microseconds, and the ratio of the bytes moved to copy.
 
@@ -23,7 +23,9 @@ RMS = ("kernel f(x: f16[M, N], w: f16[N]) -> f16[M, N] {\n"
 CASES = [("softmax f32", SOFTMAX, {"M": 1 << 21, "N": 8}), ("softmax f32", SOFTMAX, {"M": 1 << 20, "N": 16}),
          ("softmax f32", SOFTMAX, {"M": 1 << 19, "N": 32}), ("softmax f32", SOFTMAX, {"M": 1 << 18, "N": 64}),
          ("softmax f32", SOFTMAX, {"M": 1 << 17, "N": 100}), ("softmax f32", SOFTMAX, {"M": 1 << 17, "N": 128}),
-         ("softmax f32", SOFTMAX, {"M": 1 << 21, "N": 3}), ("rmsnorm f16", RMS, {"M": 1 << 19, "N": 64})]
+         ("softmax f32", SOFTMAX, {"M": 1 << 21, "N": 3}), ("softmax f32", SOFTMAX, {"M": 1 << 20, "N": 13}),
+         ("rmsnorm f16", RMS, {"M": 1 << 19, "N": 64}), ("rmsnorm f16", RMS, {"M": 1 << 21, "N": 8}),
+         ("rmsnorm f16", RMS, {"M": 1 << 20, "N": 13})]
 
 
 def main() -> None:
@@ -34,10 +36,10 @@ def main() -> None:
         case = row_probe.prepare(name, src, ext)
         d = choose.default(case.problem, case.kernel.hints)
         variants = {"default": d}
-        for vec in sorted({d.vec, 1}):
+        for vec in sorted({choose.max_vector(case.problem), d.vec, 1}):
             rvec = ext["N"] // vec
             for tpr in (32, 16, 8, 4, 2, 1):
-                for block in (128, 256):
+                for block in ((128, 256) if tpr == 32 else (256,)):
                     try:
                         variants[f"v{vec} t{tpr} b{block}"] = replace(
                             d, block=block, row_threads=tpr, vec=vec, items=choose.row_share(rvec, tpr), keep=False,

@@ -78,4 +78,4 @@ def time_and_report(cases: list, copy_gbps: float, rounds: int = 3, label_width:
             us = statistics.median(times[(n, s)])
             rows.append(f"  {label:{label_width}s} {s.tag:{tag_width}s} {us:8.1f} us "
                         f"{case.nbytes / us / 1e3 / copy_gbps:5.2f}x copy")
-        print(f"{case.name} {case.extents['M']}x{case.extents['N']}:\n" + "\n".join(rows), flush=True)
+        print(f"{case.name} {'x'.join(map(str, case.extents.values()))}:\n" + "\n".join(rows), flush=True)

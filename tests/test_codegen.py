@@ -802,25 +802,32 @@ def test_short_k_products_share_each_sm_between_two_blocks():
 
 # -- short rows and skinny transposes ---------------------------------------------------------------
 
-@pytest.mark.parametrize("length,vec,items", [(3, 1, 1), (8, 1, 1), (32, 1, 1), (64, 2, 1), (100, 2, 2),
-                                              (128, 4, 1), (129, None, None)])
-def test_rows_of_at_most_128_elements_take_a_warp_each(length, vec, items):
-    """short_row_schedule: a warp a row, 8 rows a block, vectors as wide as leave each
-    lane one (the general rule gave a row of 8 elements 64 threads); longer rows keep
-    the general rule. Each compiles without spilling."""
-    for src in (EXAMPLES / "softmax.tdsl", EXAMPLES / "rmsnorm.tdsl"):
-        k = tiledsl.compile(src)
-        g = partition(k.graph)[0]
-        lay = plan_layout(g, k.graph)
-        s = default(problem(g, lay, dict(M=1 << 17, N=length), hbm_gbps=3352.0))
-        if vec is None:
-            assert s.row_threads != 32 and s.row_threads == s.block, s
-            continue
-        assert (s.kind, s.block, s.row_threads, s.vec, s.items) == ("reduce_row", 256, 32, vec, items), s
-        assert s.hoist == (src.name == "softmax.tdsl")       # rmsnorm's weight is loaded where it is used
-        for arch in ARCHS:
-            _, _, usage = _compile(k, g, lay, s, arch)
-            assert usage.spill_stores == 0 and usage.local_bytes == 0, (length, arch, usage)
+@pytest.mark.parametrize("name,length,vec,threads", [
+    ("softmax", 1, 1, 1), ("softmax", 3, 1, 2), ("softmax", 8, 4, 2), ("softmax", 13, 1, 8),
+    ("softmax", 16, 4, 4), ("softmax", 64, 4, 16), ("softmax", 100, 4, 32), ("softmax", 101, 1, 32),
+    ("softmax", 128, 4, 32), ("rmsnorm", 8, 8, 1), ("rmsnorm", 13, 1, 8), ("rmsnorm", 64, 8, 8),
+    ("softmax", 129, None, None), ("rmsnorm", 129, None, None)])
+def test_short_rows_take_part_of_a_warp_each(name, length, vec, threads):
+    """short_row_schedule: rows of at most 128 elements take the fewest threads (1 to
+    32) that hold at most 16 bytes each in at most 4 accesses and use half of each
+    sector they read (the general rule gave a row of 8 elements 64 threads); longer
+    rows keep the general rule. Each compiles without spilling; where rows share a
+    warp, each row's reduction shuffles within its own lanes."""
+    k = tiledsl.compile(EXAMPLES / f"{name}.tdsl")
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, dict(M=1 << 17, N=length), hbm_gbps=3352.0))
+    if vec is None:
+        assert s.row_threads >= 64 and s.row_threads == s.block, s
+        return
+    assert (s.kind, s.block, s.row_threads, s.vec) == ("reduce_row", 256, threads, vec), s
+    assert s.items * s.vec * threads >= length > (s.items * s.vec - 1) * threads or s.items == 1, s
+    assert s.hoist == (name == "softmax")       # rmsnorm's weight is loaded where it is used
+    for arch in ARCHS:
+        ks, _, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (length, arch, usage)
+    shuffles = re.findall(r"tdsl::warp_reduce<tdsl::\w+, (\d+)>", ks.source)
+    assert shuffles == ([str(threads)] * {"softmax": 2, "rmsnorm": 1}[name] if threads > 1 else []), shuffles
 
 
 @pytest.mark.parametrize("extents,tile", [

@@ -952,6 +952,8 @@ ROW_PROGRAMS = [("softmax.tdsl", dict(M=1001, N=781)), ("softmax.tdsl", dict(M=7
 # Shapes whose rows fit a shared-memory ring: only the ring schedules of these (f16 rows with
 # hoisted and unhoisted f32 weights, f32 rows), with partial vectors per thread at the row's end.
 RING_PROGRAMS = [("layernorm.tdsl", dict(M=1001, N=1032)), ("softmax.tdsl", dict(M=777, N=1028))]
+# Short rows: only the candidates of a warp a row or part of one (several rows a warp).
+SHORT_ROW_PROGRAMS = [("softmax.tdsl", dict(M=1001, N=24)), ("layernorm_f16", dict(M=611, N=100))]
 
 
 def _row_program(name: str):
@@ -961,13 +963,14 @@ def _row_program(name: str):
 def _row_candidates():
     from tiledsl.runtime import launcher_for
     from tiledsl.schedule.choose import candidates, problem
-    for name, extents, rings_only in ([(*np_, False) for np_ in ROW_PROGRAMS]
-                                      + [(*np_, True) for np_ in RING_PROGRAMS]):
+    for name, extents, only in ([(*np_, "all") for np_ in ROW_PROGRAMS] + [(*np_, "rings") for np_ in RING_PROGRAMS]
+                                + [(*np_, "warps") for np_ in SHORT_ROW_PROGRAMS]):
         k = _row_program(name)
         launcher = launcher_for(k)
         p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
         for s in candidates(p, k.hints):
-            if s.kind == "reduce_row" and (s.stages > 1 or not rings_only):
+            wanted = {"all": True, "rings": s.stages > 1, "warps": s.row_threads <= 32}[only]
+            if s.kind == "reduce_row" and wanted:
                 label = "x".join(map(str, extents.values()))
                 yield pytest.param(name, extents, s, id=f"{name.removesuffix('.tdsl')}-{label}-{s.tag}-ps{s.blocks_per_sm}")
 
@@ -1013,6 +1016,37 @@ def test_reductions_at_blocks_of_any_warp_count(program, block):
         s = replace(base, kind="reduce_row", block=block, row_threads=block, items=items, keep=False,
                     prefetch=False, blocks_per_sm=0, min_blocks=1, stages=1, unroll=0)
         assert not items or (items - 1) * block < p.row_length // s.vec < items * block   # the last share partial
+    set_overrides(k._launcher, {0: s})
+    check(k, host_arguments(k, extents), extents, "out")
+
+
+# Rows shared by part of a warp (row_threads 1 to 16, 32 / row_threads rows a warp): the warp
+# walks its rows together and a lane past the last row stores nothing. Row counts that leave a
+# warp partly past the end, row lengths that leave a share partial, results over whole rows
+# (softmax, layernorm with its weights hoisted or not) and per row (a mean), and one block per SM
+# so blocks loop over rows.
+SUBWARP_PROGRAMS = [("softmax.tdsl", dict(M=1001, N=13)), ("softmax_f16", dict(M=37, N=8)),
+                    ("layernorm.tdsl", dict(M=611, N=24)), ("rmsnorm.tdsl", dict(M=3, N=30)),
+                    ("kernel m(x: f32[M, N]) -> f32[M] { return mean(x, axis=N) }", dict(M=4099, N=3))]
+
+
+@pytest.mark.parametrize("vector", [False, True])
+@pytest.mark.parametrize("per_sm", [0, 1])
+@pytest.mark.parametrize("tpr", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("program", range(len(SUBWARP_PROGRAMS)))
+def test_rows_shared_by_part_of_a_warp(program, tpr, per_sm, vector):
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    from tiledsl.schedule.choose import default, max_vector, problem, row_share
+    name, extents = SUBWARP_PROGRAMS[program]
+    k = _row_program(name) if name in VARIANTS or name.endswith(".tdsl") else compiled(name)
+    k._launcher = launcher_for(k)
+    p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
+    vec = max_vector(p, 0) if vector else 1
+    base = default(p, k.hints)
+    s = replace(base, kind="reduce_row", block=128, row_threads=tpr, vec=vec,
+                items=row_share(p.row_length // vec, tpr), keep=False, prefetch=False,
+                blocks_per_sm=per_sm, min_blocks=1, stages=1, unroll=0)
     set_overrides(k._launcher, {0: s})
     check(k, host_arguments(k, extents), extents, "out")
 

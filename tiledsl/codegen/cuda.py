@@ -556,6 +556,9 @@ class _Renderer:
         return dict(
             split=split, stream_unroll=stream_unroll,
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,
+            # rows share a warp: the warp walks its rows together (its shuffles need every
+            # lane), a lane past the last row reads that row again and stores nothing
+            shared_warp=self.s.kind == "reduce_row" and self.s.row_threads < 32,
             # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
             # one barrier a reduction (tdsl::block_reduce)
             scratch=[f"__shared__ {reg_type(r.dtype)} scratch{r.id}[2][{max(1, self.s.block // 32)}];"
@@ -808,8 +811,8 @@ class _Renderer:
         op = _REDUCE_OP[r.attr("kind")]
         if self.s.row_threads == 1:
             return ""
-        if self.s.row_threads == 32:
-            return f"acc{r.id} = tdsl::warp_reduce<{op}, 32>(acc{r.id});"
+        if self.s.row_threads <= 32:    # a row's lanes: an aligned group of a warp
+            return f"acc{r.id} = tdsl::warp_reduce<{op}, {self.s.row_threads}>(acc{r.id});"
         return f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id}[flip]);"
 
 

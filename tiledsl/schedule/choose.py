@@ -143,7 +143,7 @@ def _words(op, vec: int) -> float:
 POINTWISE_HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
 SKINNY_TILE_ELEMENTS = 4096   # a transposing tile with a short side: as many elements as 64x64
 SKINNY_MIN_LONG = 256         # ... where the long side is at least this long (else one tile or few)
-SHORT_ROW = 128               # rows of at most this many elements take a warp each (short_row_schedule)
+SHORT_ROW = 128               # rows of at most this many elements take a warp or part of one (short_row_schedule)
 
 
 def pointwise_held_words(p: "Problem", vec: int, items: int) -> float:
@@ -290,25 +290,61 @@ def prefetch_fits(p: Problem, items: int, vec: int) -> bool:
 
 
 def short_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
-    """A warp a row, 8 rows a block, for rows of at most SHORT_ROW elements laid out
-    along the row: the rule below gives a row at least 64 threads, most of them idle
-    on such a row. Vectors only as wide as leave each lane one (rows of 32 or fewer
-    are read one by one), row-invariant inputs loaded where used. Measured on an
-    H100, 2026-11-25 (scripts/probe_short_rows.py), softmax f32, us: 2^21 x 8
-    1269.4 -> 274.8; 2^20 x 16 634.8 -> 148.2; 2^19 x 32 319.6 -> 79.6; 2^18 x 64
-    162.1 -> 53.1 (0.84x copy); 2^17 x 100 83.6 -> 39.8; 2^17 x 128 83.5 -> 49.0
-    (0.91x); rmsnorm f16 2^19 x 64 319.9 -> 81.3. (Rows of 8 still reach only 0.16x
-    copy: a warp holds 8 elements of one; several rows a warp would take more.)"""
+    """Part of a warp a row (`short_row_threads`), 256 threads a block, for rows of at
+    most SHORT_ROW elements laid out along the row: the general rule below gives a
+    row at least 64 threads, most of them idle on such a row. Vectors as wide as the
+    row allows, row-invariant inputs loaded where used. Measured on an H100,
+    2026-11-25 (scripts/probe_short_rows.py), softmax f32, us, the general rule ->
+    a warp a row -> this rule:
+        2^21 x 3    1269 ->  267.6 ->  27.1  (0.62x copy; rows of 12 bytes)
+        2^21 x 8    1269 ->  274.7 ->  49.5  (0.90x)
+        2^20 x 13      - ->  145.8 ->  52.8  (0.69x; scalar: rows of 52 bytes)
+        2^20 x 16    635 ->  148.1 ->  48.9  (0.91x)
+        2^19 x 32    320 ->   79.6 ->  49.2  (0.91x)
+        2^18 x 64    162 ->   53.5 ->  49.2  (0.91x)
+        2^17 x 128  83.5 ->   48.9 ->  48.9  (0.91x)
+    and rmsnorm f16 2^19 x 64 320 -> 81.2 -> 49.5 (0.90x), 2^21 x 8 -> 255.4 -> 27.0
+    (0.83x; a thread a row), 2^20 x 13 -> 131.2 -> 44.0 (0.41x; scalar)."""
     if hints.threads or not p.row_major() or p.row_length > SHORT_ROW:
         return None
     vec = max_vector(p, hints.vector)
-    while not hints.vector and vec > 1 and p.row_length // vec < 32:
-        vec //= 2
-    items = row_share(p.row_length // vec, 32)
+    tpr = short_row_threads(p, vec)
+    items = row_share(p.row_length // vec, tpr)
     if not row_share_fits(p, items, vec):
         return None
-    return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=32,
+    return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=tpr,
                     hoist=not p.has_row_invariant_inputs(), index64=p.index64)
+
+
+SHORT_ROW_BYTES = 16        # most bytes of the row's main input a thread holds (short_row_threads)
+SHORT_ROW_ITEMS = 4         # most accesses a thread makes to it
+SECTOR = 32                 # bytes of a memory transaction
+
+
+def short_row_threads(p: Problem, vec: int) -> int:
+    """Threads a short row takes: the fewest (1 to 32, so up to 32 rows share a warp)
+    whose share of the row is at most SHORT_ROW_BYTES in at most SHORT_ROW_ITEMS
+    accesses, and whose accesses use at least half of each sector they touch (a row
+    of a sector or less: half of the row). More threads a row than that hold few
+    bytes each in flight; fewer read a few bytes from many sectors an instruction.
+    Measured (H100, softmax f32): rows of 8 at 8, 4, 2 threads with vectors of 4
+    111.0, 59.6, 49.5 us, scalar 77.3, 55.4, 85.3 (the last reads 8 bytes of each
+    32-byte sector); rows of 3 (12 bytes) at 4, 2, 1 threads: 40.0, 27.1, 27.9;
+    rows of 13 (52 bytes, starting mid-sector) at 8 and 4 threads: 52.8, 58.7;
+    rmsnorm f16 rows of 64, scalar, at 16 and 8 threads (8 accesses): 57.8, 81.3."""
+    kept = set(p.layout.kept_loops)
+    main = max((op.dtype.itemsize for op in p.layout.inputs
+                if op.loops and op.loops[-1] == p.inner and set(op.loops) & kept), default=4)
+    row_bytes = p.row_length * main
+    for tpr in (1, 2, 4, 8, 16):
+        items = row_share(p.row_length // vec, tpr)
+        read = min(tpr * vec, p.row_length) * main          # a row's bytes one access of its threads reads
+        touched = row_bytes if row_bytes <= SECTOR else SECTOR * -(-read // SECTOR)
+        if row_bytes > SECTOR and row_bytes % SECTOR:
+            touched += SECTOR               # rows that start mid-sector: a read may straddle one more
+        if items <= SHORT_ROW_ITEMS and items * vec * main <= SHORT_ROW_BYTES and 2 * read >= touched:
+            return tpr
+    return 32
 
 
 def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True) -> bool:
@@ -590,12 +626,15 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     vecs = sorted({max_vector(p, hints.vector), 1}, reverse=True) if p.row_major() else [1]
     base = default(p, hints)
     center = (base.row_threads if base.kind == "reduce_row" else 256).bit_length()
-    widths = sorted((32, 64, 128, 256, 512, 1024), key=lambda t: (abs(t.bit_length() - center), t))
+    # short rows: part of a warp a row too (several rows a warp: no prefetch, no ring)
+    widths = (1, 2, 4, 8, 16) if p.row_length <= SHORT_ROW and p.row_major() else ()
+    widths = sorted(widths + (32, 64, 128, 256, 512, 1024), key=lambda t: (abs(t.bit_length() - center), t))
     for vec in vecs:
         rvec = p.row_length // vec
         words = p.words_per_row_element(vec)
         for tpr in widths:
-            block = 128 if tpr == 32 else tpr
+            block = 256 if tpr < 32 else 128 if tpr == 32 else tpr
+            shares_warp = tpr < 32
             items = row_share(rvec, tpr)
             if row_share_fits(p, items, vec):
                 keeps = (False, True) if 2 * items * vec * words <= row_register_budget(vec) else (False,)
@@ -611,7 +650,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                 out.append(replace(out[-1], min_blocks=R40_THREADS // block))
                     # a persistent block's threads copy their next rows into shared memory
                     # (cp.async) while they reduce this one: rows in flight cost no registers
-                    if p.rows > 4 * p.sm_count:
+                    if p.rows > 4 * p.sm_count and not shares_warp:
                         for stages in (2, 3):
                             for per_sm in sorted({1024 // block, THREADS_PER_SM // block}):
                                 for keep in keeps:
@@ -621,7 +660,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                     if not ring_problem(p, s):
                                         out.append(s)
                     # a persistent block loads its next row while it reduces this one
-                    if p.rows > 4 * p.sm_count and prefetch_fits(p, items, vec):
+                    if p.rows > 4 * p.sm_count and prefetch_fits(p, items, vec) and not shares_warp:
                         for per_sm in sorted({max(1, THREADS_PER_SM // 2 // block), THREADS_PER_SM // block}):
                             for keep in keeps:
                                 out.append(Schedule("reduce_row", block=block, vec=vec, items=items,

@@ -1,0 +1,69 @@
+"""Probe (device run): a survey of common memory-bound programs at shapes the
+benchmark does not cover, each under its default schedule, to find the slow
+paths: median microseconds and the ratio of the bytes moved (inputs read once,
+the result written once) to copy. Each result is checked against the float64
+reference first; three interleaved rounds.
+
+    python scripts/probe_survey.py
+"""
+import os
+import sys
+
+sys.path.insert(0, os.getcwd())
+import row_probe  # noqa: E402  (beside this script)
+from benchmarks.common import copy_bandwidth  # noqa: E402
+from tiledsl.schedule import choose  # noqa: E402
+
+K = "kernel f"
+CASES = [
+    ("column sums", f"{K}(x: f32[M, N]) -> f32[N] {{ return sum(x, axis=M) }}", {"M": 16384, "N": 4096}),
+    ("column sums, 8 wide", f"{K}(x: f32[M, N]) -> f32[N] {{ return sum(x, axis=M) }}", {"M": 1 << 22, "N": 8}),
+    ("column sums, 33 wide", f"{K}(x: f32[M, N]) -> f32[N] {{ return sum(x, axis=M) }}", {"M": 1 << 20, "N": 33}),
+    ("row sums", f"{K}(x: f32[M, N]) -> f32[M] {{ return sum(x, axis=N) }}", {"M": 1 << 16, "N": 1024}),
+    ("middle-axis sums", f"{K}(x: f32[B, T, C]) -> f32[B, C] {{ return sum(x, axis=T) }}",
+     {"B": 64, "T": 1024, "C": 512}),
+    ("full sum", f"{K}(x: f32[N]) -> f32 {{ return sum(x) }}", {"N": 1 << 26}),
+    ("column softmax", f"{K}(x: f32[M, N]) -> f32[M, N] {{\n e = exp(x - max(x, axis=M))\n"
+     " return e / sum(e, axis=M)\n}", {"M": 4096, "N": 4096}),
+    ("column softmax, 8 wide", f"{K}(x: f32[M, N]) -> f32[M, N] {{\n e = exp(x - max(x, axis=M))\n"
+     " return e / sum(e, axis=M)\n}", {"M": 1 << 21, "N": 8}),
+    ("logsumexp", f"{K}(x: f32[M, N]) -> f32[M] {{\n m = max(x, axis=N)\n"
+     " return m + log(sum(exp(x - m), axis=N))\n}", {"M": 16384, "N": 1024}),
+    ("l2 normalize", f"{K}(x: f32[M, N]) -> f32[M, N] {{ return x * rsqrt(sum(x * x, axis=N)) }}",
+     {"M": 16384, "N": 1024}),
+    ("row scale", f"{K}(x: f32[M, N], b: f32[M]) -> f32[M, N] {{ return x * b }}", {"M": 16384, "N": 4096}),
+    ("3-D bias", f"{K}(x: f32[B, T, C], p: f32[T, C]) -> f32[B, T, C] {{ return x + p }}",
+     {"B": 32, "T": 1024, "C": 1024}),
+    ("bf16 gelu", f"{K}(x: bf16[N]) -> bf16[N] {{ return gelu(x) }}", {"N": 1 << 26}),
+    ("vocab softmax f16", f"{K}(x: f16[M, N]) -> f16[M, N] {{\n e = exp(x - max(x, axis=N))\n"
+     " return e / sum(e, axis=N)\n}", {"M": 4096, "N": 50257}),
+    ("column centering", f"{K}(x: f32[M, N]) -> f32[M, N] {{ return x - mean(x, axis=M) }}",
+     {"M": 16384, "N": 4096}),
+    ("long-row softmax", f"{K}(x: f32[M, N]) -> f32[M, N] {{\n e = exp(x - max(x, axis=N))\n"
+     " return e / sum(e, axis=N)\n}", {"M": 256, "N": 1 << 18}),
+    ("batch mean", f"{K}(x: f16[B, C]) -> f32[C] {{ return mean(x, axis=B) }}", {"B": 1 << 16, "C": 768}),
+    ("rmsnorm f16 5120", "kernel f(x: f16[M, N], w: f16[N]) -> f16[M, N] {\n"
+     " return x * rsqrt(mean(x * x, axis=N) + 0.00001) * w\n}", {"M": 16384, "N": 5120}),
+]
+
+
+def main() -> None:
+    copy = copy_bandwidth()["gbps"]
+    print(f"copy {copy:.0f} GB/s")
+    cases = []
+    only = sys.argv[1:]
+    for name, src, ext in CASES:
+        if only and not any(o in name for o in only):
+            continue
+        case = row_probe.prepare(name, src, ext)
+        d = choose.default(case.problem, case.kernel.hints)
+        case.variants = {"default": d}
+        err = row_probe.error(case, d)
+        if not err <= 2e-3:
+            print(f"{name}: error {err:.1e}", flush=True)
+        cases.append(case)
+    row_probe.time_and_report(cases, copy, label_width=8)
+
+
+if __name__ == "__main__":
+    main()
