@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: fuzz f64 inputs rowshare exact oddwarps subwarp survey across skinny shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: fuzz f64 inputs rowshare exact oddwarps subwarp survey ktests across skinny shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -14,6 +14,7 @@ for phase in "$@"; do
     facts) python3 -c "from tiledsl.runtime.launcher import hbm_bandwidth, _sm_count; print('peak HBM GB/s', hbm_bandwidth(0), 'SMs', _sm_count(0))" ;;
     skinnytests) timeout 200 python3 -m pytest -q -n 8 -m gpu tests/test_gpu_memory.py -k "skinny or across" -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     subwarp) timeout 200 python3 -m pytest -q -n 8 -m gpu tests/test_gpu_memory.py -k rows_shared_by_part -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
+    ktests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/ -k "$K" -p no:cacheprovider -p no:benchmark 2>&1 | tail -12 ;;   # K="expression"
     oddwarps) timeout 200 python3 -m pytest -q -n 8 -m gpu tests/test_gpu_memory.py -k any_warp_count -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     rowtests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_memory.py -k every_row_reduction -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;
     mmtests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;

@@ -25,6 +25,8 @@ CASES = [
     ("full sum", f"{K}(x: f32[N]) -> f32 {{ return sum(x) }}", {"N": 1 << 26}),
     ("column softmax", f"{K}(x: f32[M, N]) -> f32[M, N] {{\n e = exp(x - max(x, axis=M))\n"
      " return e / sum(e, axis=M)\n}", {"M": 4096, "N": 4096}),
+    ("column softmax, 64 tall", f"{K}(x: f32[M, N]) -> f32[M, N] {{\n e = exp(x - max(x, axis=M))\n"
+     " return e / sum(e, axis=M)\n}", {"M": 64, "N": 1 << 20}),
     ("column softmax, 8 wide", f"{K}(x: f32[M, N]) -> f32[M, N] {{\n e = exp(x - max(x, axis=M))\n"
      " return e / sum(e, axis=M)\n}", {"M": 1 << 21, "N": 8}),
     ("logsumexp", f"{K}(x: f32[M, N]) -> f32[M] {{\n m = max(x, axis=N)\n"

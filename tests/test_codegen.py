@@ -13,6 +13,7 @@ import tiledsl
 from tiledsl.codegen import sources_for
 from tiledsl.codegen.cuda import literal, render
 from tiledsl.dtypes import DTYPES
+from tiledsl.errors import TdslError
 from tiledsl.schedule.choose import candidates, default, fits, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
@@ -849,3 +850,32 @@ def test_a_transpose_with_a_short_loop_takes_a_skinny_tile(extents, tile):
         for arch in ARCHS:
             _, _, usage = _compile(k, g, lay, s, arch)
             assert usage.spill_stores == 0 and usage.local_bytes == 0 and usage.shared_bytes <= 48 * 1024
+
+
+@pytest.mark.parametrize("columns,threads", [(1, 256), (5, 32), (8, 32), (33, 4), (200, 1), (4096, 1)])
+def test_a_split_reduction_across_memory_takes_a_tile_of_columns(columns, threads):
+    """split_schedule: a reduction over M of x[M, N] with few columns gives each column
+    256 / columns threads (rounded to a power of two) of a 256-thread block, a warp
+    reading whole lines, which combine through shared memory; it compiles without
+    spilling. A schedule sharing a row among some threads of a block where rows lie
+    along memory is refused with the reason."""
+    k = tiledsl.compile("kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }")
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, dict(M=1 << 20, N=columns), hbm_gbps=3352.0))
+    assert s.kind == "reduce_split" and s.splits >= 2, s
+    if columns == 1:            # one row: a block-wide one, along memory
+        assert s.row_threads == s.block, s
+        return
+    assert (s.block, s.row_threads) == (256, threads), s
+    for arch in ARCHS:
+        ks, _, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+    kernel = ks.source[ks.source.index('extern "C"'):]
+    assert ("__syncthreads()" in kernel) == (threads > 1)
+    rows = tiledsl.compile("kernel r(x: f32[M, N]) -> f32[M] { return sum(x, axis=N) }")
+    g = partition(rows.graph)[0]
+    lay = plan_layout(g, rows.graph)
+    along = replace(default(problem(g, lay, dict(M=4, N=1 << 20), hbm_gbps=3352.0)), row_threads=8)
+    with pytest.raises(TdslError, match="only across memory"):
+        render(rows.graph, g, lay, along, 1)

@@ -455,6 +455,19 @@ kernel softmax_outer(x: f32[M, N]) -> f32[M, N] {
     e = exp(x - max(x, axis=M))
     return e / sum(e, axis=M)
 }""", S2),
+    # reductions across memory (partition.walks_across): a group a level, the result pointwise
+    "softmax_outer_skinny_f16": Program("""
+kernel softmax_outer_skinny_f16(x: f16[M, N]) -> f16[M, N] {
+    e = exp(x - max(x, axis=M))
+    return f16(e / sum(e, axis=M))
+}""", S2_SKINNY),
+    "variance_over_t_bf16": Program("""
+kernel variance_over_t_bf16(x: bf16[B, T, C]) -> (f32[B, C], f32[B, T, C]) {
+    m = mean(x, axis=T)
+    d = x - m
+    v = mean(d * d, axis=T)
+    return v, d * rsqrt(v + 0.001)
+}""", S3, _normal_args("offset")),
     # --- programs that need two kernels (a reduction feeding another reduction/pass) ---
     "two_pass_centered_sq": Program("""
 kernel two_pass_centered_sq(x: f32[M, N]) -> f32[M] {
@@ -1058,7 +1071,11 @@ STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
                      ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=5001, N=33)),
                      ("kernel d(x: f32[M, N], y: f32[M, N]) -> f32 { return sum(x * y) }", dict(M=33, N=5001)),
                      ("kernel m(x: f16[M, N]) -> f32[M] { return mean(x, axis=N) }", dict(M=3, N=40009)),
-                     ("softmax.tdsl", dict(M=5, N=40001))]
+                     ("softmax.tdsl", dict(M=5, N=40001)),
+                     # across memory, few columns: tiles of 8 and 64 columns (choose.split_schedule)
+                     ("kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=40009, N=5)),
+                     ("kernel c(x: f32[M, N], y: f32[N]) -> f32[N] { return max(x * y, axis=M) }",
+                      dict(M=9001, N=33))]
 
 
 def _streamed_schedules():

@@ -198,7 +198,8 @@ def test_tf32_reads_an_operand_laid_out_along_n_through_a_copy_laid_out_along_k(
     ("kernel f(x: f32[M, N]) -> f32[N, M] { return (x / sum(x, axis=M)).T }", True),
     # stored as the rows are walked: one kernel
     ("kernel f(x: f32[M, N]) -> f32[M, N] { return x / sum(x, axis=N) }", False),
-    ("kernel f(x: f32[M, N]) -> f32[M, N] { return x / sum(x, axis=M) }", False),
+    # a reduction across memory (over M, N innermost) writes only its statistic (walks_across)
+    ("kernel f(x: f32[M, N]) -> f32[M, N] { return x / sum(x, axis=M) }", True),
     # per-row results are stored from the reduce group whatever their layout
     ("kernel f(x: f32[B, M, N]) -> f32[M, B] { return sum(x, axis=N).T }", False),
 ])
@@ -211,3 +212,33 @@ def test_a_result_over_whole_rows_stored_across_them_is_written_by_a_pointwise_g
     if split:       # the reduce group stores only its statistic, which the pointwise group reads
         [reduce] = [g for g in groups if g.kind == "reduce"]
         assert [v.op for v in reduce.outputs] == ["reduce"] and reduce.outputs[0] in writer.inputs
+
+
+@pytest.mark.parametrize("src,groups_wanted", [
+    # softmax over M, N innermost: max, then sum, then the elements (each column read three times,
+    # neighbouring threads on neighbouring columns, where one kernel walked each column down)
+    ("kernel f(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n return e / sum(e, axis=M)\n}",
+     ["reduce", "reduce", "pointwise"]),
+    ("kernel f(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }", ["reduce", "pointwise"]),
+    ("kernel f(x: f16[B, T, C]) -> f32[B, C] {\n m = mean(x, axis=T)\n return mean((x - m) * (x - m), axis=T)\n}",
+     ["reduce", "reduce"]),
+    # per-column results of one level: one kernel, as before
+    ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", ["reduce"]),
+    # along the rows (N innermost, reduced): one kernel of two levels, as before
+    ("kernel f(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+     ["reduce"]),
+    # x laid out [N, M] (M innermost) and reduced over M: along memory, one kernel
+    ("kernel f(x: f32[N, M]) -> f32[N, M] {\n e = exp(x - max(x, axis=M))\n return e / sum(e, axis=M)\n}",
+     ["reduce"]),
+])
+def test_a_reduction_across_memory_takes_one_level_a_group(src, groups_wanted):
+    """walks_across: a reduction whose elements lie a row apart keeps its group to one
+    level and to per-column results; the result, computed from x and the statistics,
+    is written by a pointwise group (tests/test_gpu_memory.py runs these programs)."""
+    from tiledsl.schedule.partition import walks_across
+    k, groups = _groups(src)
+    assert [g.kind for g in groups] == groups_wanted
+    for g in groups:
+        reductions = [v for v in g.values if v.op == "reduce"]
+        if reductions and walks_across(reductions[0]):
+            assert all(not set(o.dims) & set(g.axes) for o in g.outputs), g

@@ -14,10 +14,10 @@ from functools import lru_cache
 import numpy as np
 
 from ..dtypes import DType
-from ..errors import TdslCompileError, TdslError
+from ..errors import TdslCompileError, TdslError, TdslScheduleError
 from ..ir.graph import Graph, Value
 from ..resources import resource_dir
-from ..schedule.layout import Layout, Operand, batched_operands, operand_input, transposed_loop
+from ..schedule.layout import Layout, Operand, batched_operands, operand_input, row_major, transposed_loop
 from ..schedule.partition import Group
 from ..schedule.schedules import Schedule, budgeted_threads, ring_refusal, stream_unroll_rule
 
@@ -173,6 +173,7 @@ class _Renderer:
         self.vec = schedule.vec
         self.inner = len(layout.loops) - 1 if layout.loops else None
         self.reciprocal: set[int] = set()   # row values that element values divide by (reduce())
+        self.column_tiles = False           # a split reduction across memory, a tile of columns (reduce())
 
     # -- indexing ------------------------------------------------------------
     def coords(self, loops: list[int], linear: str) -> list[str]:
@@ -432,6 +433,26 @@ class _Renderer:
     def reduce(self) -> dict:
         lay = self.layout
         reduces = [v for v in self.group.values if v.op == "reduce"]
+        split = self.s.kind == "reduce_split"
+        tpr, rpb = self.s.row_threads, self.s.block // self.s.row_threads
+        self.column_tiles = split and 1 < tpr < self.s.block
+        if self.column_tiles and row_major(lay):
+            raise TdslScheduleError(f"{self.s.tag}: a split reduction shares a row among {tpr} threads of a "
+                                    f"block only across memory (rows lie along the innermost dim here: "
+                                    f"row_threads 1 or the block)")
+        # Rows walked together (every thread of a warp or a block runs the same iterations, since
+        # their shuffles or barriers need them all): rows sharing a warp, and a split reduction's
+        # tile of columns, `rpb` columns by `tpr` threads each, neighbouring threads on
+        # neighbouring columns (a column of x[M, 8] summed: a warp reads 4 rows of 8, 128 bytes).
+        together = None
+        if self.s.kind == "reduce_row" and tpr < 32:
+            together = dict(why=f"a warp's {32 // tpr} rows, walked together: its shuffles need all 32 lanes",
+                            first="(idx_t)blockIdx.x * RPB + threadIdx.x / 32 * (32 / TPR)",
+                            offset="threadIdx.x % 32 / TPR")
+        elif self.column_tiles:
+            together = dict(why=f"a tile of {rpb} columns, {tpr} threads each, walked together: "
+                                f"they combine through shared memory",
+                            first="(idx_t)blockIdx.x * RPB", offset="threadIdx.x % RPB")
         level: dict[int, int] = {}
         for r in reduces:
             deps = [d for d in self.closure(r.operands, lambda v: False) if d.op == "reduce"]
@@ -534,11 +555,11 @@ class _Renderer:
         staged = cached and self.s.stages > 1 and bool(ringed)
         if staged:
             self.check_ring(ringed)
-        split = self.s.kind == "reduce_split"
         if split:   # stage 1: each phase ends by storing this block's partial for the row
             [phase] = phase_code            # split schedules take one reduction level only
             phase["finish"] = [line for k, r in enumerate(reduces) for line in (
-                self.cross_thread(r), f"if (lane == 0) part{k}[(idx_t)blockIdx.y * nrows + row] = acc{r.id};")]
+                self.cross_thread(r), f"if (lane == 0{' && live' if together else ''}) "
+                                      f"part{k}[(idx_t)blockIdx.y * nrows + row] = acc{r.id};")]
             full_outs, row_stores = [], []
         # A streamed (looped) row: ptxas unrolls the loop itself, and where an iteration loads
         # more than one 16-byte vector (sum(x * y) in f32) that spilled under 64 registers.
@@ -556,13 +577,15 @@ class _Renderer:
         return dict(
             split=split, stream_unroll=stream_unroll,
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,
-            # rows share a warp: the warp walks its rows together (its shuffles need every
-            # lane), a lane past the last row reads that row again and stores nothing
-            shared_warp=self.s.kind == "reduce_row" and self.s.row_threads < 32,
+            # a lane past the last row reads that row again and stores nothing
+            together=together, flip=self.s.row_threads > 32 and not self.column_tiles,
+            lane="threadIdx.x / RPB" if self.column_tiles else "TPR == 1 ? 0 : threadIdx.x % TPR",
             # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
             # one barrier a reduction (tdsl::block_reduce)
-            scratch=[f"__shared__ {reg_type(r.dtype)} scratch{r.id}[2][{max(1, self.s.block // 32)}];"
-                     for r in reduces] + ["int flip = 0;"] if self.s.row_threads > 32 else [],
+            scratch=([f"__shared__ {reg_type(r.dtype)} scratch{r.id}[2][{max(1, self.s.block // 32)}];"
+                      for r in reduces] + ["int flip = 0;"] if self.s.row_threads > 32 and not self.column_tiles
+                     else [f"__shared__ {reg_type(r.dtype)} tile{r.id}[{self.s.block}];" for r in reduces]
+                     if self.column_tiles else []),
             rows=" * ".join(f"n{l}" for l in lay.kept_loops) or "1",
             rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 else ""),
             row_coords=self.coords(list(lay.kept_loops), "row"),
@@ -811,6 +834,11 @@ class _Renderer:
         op = _REDUCE_OP[r.attr("kind")]
         if self.s.row_threads == 1:
             return ""
+        if self.column_tiles:   # a column's threads lie RPB apart: every thread combines them alike
+            return (f"tile{r.id}[threadIdx.x] = acc{r.id}; __syncthreads(); "
+                    f"acc{r.id} = tile{r.id}[threadIdx.x % RPB]; "
+                    f"for (int t = 1; t < TPR; ++t) acc{r.id} = {op}::combine(acc{r.id}, "
+                    f"tile{r.id}[threadIdx.x % RPB + t * RPB]); __syncthreads();")
         if self.s.row_threads <= 32:    # a row's lanes: an aligned group of a warp
             return f"acc{r.id} = tdsl::warp_reduce<{op}, {self.s.row_threads}>(acc{r.id});"
         return f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id}[flip]);"

@@ -12,6 +12,7 @@ from typing import Optional
 from .hints import Hints
 from .layout import across_operands, batched_operands, operand_input, Layout
 from .layout import transposed_loop as layout_transposed_loop
+from .layout import row_major as layout_row_major
 from .partition import Group
 from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
                         Schedule, computes_f64_math, ring_refusal, stream_unroll_rule)
@@ -93,11 +94,7 @@ class Problem:
 
     def row_major(self) -> bool:
         """Is the innermost memory dim of the inputs a reduced one?"""
-        inner = self.inner
-        if inner is None or inner < self.layout.n_kept:
-            return False
-        spanning = [op for op in self.layout.inputs if op.loops and inner in op.loops]
-        return all(op.loops[-1] == inner for op in spanning)
+        return layout_row_major(self.layout)
 
     def splittable(self) -> bool:
         """One reduction level and only per-row results: partials can be
@@ -814,10 +811,14 @@ def pinned_ring(p: Problem, s: Schedule, stages: int) -> Schedule:
 
 
 def split_schedule(p: Problem) -> Optional[Schedule]:
-    """A split reduction where too few rows would leave the GPU idle: rows
-    along the inner memory dim get a thread each (coalesced), one long row
-    gets whole blocks; the splits bring the grid to about 2 blocks per SM, at
-    most 512 threads. Measured 2026-11-22 (`tiledsl autotune`, 10 shapes: column
+    """A split reduction where too few rows would leave the GPU idle: one long row
+    gets whole blocks; rows along the inner memory dim (columns: `sum(x, axis=M)`)
+    a tile of a block, up to 256 columns wide, each column's share of the block's
+    256 threads taking every row_threads-th element (a warp reads whole lines: 4
+    rows of a column sum over x[M, 8], where a block of 32 threads, a thread a
+    column, left 24 idle and read 32 bytes an access: 486.4 -> {tile8} us at
+    [2^22, 8] on an H100, 2026-11-25); the splits bring the grid to about 2 blocks
+    per SM, at most 512 threads. Measured 2026-11-22 (`tiledsl autotune`, 10 shapes: column
     sums, x @ W, sums and dot products): the old 4 blocks per SM took 4-32% longer
     on 9 of them on an H100 and on 8 on an H200 (sum(x) 4096x4096: 45.5 against
     33.1 us, and 38.8 against 25.9 on the H200); 4 per SM won one shape by 4%
@@ -829,10 +830,11 @@ def split_schedule(p: Problem) -> Optional[Schedule]:
         block, tpr = 512, 512
         row_blocks = p.rows
         vec = max_vector(p) if p.row_major() else 1
-    else:   # a thread per row: a block no wider than the rows
-        block = min(256, max(32, _pow2_at_least(p.rows)))
-        tpr = 1
-        row_blocks = -(-p.rows // block)
+    else:   # across memory: a tile of columns (rows, to tiledsl), a column's threads a row apart
+        block = 256
+        columns = min(block, _pow2_at_least(p.rows))
+        tpr = block // columns
+        row_blocks = -(-p.rows // columns)
     if row_blocks >= 2 * p.sm_count:
         return None
     per_sm = max(1, min(2, 512 // block))

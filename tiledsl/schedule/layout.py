@@ -53,6 +53,15 @@ class Layout:
         return next(i for i, loop in enumerate(self.loops) if dim in loop)
 
 
+def row_major(layout: Layout) -> bool:
+    """Whether the innermost loop is a reduced one and every input spanning it has it
+    innermost in memory: a row's elements lie next to each other."""
+    inner = len(layout.loops) - 1 if layout.loops else None
+    if inner is None or inner < layout.n_kept:
+        return False
+    return all(op.loops[-1] == inner for op in layout.inputs if op.loops and inner in op.loops)
+
+
 def _main_order(group: Group, graph: Graph) -> tuple[str, ...]:
     """The dim order to walk: that of the largest operand spanning the whole space."""
     space = group.space

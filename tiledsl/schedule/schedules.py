@@ -284,8 +284,10 @@ class Schedule:
             if self.vec > 4 or self.items != 1 or self.block * self.vec > self.tile[0] * self.tile[1]:
                 return "a transposing tile moves 1, 2 or 4 elements an access (items 1), at least one access a thread"
         elif self.kind == "reduce_split":
-            if self.row_threads not in (1, self.block) or self.items != 0 or self.splits < 2:
-                return "a split reduction loops with a thread or a block per row, in 2 or more splits"
+            if (self.row_threads < 1 or self.block % self.row_threads or self.row_threads & (self.row_threads - 1)
+                    and self.row_threads != self.block) or self.items != 0 or self.splits < 2:
+                return ("a split reduction loops with a thread or a block per row (or, across memory, a power "
+                        "of two of threads a column of a tile), in 2 or more splits")
         elif self.items < 1:
             return "items must be at least 1"
         return ""
