@@ -39,7 +39,7 @@ for phase in "$@"; do
     relu) timeout 200 python3 benchmarks/bench_gemm.py --only relu --no-triton ;;
     # the tests over 2^31 elements (marked slow) after the rest, one at a time: beside 11 other
     # workers' memory pools they found too little free memory and skipped
-    gpu) timeout 430 python3 -m pytest -q -n 12 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -15
+    gpu) timeout 430 python3 -m pytest -q -rs -n 12 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -22
          timeout 160 python3 -m pytest -q -m "gpu and slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -4 ;;
     memory) timeout 300 python3 benchmarks/bench_memory.py --json $OUT/memory.json ;;
     launchbench) timeout 300 python3 benchmarks/bench_memory.py --only nothing-at-all --skip-compile --json $OUT/launch.json ;;
@@ -58,7 +58,7 @@ for phase in "$@"; do
     rowshare) timeout 300 python3 scripts/probe_row_share.py ;;
     exact) timeout 400 python3 scripts/probe_exact_items.py ;;
     across) timeout 300 python3 scripts/probe_across_rows.py ;;
-    survey) timeout 300 python3 scripts/probe_survey.py ;;
+    survey) timeout 300 python3 scripts/probe_survey.py $SURVEY ;;   # SURVEY="names to keep"
     rowsharetune) bash scripts/rowshare_tune.sh ;;
     fuzz)   # random programs on the GPU: 12 processes with their own seeds, each stopping at its first failure
       for i in $(seq 1 12); do

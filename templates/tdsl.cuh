@@ -128,6 +128,58 @@ __device__ __forceinline__ T block_reduce(T v, T* scratch) {
     return warp_reduce<Op, pow2>(v);
 }
 
+// ---- online max and sum of exp(x - max) ---------------------------------------------
+// A looped softmax's two statistics in one pass over the row (the max, then the sum of
+// exp(x - max), would read it twice): s is kept relative to the running max m and
+// rescaled when m grows. -inf elements add nothing (exp(-inf - m) is 0 for any finite
+// m); a row of nothing else ends with m = -inf and s = 0, which `online_finish` turns
+// into the NaN that exp(-inf - -inf) gives the two-pass form. A NaN element makes m
+// and s NaN, as max and the sum would be.
+__device__ __forceinline__ float infinity(float) { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ double infinity(double) { return __longlong_as_double(0x7ff0000000000000LL); }
+template <class T> __device__ __forceinline__ void online_add(T& m, T& s, T x) {
+    if (x > m || x != x) {
+        s = s * exp(m - x) + exp(x - x);    // 1, or NaN for x = +inf (exp(inf - inf), as two passes give)
+        m = x;
+    } else if (x > -infinity(T())) {
+        s += exp(x - m);
+    }
+}
+template <class T> __device__ __forceinline__ void online_combine(T& m, T& s, T m2, T s2) {
+    const T top = maximum(m, m2);
+    const T a = m > -infinity(T()) ? s * exp(m - top) : (T)0;
+    const T b = m2 > -infinity(T()) ? s2 * exp(m2 - top) : (T)0;
+    m = top;
+    s = (m != m) ? m : a + b;
+}
+template <class T> __device__ __forceinline__ void online_finish(T m, T& s, bool nonempty) {
+    if (nonempty && !(m > -infinity(T())) && m == m) s = infinity(T()) - infinity(T());
+}
+// Combine across the `width` lanes of a warp (width a power of two <= 32).
+template <int width, class T> __device__ __forceinline__ void online_warp_reduce(T& m, T& s) {
+#pragma unroll
+    for (int offset = width / 2; offset > 0; offset /= 2) {
+        const T m2 = __shfl_xor_sync(0xffffffffu, m, offset), s2 = __shfl_xor_sync(0xffffffffu, s, offset);
+        online_combine(m, s, m2, s2);
+    }
+}
+// Across a block, as block_reduce: one slot pair per warp, one barrier, the other set of
+// slots for the next row.
+template <int threads, class T> __device__ __forceinline__ void online_block_reduce(T& m, T& s, T* ms, T* ss) {
+    constexpr int warps = threads / 32;
+    constexpr int pow2 = warps >= 32 ? 32 : warps >= 16 ? 16 : warps >= 8 ? 8 : warps >= 4 ? 4 : warps >= 2 ? 2 : 1;
+    online_warp_reduce<32>(m, s);
+    if (warps == 1) return;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) { ms[warp] = m; ss[warp] = s; }
+    __syncthreads();
+    const int slot = lane % pow2;
+    m = ms[slot];
+    s = ss[slot];
+    if (warps != pow2 && slot + pow2 < warps) online_combine(m, s, ms[slot + pow2], ss[slot + pow2]);
+    online_warp_reduce<pow2>(m, s);
+}
+
 // ---- tensor-core fragments ---------------------------------------------------------
 __device__ __forceinline__ unsigned smem_address(const void* p) {
     unsigned a;

@@ -879,3 +879,33 @@ def test_a_split_reduction_across_memory_takes_a_tile_of_columns(columns, thread
     along = replace(default(problem(g, lay, dict(M=4, N=1 << 20), hbm_gbps=3352.0)), row_threads=8)
     with pytest.raises(TdslError, match="only across memory"):
         render(rows.graph, g, lay, along, 1)
+
+
+ONLINE_SOFTMAX = "kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return {t}(e / sum(e, axis=N))\n}}"
+ONLINE_LSE = "kernel l(x: {t}[M, N]) -> {t}[M] {{\n m = max(x, axis=N)\n return {t}(m + log(sum(exp(x - m), axis=N)))\n}}"
+
+
+@pytest.mark.parametrize("src,dtype,passes", [(ONLINE_SOFTMAX, "f32", 2), (ONLINE_SOFTMAX, "f16", 2),
+                                              (ONLINE_LSE, "f32", 1), (ONLINE_LSE, "f64", 1)])
+@pytest.mark.parametrize("threads", [0, 32, 1024])
+def test_a_looped_row_takes_max_and_sum_of_exp_in_one_pass(src, dtype, passes, threads):
+    """A row too long for registers is streamed by every phase; softmax and logsumexp
+    take max(x) and sum(exp(x - max)) in one of them (tdsl::online_add), so a softmax
+    reads its row twice and a logsumexp once. Rows kept in registers keep two phases.
+    Compiles without spilling at a warp, a block and the default's threads a row."""
+    k = tiledsl.compile(src.format(t=dtype))
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, dict(M=64, N=100003), sm_count=132, hbm_gbps=3352.0))
+    assert s.kind == "reduce_row" and s.items == 0, s
+    if threads:
+        s = replace(s, block=128 if threads == 32 else threads, row_threads=threads)
+    for arch in ARCHS:
+        ks, _, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+    kernel = ks.source[ks.source.index('extern "C"'):]
+    assert kernel.count("tdsl::online_add(") == 1 and kernel.count("for (idx_t c = rbegin + lane") == passes
+    held = default(problem(g, lay, dict(M=4096, N=1024), sm_count=132, hbm_gbps=3352.0))
+    assert held.items > 0
+    ks, _, _ = _compile(k, g, lay, held, "sm_90a")
+    assert "online_add(" not in ks.source[ks.source.index('extern "C"'):]

@@ -1064,6 +1064,58 @@ def test_rows_shared_by_part_of_a_warp(program, tpr, per_sm, vector):
     check(k, host_arguments(k, extents), extents, "out")
 
 
+# Looped rows (too long for registers): max(x) and sum(exp(x - max)) in one pass (tdsl::online_add),
+# at a thread, a warp and a block a row, with rows that hold -inf, +inf and NaN: the result is what
+# the two passes of the reference give (NaN, inf and finite in the same places).
+ONLINE_PROGRAMS = {
+    "softmax_f32": "kernel s(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+    "softmax_f16": "kernel s(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n return f16(e / sum(e, axis=N))\n}",
+    "lse_f32": "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}",
+    "lse_f64": "kernel l(x: f64[M, N]) -> f64[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}",
+}
+
+
+@pytest.mark.parametrize("threads", [0, 1, 32, 1024])
+@pytest.mark.parametrize("name", list(ONLINE_PROGRAMS))
+def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, rng):
+    import cupy
+    from tiledsl.inputs import TOLERANCE, relative_error
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    from tiledsl.schedule.choose import default, problem
+    k = compiled(ONLINE_PROGRAMS[name])
+    # a thread a row sums its row alone, in order: 40009 f32 terms of exp(x - max) in order are
+    # off by ~6e-5 (NumPy, float32 one by one), 4001 by ~7e-6; that schedule takes shorter rows
+    n = 4001 if threads == 1 else 40009
+    extents = dict(M=13, N=n)
+    k._launcher = launcher_for(k)
+    p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
+    s = default(p, k.hints)
+    assert s.kind == "reduce_row" and (s.items == 0 or n < 40009), s
+    if threads:
+        s = replace(s, block={1: 64, 32: 128}.get(threads, threads), row_threads=threads, items=0, keep=False,
+                    prefetch=False, stages=1, blocks_per_sm=0, min_blocks=1, unroll=0)
+    set_overrides(k._launcher, {0: s})
+    dtype = k.graph.params[0].dtype.numpy
+    x = (rng.standard_normal((13, n)) * 4).astype(dtype)
+    inf = np.inf
+    x[0] = -inf                                     # all -inf: NaN, as exp(-inf - -inf)
+    x[1, rng.integers(0, n, 50)] = -inf             # some -inf: they add nothing
+    x[2, 17] = inf                                  # one +inf: NaN (exp(inf - inf) in the sum)
+    x[3, n - 9] = np.nan
+    x[4, :5] = -inf                                 # -inf before the first finite element
+    x[5] += 60 if dtype != np.float16 else 5        # large: the max keeps exp finite
+    x[6, n - 10] = 30 if dtype != np.float16 else 8  # one large element late in the row
+    want = np.asarray(k.reference(x, compute="f64"))
+    got = cupy.asnumpy(k(cupy.asarray(x))).astype(np.float64)
+    assert np.array_equal(np.isnan(got), np.isnan(want)), (name, np.argwhere(np.isnan(got) != np.isnan(want))[:5])
+    assert np.array_equal(np.isinf(got), np.isinf(want)) and np.array_equal(got[np.isinf(got)], want[np.isinf(want)])
+    finite = np.isfinite(want)
+    assert finite.sum() > want.size // 2
+    err = relative_error(got[finite], want[finite])
+    assert err <= TOLERANCE[k.graph.results[0].dtype.name], (name, s.tag, err)
+
+
 # Reductions whose elements stream through a loop (column, split and looped row schedules), at
 # sizes that leave partial blocks, chunks and vectors: every candidate, with and without an
 # explicit unroll of the loop.

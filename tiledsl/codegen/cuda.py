@@ -513,7 +513,22 @@ class _Renderer:
         keep_at = self.values_to_keep(phase_roots, available_at) if self.s.items and self.s.keep else {}
         kept: dict[int, Value] = {}
         phase_code = []
+        online = self.online_pairs(reduces, level) if not cached and not split else {}
         for p in range(1, phases + 1):
+            if p - 1 in online:         # read with the phase before
+                continue
+            if p in online:             # max and sum of exp(x - max) in one pass over the row
+                m, sm = online[p]
+                body = self.element_body([m.operands[0]], available_at(p), slot,
+                                         [f"tdsl::online_add(acc{m.id}, acc{sm.id}, v{m.operands[0].id});"])
+                T = reg_type(m.dtype)
+                phase_code.append(dict(
+                    init=[f"{T} acc{m.id} = {_identity('max', m.dtype)};", f"{T} acc{sm.id} = {literal(0, m.dtype)};"],
+                    loads=per_row_loads, lanes=self.lane_loop(body),
+                    finish=[self.cross_thread_online(m, sm), f"tdsl::online_finish(acc{m.id}, acc{sm.id}, rvec > 0);",
+                            f"const {T} v{m.id} = acc{m.id};"] + row_stmts[p]
+                    + [f"const {T} v{sm.id} = acc{sm.id};" + self.reciprocal_of(sm)] + row_stmts[p + 1]))
+                continue
             rs = [r for r in reduces if level[r.id] == p]
             tail = [f"acc{r.id} = {_REDUCE_OP[r.attr('kind')]}::combine(acc{r.id}, v{r.operands[0].id});"
                     for r in rs]
@@ -829,6 +844,34 @@ class _Renderer:
                 if first[v.id] < p and v.op in _COSTLY and v.dims:
                     keep[v.id] = first[v.id]
         return keep
+
+    def online_pairs(self, reduces: list, level: dict) -> dict:
+        """Level -> (m, s) where the level's one reduction is m = max(a) and the next
+        level's one is s = sum(exp(a - m)) over the same dims, in f32 or f64: a looped
+        row (streamed by every phase) computes both in one pass (tdsl::online_add), as
+        a looped softmax or logsumexp reads each row twice instead of three times."""
+        pairs = {}
+        for p in sorted(set(level.values())):
+            here = [r for r in reduces if level[r.id] == p]
+            after = [r for r in reduces if level[r.id] == p + 1]
+            if len(here) != 1 or len(after) != 1 or p - 1 in pairs:
+                continue
+            m, sm = here[0], after[0]
+            e = sm.operands[0]
+            if (m.attr("kind") == "max" and sm.attr("kind") == "sum" and m.dtype == sm.dtype
+                    and m.dtype.name in ("f32", "f64") and e.op == "exp" and e.dtype == m.dtype
+                    and e.operands[0].op == "sub" and e.operands[0].operands[0].id == m.operands[0].id
+                    and e.operands[0].operands[1].id == m.id and m.operands[0].dtype == m.dtype):
+                pairs[p] = (m, sm)
+        return pairs
+
+    def cross_thread_online(self, m: Value, sm: Value) -> str:
+        if self.s.row_threads == 1:
+            return ""
+        if self.s.row_threads <= 32:
+            return f"tdsl::online_warp_reduce<{self.s.row_threads}>(acc{m.id}, acc{sm.id});"
+        return (f"tdsl::online_block_reduce<{self.s.block}>(acc{m.id}, acc{sm.id}, "
+                f"scratch{m.id}[flip], scratch{sm.id}[flip]);")
 
     def cross_thread(self, r: Value) -> str:
         op = _REDUCE_OP[r.attr("kind")]

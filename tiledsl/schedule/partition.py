@@ -248,17 +248,7 @@ class _Partitioner:
         kept, reduced = key[0][1], key[0][2]
         if not set(out.dims) & reduced:
             return False
-        stack, seen, widest = [o for a in members[key] for o in a.operands], set(), None
-        while stack:
-            v = stack.pop()
-            if v.id in seen:
-                continue
-            seen.add(v.id)
-            if v.op == "param":
-                if set(v.dims) == kept | reduced and (widest is None or v.dtype.itemsize > widest.dtype.itemsize):
-                    widest = v
-            elif not _is_anchor(v):
-                stack.extend(v.operands)
+        widest = _widest_param([o for a in members[key] for o in a.operands], kept | reduced)
         return widest is not None and (out.dims[-1] in kept) != (widest.dims[-1] in kept)
 
     def build(self, kind, index, roots, writes, key, kept, axes) -> Group:
@@ -296,19 +286,25 @@ def walks_across(reduction: Value) -> bool:
     2293 us; x - mean(x, axis=M) of [16384, 4096]: 2192 us; H100 2026-11-25).
     Before/after for softmax over M: [reduce(K=N, R=M) writes out] -> [reduce
     writes max, reduce writes sum, pointwise writes out]."""
-    space = set(reduction.dims) | set(reduction.attr("axes"))
-    stack, seen, widest = list(reduction.operands), set(), None
+    widest = _widest_param(reduction.operands, set(reduction.dims) | set(reduction.attr("axes")))
+    return widest is not None and widest.dims[-1] in reduction.dims
+
+
+def _widest_param(roots, space: set) -> Optional[Value]:
+    """The widest parameter over exactly `space` that `roots` read through elementwise
+    values (the one whose layout a group over that space walks), or None."""
+    stack, seen, widest = list(roots), set(), None
     while stack:
         v = stack.pop()
         if v.id in seen:
             continue
         seen.add(v.id)
         if v.op == "param":
-            if set(v.dims) == space and (widest is None or v.dtype.itemsize > widest.dtype.itemsize):
+            if set(v.dims) == space and v.dims and (widest is None or v.dtype.itemsize > widest.dtype.itemsize):
                 widest = v
         elif not _is_anchor(v):
             stack.extend(v.operands)
-    return widest is not None and len(widest.dims) > 0 and widest.dims[-1] in reduction.dims
+    return widest
 
 
 def stored_by_its_producer(graph: Graph, operand: Value, itemsize: int = 0) -> bool:

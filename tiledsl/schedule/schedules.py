@@ -28,12 +28,18 @@ of it: one compiled kernel serves every size of its class.
                                         reads them, not held through the reductions;
                                         40 registers keep 1536 threads resident
     reduce_row items=0                  looped: rows too long for registers
-                                        are re-read per phase (from L2)
+                                        are re-read per phase (from L2); max and
+                                        sum(exp(x - max)) share one pass (online)
     reduce_col                          a thread per kept element, for
                                         reductions over outer dims
     reduce_col unroll=16 (tag _u16)     its streamed loop as `#pragma unroll 16`:
                                         16 loads in flight a thread, not ptxas's
                                         choice (unroll=0); a tuner candidate
+    reduce_split row_threads=32         column sums of x[2^22, 8]: a block's 256
+                 block=256              threads take 8 columns, 32 threads each a
+                                        row apart, so a warp reads 4 whole rows of
+                                        8; they combine through shared memory
+                                        (a thread a column: 486.4 -> 64.0 us)
     reduce_split splits=32              few rows, long reductions (sum(x),
                                         column sums of a wide tensor): blocks
                                         reduce chunks into partials, a second
