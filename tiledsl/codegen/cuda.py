@@ -589,18 +589,22 @@ class _Renderer:
                  else sum(op.dtype.itemsize / 4 for op in per_row) * self.vec)
         wide = any(op.dtype.itemsize == 8 for op in per_row)
         stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide)
+        if self.column_tiles:       # a slot a thread: a column's threads combine them (cross_thread)
+            scratch = [f"__shared__ {reg_type(r.dtype)} tile{r.id}[{self.s.block}];" for r in reduces]
+        elif self.s.row_threads > 32:
+            # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
+            # one barrier a reduction (tdsl::block_reduce)
+            scratch = [f"__shared__ {reg_type(r.dtype)} scratch{r.id}[2][{max(1, self.s.block // 32)}];"
+                       for r in reduces] + ["int flip = 0;"]
+        else:
+            scratch = []
         return dict(
             split=split, stream_unroll=stream_unroll,
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,
             # a lane past the last row reads that row again and stores nothing
-            together=together, flip=self.s.row_threads > 32 and not self.column_tiles,
+            together=together, flip="int flip = 0;" in scratch,
             lane="threadIdx.x / RPB" if self.column_tiles else "TPR == 1 ? 0 : threadIdx.x % TPR",
-            # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
-            # one barrier a reduction (tdsl::block_reduce)
-            scratch=([f"__shared__ {reg_type(r.dtype)} scratch{r.id}[2][{max(1, self.s.block // 32)}];"
-                      for r in reduces] + ["int flip = 0;"] if self.s.row_threads > 32 and not self.column_tiles
-                     else [f"__shared__ {reg_type(r.dtype)} tile{r.id}[{self.s.block}];" for r in reduces]
-                     if self.column_tiles else []),
+            scratch=scratch,
             rows=" * ".join(f"n{l}" for l in lay.kept_loops) or "1",
             rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 else ""),
             row_coords=self.coords(list(lay.kept_loops), "row"),

@@ -613,6 +613,9 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         for n in dict.fromkeys((split.splits, min(2 * split.splits, max_splits(p, split.row_threads, split.vec)), split.splits // 2)):
             if n >= 2:
                 out.append(replace(split, splits=n))
+        if not p.row_major() and split.row_threads < split.block:   # a tile of columns: twice and half as tall
+            out += [replace(split, row_threads=t) for t in (2 * split.row_threads, split.row_threads // 2)
+                    if 1 <= t < split.block]
     # A few rows that a split reduction spreads over the GPU: a block a row would leave most
     # SMs idle, and each thread sums a long stretch serially (H100, sum(x * y) over 2^26 f32:
     # 2.4-3.8 ms against the split's 0.19, and relative errors of 1.9e-5 against float64).
