@@ -19,7 +19,7 @@ from ..ir.graph import Graph, Value
 from ..resources import resource_dir
 from ..schedule.layout import Layout, Operand, batched_operands, operand_input, row_major, transposed_loop
 from ..schedule.partition import Group
-from ..schedule.schedules import Schedule, budgeted_threads, ring_refusal, stream_unroll_rule
+from ..schedule.schedules import Schedule, budgeted_threads, ring_refusal, stream_unroll_rule, stream_words
 
 
 @lru_cache(maxsize=1)
@@ -584,10 +584,7 @@ class _Renderer:
         # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
         # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
         # (read one by one: the inputs that change from row to row, a register an element)
-        one_by_one = self.s.kind == "reduce_row" and self.vec == 1
-        words = (max(1.0, sum(max(1.0, op.dtype.itemsize / 4) for op in ringed)) if one_by_one
-                 else sum(op.dtype.itemsize / 4 for op in per_row) * self.vec)
-        wide = any(op.dtype.itemsize == 8 for op in per_row)
+        words, wide = stream_words(self.s, lay)
         stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide)
         if self.column_tiles:       # a slot a thread: a column's threads combine them (cross_thread)
             scratch = [f"__shared__ {reg_type(r.dtype)} tile{r.id}[{self.s.block}];" for r in reduces]

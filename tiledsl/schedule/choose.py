@@ -15,7 +15,7 @@ from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group
 from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
-                        Schedule, computes_f64_math, ring_refusal, stream_unroll_rule)
+                        Schedule, computes_f64_math, ring_refusal, stream_unroll_rule, stream_words)
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -686,11 +686,8 @@ def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
     (BENCHMARKS.md, "Products with a vector")."""
     if not s.streamed:
         return []
-    # as the renderer counts them: read one by one, the per-row inputs, a register an element
-    one_by_one = s.kind == "reduce_row" and s.vec == 1
-    words = max(1.0, p.words_per_row_element_per_row(1)) if one_by_one else p.words_per_row_element(s.vec) * s.vec
-    rule = stream_unroll_rule(s, words, any(op.dtype.itemsize == 8 for op in p.layout.inputs
-                                            if set(op.loops) & set(p.layout.reduced_loops)))
+    words, wide = stream_words(s, p.layout)
+    rule = stream_unroll_rule(s, words, wide)
     return sorted({n for n in (_pow2_at_most(16 / words), _pow2_at_most(32 / words), rule // 2, rule // 4)
                    if 2 <= n <= 16 and n != rule})
 

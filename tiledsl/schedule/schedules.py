@@ -93,9 +93,23 @@ _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits"
 _BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent")
 
 
+def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
+    """What one iteration of a streamed loop of `s` over `layout` loads a thread: its
+    4-byte words (the inputs over reduced dims, `vec` elements each, an element read
+    alone taking a register of its own; in a row reduction read one by one, only the
+    inputs that change from row to row), and whether any of them has 8-byte elements."""
+    reduced, kept = set(layout.reduced_loops), set(layout.kept_loops)
+    streamed = [op for op in layout.inputs if set(op.loops) & reduced]
+    if s.kind == "reduce_row" and s.vec == 1:
+        streamed = [op for op in streamed if set(op.loops) & kept]
+    words = sum(op.dtype.itemsize / 4 if s.vec > 1 else max(1.0, op.dtype.itemsize / 4) for op in streamed) * s.vec
+    return max(1.0, words) if s.kind == "reduce_row" and s.vec == 1 else words, \
+        any(op.dtype.itemsize == 8 for op in layout.inputs if set(op.loops) & reduced)
+
+
 def stream_unroll_rule(s: "Schedule", words: float, wide: bool = False) -> int:
     """The unroll of a streamed loop of `s` whose iteration loads `words` 4-byte
-    words a thread, where the schedule leaves it to the compiler (unroll=0): 16
+    words a thread (`stream_words`), where the schedule leaves it to the compiler (unroll=0): 16
     words in flight where an iteration loads more than one 16-byte vector, or one
     of 8-byte elements (`wide`: f64 or i64 converted to f32 spilled 8 bytes under
     ptxas's own unroll, sm_90a 2026-11-23), else 0: ptxas decides. A looped row
