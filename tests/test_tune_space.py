@@ -221,3 +221,19 @@ def test_a_capped_gemm_search_on_hopper_times_the_warpgroup_tiles_first(extents,
     assert any(s.splits for s in picked) == splits_first
     if not splits_first:
         assert {s for s in every if s.persistent} <= set(picked)
+
+
+def test_the_space_of_a_reduction_that_streams_nothing():
+    """A sum of a scalar parameter has no loop to stream: its candidates are listed, and
+    no unroll is offered for a loop that loads nothing (stream_words counts at least half
+    a word: the hypothesis fuzz found a division by zero, 2026-11-25)."""
+    import tiledsl
+    from tiledsl.schedule.choose import candidates, problem, stream_unrolls
+    from tiledsl.schedule.layout import plan_layout
+    from tiledsl.schedule.partition import partition
+    k = tiledsl.compile("kernel f(p0: f16, p1: f16) -> f64 { return f64(sum(p0)) }")
+    g = partition(k.graph)[0]
+    p = problem(g, plan_layout(g, k.graph), {}, sm_count=132)
+    found = candidates(p)
+    assert found and all(s.unroll == 0 or s.streamed for s in found)
+    assert all(n <= 16 for s in found for n in stream_unrolls(p, s))

@@ -103,7 +103,9 @@ def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
     if s.kind == "reduce_row" and s.vec == 1:
         streamed = [op for op in streamed if set(op.loops) & kept]
     words = sum(op.dtype.itemsize / 4 if s.vec > 1 else max(1.0, op.dtype.itemsize / 4) for op in streamed) * s.vec
-    return max(1.0, words) if s.kind == "reduce_row" and s.vec == 1 else words, \
+    # at least one word a row read one by one; at least half a word in any loop (a sum of a scalar
+    # parameter streams nothing)
+    return max(1.0 if s.kind == "reduce_row" and s.vec == 1 else 0.5, words), \
         any(op.dtype.itemsize == 8 for op in layout.inputs if set(op.loops) & reduced)
 
 
