@@ -1052,7 +1052,7 @@ def test_rows_shared_by_part_of_a_warp(program, tpr, per_sm, vector):
     from tiledsl.runtime.launcher import set_overrides
     from tiledsl.schedule.choose import default, max_vector, problem, row_share
     name, extents = SUBWARP_PROGRAMS[program]
-    k = _row_program(name) if name in VARIANTS or name.endswith(".tdsl") else compiled(name)
+    k = compiled(VARIANTS.get(name, name))
     k._launcher = launcher_for(k)
     p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
     vec = max_vector(p, 0) if vector else 1

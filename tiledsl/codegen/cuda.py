@@ -583,7 +583,6 @@ class _Renderer:
         # with any pragma; sum(x * y) the same 200 us, f16 row dots 102 against 104). Where
         # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
         # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
-        # (read one by one: the inputs that change from row to row, a register an element)
         words, wide = stream_words(self.s, lay)
         stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide)
         if self.column_tiles:       # a slot a thread: a column's threads combine them (cross_thread)
