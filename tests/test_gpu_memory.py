@@ -49,6 +49,13 @@ def compiled(src: str):
     return tiledsl.compile(src)
 
 
+def fresh(src: str):
+    """A kernel of its own, for a test that pins its schedules (set_overrides): pinned on
+    the shared one, they stayed for the next test of the same program on that worker
+    (softmax's rows of 100 kept a schedule pinned for rows of 16)."""
+    return compiled.__wrapped__(src)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     seed = fresh_seed()
@@ -1019,7 +1026,7 @@ def test_reductions_at_blocks_of_any_warp_count(program, block):
     from tiledsl.schedule.choose import default, problem
     name, extents_for, items = ODD_WARP_PROGRAMS[program]
     extents = extents_for(block)
-    k = compiled(name)
+    k = fresh(name)
     k._launcher = launcher_for(k)
     p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
     base = default(p, k.hints)
@@ -1052,7 +1059,7 @@ def test_rows_shared_by_part_of_a_warp(program, tpr, per_sm, vector):
     from tiledsl.runtime.launcher import set_overrides
     from tiledsl.schedule.choose import default, max_vector, problem, row_share
     name, extents = SUBWARP_PROGRAMS[program]
-    k = compiled(VARIANTS.get(name, name))
+    k = fresh(VARIANTS.get(name, name))
     k._launcher = launcher_for(k)
     p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
     vec = max_vector(p, 0) if vector else 1
@@ -1149,7 +1156,7 @@ def test_every_streamed_reduction_schedule(name, extents, schedule):
     is exact at tails, written everywhere (poisoned outputs)."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides
-    k = compiled(name)
+    k = fresh(name)
     k._launcher = launcher_for(k)
     set_overrides(k._launcher, {0: schedule})
     check(k, host_arguments(k, extents), extents, "out")
