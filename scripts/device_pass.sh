@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: fuzz f64 inputs rowshare exact oddwarps subwarp survey ktests across skinny shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: fuzz f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -39,7 +39,7 @@ for phase in "$@"; do
     relu) timeout 200 python3 benchmarks/bench_gemm.py --only relu --no-triton ;;
     # the tests over 2^31 elements (marked slow) after the rest, one at a time: beside 11 other
     # workers' memory pools they found too little free memory and skipped
-    gpu) timeout 430 python3 -m pytest -q -rs -n 12 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -22
+    gpu) timeout 430 python3 -m pytest -q -rfs -n 12 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -22
          timeout 160 python3 -m pytest -q -m "gpu and slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -4 ;;
     memory) timeout 300 python3 benchmarks/bench_memory.py --json $OUT/memory.json ;;
     launchbench) timeout 300 python3 benchmarks/bench_memory.py --only nothing-at-all --skip-compile --json $OUT/launch.json ;;
@@ -59,6 +59,7 @@ for phase in "$@"; do
     exact) timeout 400 python3 scripts/probe_exact_items.py ;;
     across) timeout 300 python3 scripts/probe_across_rows.py ;;
     survey) timeout 300 python3 scripts/probe_survey.py $SURVEY ;;   # SURVEY="names to keep"
+    online) timeout 400 python3 scripts/probe_online.py $ONLINE ;;   # ONLINE="names to keep"
     rowsharetune) bash scripts/rowshare_tune.sh ;;
     fuzz)   # random programs on the GPU: 12 processes with their own seeds, each stopping at its first failure
       for i in $(seq 1 12); do

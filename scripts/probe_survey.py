@@ -8,6 +8,7 @@ reference first; three interleaved rounds.
 """
 import os
 import sys
+from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
@@ -60,6 +61,9 @@ def main() -> None:
         case = row_probe.prepare(name, src, ext)
         d = choose.default(case.problem, case.kernel.hints)
         case.variants = {"default": d}
+        if d.streamed:      # SURVEY_UNROLL="4 8": the streamed default at those unrolls too
+            case.variants.update({f"unroll {u}": replace(d, unroll=int(u))
+                                  for u in os.environ.get("SURVEY_UNROLL", "").split()})
         err = row_probe.error(case, d)
         if not err <= 2e-3:
             print(f"{name}: error {err:.1e}", flush=True)

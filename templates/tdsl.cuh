@@ -137,12 +137,19 @@ __device__ __forceinline__ T block_reduce(T v, T* scratch) {
 // and s NaN, as max and the sum would be.
 __device__ __forceinline__ float infinity(float) { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ double infinity(double) { return __longlong_as_double(0x7ff0000000000000LL); }
-template <class T> __device__ __forceinline__ void online_add(T& m, T& s, T x) {
-    if (x > m || x != x) {
-        s = s * exp(m - x) + exp(x - x);    // 1, or NaN for x = +inf (exp(inf - inf), as two passes give)
-        m = x;
-    } else if (x > -infinity(T())) {
-        s += exp(x - m);
+// A thread adds a chunk of n elements at once: their max first (no chain through m
+// element by element), one rescale of s, then n independent exps. Padding past the
+// row's end is -inf. A +inf element makes s NaN (exp(inf - inf)), as two passes give.
+template <int n, class T> __device__ __forceinline__ void online_add_chunk(T& m, T& s, const T (&x)[n]) {
+    T top = m;
+#pragma unroll
+    for (int i = 0; i < n; ++i) top = maximum(top, x[i]);
+    if (top > -infinity(T()) || top != top) {     // all -inf so far: nothing to add
+        T acc = m > -infinity(T()) ? s * exp(m - top) : (T)0;
+#pragma unroll
+        for (int i = 0; i < n; ++i) acc += exp(x[i] - top);
+        m = top;
+        s = acc;
     }
 }
 template <class T> __device__ __forceinline__ void online_combine(T& m, T& s, T m2, T s2) {

@@ -607,7 +607,8 @@ def test_a_streamed_loop_takes_an_explicit_unroll_that_the_tuner_may_try():
 def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     """Rows too long for registers whose length breaks 16-byte alignment loop over single
     elements: every pass gets `#pragma unroll 16` (ptxas's own ~4 left softmax 2048x50257 at
-    597 against 352 us, H100), without spilling; the tuner may still try 4 and 8."""
+    597 against 352 us, H100), or an online pass chunks of 16, without spilling; the tuner
+    may still try 4 and 8."""
     k = tiledsl.compile((EXAMPLES / f"{name}.tdsl").read_text())
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
@@ -616,7 +617,9 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     assert (s.kind, s.items, s.vec, s.unroll) == ("reduce_row", 0, 1, 0)
     text = render(k.graph, g, lay, s, 1)
     loops = text.source.count("for (idx_t c = rbegin + lane; c < rend; c += TPR)")
-    assert loops >= 2 and text.source.count("#pragma unroll 16\n") == loops
+    assert loops >= 1 and text.source.count("#pragma unroll 16\n") == loops
+    # softmax's online pass takes chunks of 16 elements instead
+    assert text.source.count("first_c += (idx_t)16 * TPR") == (name == "softmax")
     assert {c.unroll for c in candidates(p) if c.streamed and c.vec == 1} == {0, 4, 8}
     for arch in ARCHS:
         usage = toolchain.compile_cuda(text.source, arch=arch).resources[text.name]
@@ -890,9 +893,10 @@ ONLINE_LSE = "kernel l(x: {t}[M, N]) -> {t}[M] {{\n m = max(x, axis=N)\n return 
 @pytest.mark.parametrize("threads", [0, 32, 1024])
 def test_a_looped_row_takes_max_and_sum_of_exp_in_one_pass(src, dtype, passes, threads):
     """A row too long for registers is streamed by every phase; softmax and logsumexp
-    take max(x) and sum(exp(x - max)) in one of them (tdsl::online_add), so a softmax
-    reads its row twice and a logsumexp once. Rows kept in registers keep two phases.
-    Compiles without spilling at a warp, a block and the default's threads a row."""
+    take max(x) and sum(exp(x - max)) in one of them (tdsl::online_add_chunk), so a softmax
+    reads its row twice and a logsumexp once (Schedule.online; False: a pass each). Rows
+    kept in registers keep two phases. Compiles without spilling at a warp, a block and
+    the default's threads a row."""
     k = tiledsl.compile(src.format(t=dtype))
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
@@ -900,12 +904,15 @@ def test_a_looped_row_takes_max_and_sum_of_exp_in_one_pass(src, dtype, passes, t
     assert s.kind == "reduce_row" and s.items == 0, s
     if threads:
         s = replace(s, block=128 if threads == 32 else threads, row_threads=threads)
-    for arch in ARCHS:
-        ks, _, usage = _compile(k, g, lay, s, arch)
-        assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
-    kernel = ks.source[ks.source.index('extern "C"'):]
-    assert kernel.count("tdsl::online_add(") == 1 and kernel.count("for (idx_t c = rbegin + lane") == passes
+    for online in (True, False):        # and the two-pass twin the tuner may pick
+        for arch in ARCHS:
+            ks, _, usage = _compile(k, g, lay, replace(s, online=online), arch)
+            assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+        kernel = ks.source[ks.source.index('extern "C"'):]
+        assert kernel.count("tdsl::online_add_chunk(") == online
+        assert kernel.count("for (idx_t first_c = rbegin + lane") == online
+        assert kernel.count("for (idx_t c = rbegin + lane") == passes + 1 - 2 * online
     held = default(problem(g, lay, dict(M=4096, N=1024), sm_count=132, hbm_gbps=3352.0))
     assert held.items > 0
     ks, _, _ = _compile(k, g, lay, held, "sm_90a")
-    assert "online_add(" not in ks.source[ks.source.index('extern "C"'):]
+    assert "online_add_chunk(" not in ks.source[ks.source.index('extern "C"'):]

@@ -1071,9 +1071,9 @@ def test_rows_shared_by_part_of_a_warp(program, tpr, per_sm, vector):
     check(k, host_arguments(k, extents), extents, "out")
 
 
-# Looped rows (too long for registers): max(x) and sum(exp(x - max)) in one pass (tdsl::online_add),
-# at a thread, a warp and a block a row, with rows that hold -inf, +inf and NaN: the result is what
-# the two passes of the reference give (NaN, inf and finite in the same places).
+# Looped rows (too long for registers): max(x) and sum(exp(x - max)) in one pass (tdsl::online_add_chunk),
+# or in two (Schedule.online), at a thread, a warp and a block a row, with rows that hold -inf, +inf
+# and NaN: the result is what the two passes of the reference give (NaN, inf and finite in the same places).
 ONLINE_PROGRAMS = {
     "softmax_f32": "kernel s(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
     "softmax_f16": "kernel s(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n return f16(e / sum(e, axis=N))\n}",
@@ -1082,15 +1082,16 @@ ONLINE_PROGRAMS = {
 }
 
 
+@pytest.mark.parametrize("online", [True, False])
 @pytest.mark.parametrize("threads", [0, 1, 32, 1024])
 @pytest.mark.parametrize("name", list(ONLINE_PROGRAMS))
-def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, rng):
+def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, online, rng):
     import cupy
     from tiledsl.inputs import TOLERANCE, relative_error
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides
     from tiledsl.schedule.choose import default, problem
-    k = compiled(ONLINE_PROGRAMS[name])
+    k = fresh(ONLINE_PROGRAMS[name])
     # a thread a row sums its row alone, in order: 40009 f32 terms of exp(x - max) in order are
     # off by ~6e-5 (NumPy, float32 one by one), 4001 by ~7e-6; that schedule takes shorter rows
     n = 4001 if threads == 1 else 40009
@@ -1102,6 +1103,8 @@ def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, rng):
     if threads:
         s = replace(s, block={1: 64, 32: 128}.get(threads, threads), row_threads=threads, items=0, keep=False,
                     prefetch=False, stages=1, blocks_per_sm=0, min_blocks=1, unroll=0)
+    if s.items == 0:        # one pass (online) or two
+        s = replace(s, online=online)
     set_overrides(k._launcher, {0: s})
     dtype = k.graph.params[0].dtype.numpy
     x = (rng.standard_normal((13, n)) * 4).astype(dtype)

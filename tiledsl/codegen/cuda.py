@@ -18,7 +18,7 @@ from ..errors import TdslCompileError, TdslError, TdslScheduleError
 from ..ir.graph import Graph, Value
 from ..resources import resource_dir
 from ..schedule.layout import Layout, Operand, batched_operands, operand_input, row_major, transposed_loop
-from ..schedule.partition import Group
+from ..schedule.partition import Group, online_pairs, reduction_levels
 from ..schedule.schedules import Schedule, budgeted_threads, ring_refusal, stream_unroll_rule, stream_words
 
 
@@ -103,6 +103,11 @@ _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=",
 # Element ops worth a register to avoid computing twice.
 _COSTLY = {"exp", "exp2", "log", "log2", "sin", "cos", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu",
            "erf", "pow", "div", "sqrt", "rsqrt"}
+# Elements a thread takes at once in a looped row's online max and sum (where the loop
+# has no unroll of its own): their max, one rescale, independent exps. Element by
+# element, each step waited on the last and diverged where the max grew (H100, softmax
+# f16 4096x50257: 773.3 us; chunks of 16, 501.8).
+ONLINE_CHUNK = 8
 _REDUCE_OP = {"sum": "tdsl::Sum", "mean": "tdsl::Sum", "max": "tdsl::Max", "min": "tdsl::Min"}
 
 
@@ -453,10 +458,7 @@ class _Renderer:
             together = dict(why=f"a tile of {rpb} columns, {tpr} threads each, walked together: "
                                 f"they combine through shared memory",
                             first="(idx_t)blockIdx.x * RPB", offset="threadIdx.x % RPB")
-        level: dict[int, int] = {}
-        for r in reduces:
-            deps = [d for d in self.closure(r.operands, lambda v: False) if d.op == "reduce"]
-            level[r.id] = 1 + max((level[d.id] for d in deps), default=0)
+        level = reduction_levels(self.group)
         phases = max(level.values(), default=0)
         r_dims = set(self.group.axes)
         row_level = {v.id for v in self.group.values if not (set(v.dims) & r_dims)}
@@ -513,17 +515,32 @@ class _Renderer:
         keep_at = self.values_to_keep(phase_roots, available_at) if self.s.items and self.s.keep else {}
         kept: dict[int, Value] = {}
         phase_code = []
-        online = self.online_pairs(reduces, level) if not cached and not split else {}
+        # A streamed (looped) row: ptxas unrolls the loop itself, and where an iteration loads
+        # more than one 16-byte vector (sum(x * y) in f32) that spilled under 64 registers.
+        # Those loops are unrolled to 16 words of loads in flight a thread; the others keep
+        # ptxas's choice, measured as fast or faster (H100: column sums 37.7 against 40.5 us
+        # with any pragma; sum(x * y) the same 200 us, f16 row dots 102 against 104). Where
+        # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
+        # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
+        words, wide = stream_words(self.s, lay)
+        stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide)
+        online = online_pairs(self.group) if not cached and not split and self.s.online else {}
         for p in range(1, phases + 1):
             if p - 1 in online:         # read with the phase before
                 continue
             if p in online:             # max and sum of exp(x - max) in one pass over the row
                 m, sm = online[p]
-                body = self.element_body([m.operands[0]], available_at(p), slot,
-                                         [f"tdsl::online_add(acc{m.id}, acc{sm.id}, v{m.operands[0].id});"])
                 T = reg_type(m.dtype)
+                # a chunk a rescale: as many steps (of `vec` lanes) as the loop's unroll, or
+                # ONLINE_CHUNK elements; at most 32 (f32 rows in 1024-thread blocks spilled at 64)
+                steps = min(stream_unroll or max(1, ONLINE_CHUNK // self.vec), max(1, 32 // self.vec))
+                body = self.element_body([m.operands[0]], available_at(p), slot,
+                                         [f"xs[u * {self.vec} + e] = v{m.operands[0].id};"])
                 phase_code.append(dict(
                     init=[f"{T} acc{m.id} = {_identity('max', m.dtype)};", f"{T} acc{sm.id} = {literal(0, m.dtype)};"],
+                    chunk=dict(steps=steps, decl=f"{T} xs[{steps * self.vec}];",
+                               pad=f"xs[u * {self.vec} + e] = -tdsl::infinity({T}());",
+                               add=f"tdsl::online_add_chunk(acc{m.id}, acc{sm.id}, xs);"),
                     loads=per_row_loads, lanes=self.lane_loop(body),
                     finish=[self.cross_thread_online(m, sm), f"tdsl::online_finish(acc{m.id}, acc{sm.id}, rvec > 0);",
                             f"const {T} v{m.id} = acc{m.id};"] + row_stmts[p]
@@ -576,15 +593,6 @@ class _Renderer:
                 self.cross_thread(r), f"if (lane == 0{' && live' if together else ''}) "
                                       f"part{k}[(idx_t)blockIdx.y * nrows + row] = acc{r.id};")]
             full_outs, row_stores = [], []
-        # A streamed (looped) row: ptxas unrolls the loop itself, and where an iteration loads
-        # more than one 16-byte vector (sum(x * y) in f32) that spilled under 64 registers.
-        # Those loops are unrolled to 16 words of loads in flight a thread; the others keep
-        # ptxas's choice, measured as fast or faster (H100: column sums 37.7 against 40.5 us
-        # with any pragma; sum(x * y) the same 200 us, f16 row dots 102 against 104). Where
-        # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
-        # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
-        words, wide = stream_words(self.s, lay)
-        stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide)
         if self.column_tiles:       # a slot a thread: a column's threads combine them (cross_thread)
             scratch = [f"__shared__ {reg_type(r.dtype)} tile{r.id}[{self.s.block}];" for r in reduces]
         elif self.s.row_threads > 32:
@@ -844,26 +852,6 @@ class _Renderer:
                 if first[v.id] < p and v.op in _COSTLY and v.dims:
                     keep[v.id] = first[v.id]
         return keep
-
-    def online_pairs(self, reduces: list, level: dict) -> dict:
-        """Level -> (m, s) where the level's one reduction is m = max(a) and the next
-        level's one is s = sum(exp(a - m)) over the same dims, in f32 or f64: a looped
-        row (streamed by every phase) computes both in one pass (tdsl::online_add), as
-        a looped softmax or logsumexp reads each row twice instead of three times."""
-        pairs = {}
-        for p in sorted(set(level.values())):
-            here = [r for r in reduces if level[r.id] == p]
-            after = [r for r in reduces if level[r.id] == p + 1]
-            if len(here) != 1 or len(after) != 1 or p - 1 in pairs:
-                continue
-            m, sm = here[0], after[0]
-            e = sm.operands[0]
-            if (m.attr("kind") == "max" and sm.attr("kind") == "sum" and m.dtype == sm.dtype
-                    and m.dtype.name in ("f32", "f64") and e.op == "exp" and e.dtype == m.dtype
-                    and e.operands[0].op == "sub" and e.operands[0].operands[0].id == m.operands[0].id
-                    and e.operands[0].operands[1].id == m.id and m.operands[0].dtype == m.dtype):
-                pairs[p] = (m, sm)
-        return pairs
 
     def cross_thread_online(self, m: Value, sm: Value) -> str:
         if self.s.row_threads == 1:

@@ -13,7 +13,7 @@ from .hints import Hints
 from .layout import across_operands, batched_operands, operand_input, Layout
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
-from .partition import Group
+from .partition import Group, online_pairs
 from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
                         Schedule, computes_f64_math, ring_refusal, stream_unroll_rule, stream_words)
 
@@ -673,8 +673,35 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
 
 
 def _with_unrolls(p: Problem, schedules: list) -> list:
-    """Each streamed schedule followed by its explicit unrolls (`stream_unrolls`)."""
-    return [u for s in schedules for u in [s] + [replace(s, unroll=n) for n in stream_unrolls(p, s)]]
+    """Each streamed schedule followed by its explicit unrolls (`stream_unrolls`), and a
+    looped row whose group takes max and sum(exp) by its two-pass twin (`online`)."""
+    twins = bool(online_pairs(p.group))
+    return [t for s in schedules for u in [s] + [replace(s, unroll=n) for n in stream_unrolls(p, s)]
+            for t in ([u, replace(u, online=False)] if twins and u.kind == "reduce_row" and u.items == 0 else [u])]
+
+
+# An SM's share of the L2 (H100, H200: 50 MB; A100: 40 MB) decides whether a looped
+# row's second pass finds the row there.
+L2_BYTES = {"sm_80": 40 << 20}
+L2_BYTES_DEFAULT = 50 << 20
+
+
+def online_pays(p: Problem, block: int) -> bool:
+    """Whether a looped row (a block a row) takes max and sum(exp(x - max)) in one pass
+    (Schedule.online) rather than two: where the rows its resident blocks stream at
+    once (registers are budgeted for 1024 threads an SM) outgrow the L2, a second
+    pass re-reads them from HBM; where they fit, the second pass finds them in L2 and
+    the one pass's exps on the way in cost more. H100 2026-11-25
+    (scripts/probe_online.py), us, one pass / two, the rule's pick first:
+    softmax f16 4096x50257 (26 MB at once) 501.2 / 404.6, 4096x32771 289.7 / 236.1;
+    2048x131075 (69 MB) 781.4 / 860.9, 512x262144 284.8 / 387.9; f32 4096x50257
+    970.3 / 1200.5, 1024x65537 338.1 / 419.4, 256x262144 281.2 / 366.9; logsumexp f32
+    4096x50257 295.2 / 541.0, 256x262144 94.8 / 177.6. The tuner times both."""
+    reduced, kept = set(p.layout.reduced_loops), set(p.layout.kept_loops)
+    row_bytes = p.row_length * sum(op.dtype.itemsize for op in p.layout.inputs
+                                   if set(op.loops) & reduced and set(op.loops) & kept)
+    rows_at_once = min(p.rows, p.sm_count * max(1, 1024 // block))
+    return rows_at_once * row_bytes > L2_BYTES.get(p.arch, L2_BYTES_DEFAULT)
 
 
 def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
@@ -748,7 +775,8 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     late_weights = False
     if not row_share_fits(p, items, vec):
         if vec == 1:
-            return Schedule("reduce_row", block=tpr, vec=1, items=0, row_threads=tpr, index64=p.index64)
+            return Schedule("reduce_row", block=tpr, vec=1, items=0, row_threads=tpr, index64=p.index64,
+                            online=online_pays(p, tpr))
         for threads in (tpr, 1024):
             share = row_share(rvec, threads)
             if row_share_fits(p, share, vec):
@@ -758,7 +786,8 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
                 tpr, items, late_weights = threads, share, True
                 break
         else:
-            return Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024, index64=p.index64)
+            return Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024, index64=p.index64,
+                            online=online_pays(p, 1024))
     kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
     invariant = sum(op.dtype.itemsize for op in p.layout.inputs
                     if set(op.loops) & reduced and not set(op.loops) & kept)

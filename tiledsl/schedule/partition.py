@@ -307,6 +307,41 @@ def _widest_param(roots, space: set) -> Optional[Value]:
     return widest
 
 
+def reduction_levels(group: Group) -> dict[int, int]:
+    """Reduction id -> its level in the group: 1 + the deepest level among the group's
+    reductions it reads (softmax: max 1, the sum of exp(x - max) 2). A row kernel
+    computes each level in a phase of its own."""
+    ids = {v.id for v in group.values}
+    depth: dict[int, int] = {}      # value id -> the deepest level it reads (its own, for a reduction)
+    for v in group.values:          # in topological order
+        d = max((depth[o.id] for o in v.operands if o.id in ids), default=0)
+        depth[v.id] = d + 1 if v.op == "reduce" else d
+    return {v.id: depth[v.id] for v in group.values if v.op == "reduce"}
+
+
+def online_pairs(group: Group) -> dict[int, tuple[Value, Value]]:
+    """Level -> (m, s) where the level's one reduction is m = max(a) and the next
+    level's one is s = sum(exp(a - m)) over the same dims, in f32 or f64: a looped
+    row reduction may take both in one pass over the row (Schedule.online), s kept
+    relative to the running max and rescaled as it grows."""
+    level = reduction_levels(group)
+    reduces = {v.id: v for v in group.values if v.op == "reduce"}
+    pairs: dict[int, tuple[Value, Value]] = {}
+    for p in sorted(set(level.values())):
+        here = [reduces[i] for i, lv in level.items() if lv == p]
+        after = [reduces[i] for i, lv in level.items() if lv == p + 1]
+        if len(here) != 1 or len(after) != 1 or p - 1 in pairs:
+            continue
+        m, sm = here[0], after[0]
+        e = sm.operands[0]
+        if (m.attr("kind") == "max" and sm.attr("kind") == "sum" and m.dtype == sm.dtype
+                and m.dtype.name in ("f32", "f64") and e.op == "exp" and e.dtype == m.dtype
+                and e.operands[0].op == "sub" and e.operands[0].operands[0].id == m.operands[0].id
+                and e.operands[0].operands[1].id == m.id and m.operands[0].dtype == m.dtype):
+            pairs[p] = (m, sm)
+    return pairs
+
+
 def stored_by_its_producer(graph: Graph, operand: Value, itemsize: int = 0) -> bool:
     """Whether the partition can store this computed matmul operand (as if of
     `itemsize` bytes an element, where given) in the group that produces it, so

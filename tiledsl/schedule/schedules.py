@@ -30,6 +30,11 @@ of it: one compiled kernel serves every size of its class.
     reduce_row items=0                  looped: rows too long for registers
                                         are re-read per phase (from L2); max and
                                         sum(exp(x - max)) share one pass (online)
+    reduce_row items=0 online=False     softmax over rows of 50257 f16: the max's
+               (tag _2p)                pass, then the sum's, re-reading the row
+                                        from L2 (the rows in flight fit it): 501.2
+                                        -> 404.6 us at 4096 rows on an H100; one
+                                        pass where they do not (choose.online_pays)
     reduce_col                          a thread per kept element, for
                                         reductions over outer dims
     reduce_col unroll=16 (tag _u16)     its streamed loop as `#pragma unroll 16`:
@@ -90,7 +95,7 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
                "min_blocks", "unroll")
-_BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent")
+_BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online")
 
 
 def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
@@ -186,6 +191,9 @@ class Schedule:
                                 # (one thread starts them, a barrier per stage counts their bytes)
     persistent: bool = False    # matmul (wgmma, TMA, unsplit): min_blocks blocks per SM loop over the output
                                 # tiles; the next tile's first copies start before this one's epilogue
+    online: bool = True         # reduce_row, looped (items=0): max(a) and sum(exp(a - max)) in one pass over
+                                # the row where the group has them (partition.online_pairs); False: two
+                                # passes, the second re-reading the row from L2 (tag _2p)
 
     def __post_init__(self):
         why = self.invalid()
@@ -214,6 +222,8 @@ class Schedule:
             return f"unroll must be one of {', '.join(map(str, STREAM_UNROLLS))} (0: the compiler's rule)"
         if self.unroll and not self.streamed:
             return "only a streamed loop (a column or split reduction, a looped row: items=0) takes an unroll"
+        if not self.online and not (self.kind == "reduce_row" and self.items == 0):
+            return "only a looped row reduction (items=0) chooses one pass or two for max and sum(exp) (online)"
         if self.prefetch and self.kind != "reduce_row":
             return "only a row reduction prefetches its next row"
         if self.stages < 1 or (self.stages > 1 and self.kind not in ("matmul", "reduce_row")):
@@ -377,6 +387,8 @@ class Schedule:
                 parts.append(f"r{self.register_cap}")
         if self.unroll:
             parts.append(f"u{self.unroll}")
+        if not self.online:
+            parts.append("2p")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 
