@@ -6,7 +6,7 @@ each at the compiler's unroll and 4 and 8; the default's choice is
 first; three interleaved rounds, median microseconds, and the ratio of the bytes
 moved to copy.
 
-    python scripts/probe_online.py
+    python scripts/probe_online.py [names to keep]     (ONLINE_UNROLLS="0 4 8": the unrolls)
 """
 import os
 import sys
@@ -27,7 +27,10 @@ CASES = [("softmax f16", softmax("f16"), {"M": 4096, "N": 50257}), ("softmax f16
          ("softmax f16", softmax("f16"), {"M": 2048, "N": 131075}), ("softmax f16", softmax("f16"), {"M": 512, "N": 262144}),
          ("softmax f32", softmax("f32"), {"M": 4096, "N": 50257}), ("softmax f32", softmax("f32"), {"M": 1024, "N": 65537}),
          ("softmax f32", softmax("f32"), {"M": 256, "N": 262144}), ("logsumexp f32", LSE, {"M": 4096, "N": 50257}),
-         ("logsumexp f32", LSE, {"M": 256, "N": 262144})]
+         ("logsumexp f32", LSE, {"M": 256, "N": 262144}),
+         # rows at once that fit the L2 (two passes by the rule)
+         ("logsumexp fits f16", LSE.replace("f32", "f16"), {"M": 4096, "N": 50257}),
+         ("logsumexp fits f32", LSE, {"M": 4096, "N": 32771})]
 
 
 def main() -> None:
@@ -45,7 +48,7 @@ def main() -> None:
             continue
         variants = {"default": d}
         for online in (True, False):
-            for unroll in (0, 4, 8):
+            for unroll in map(int, os.environ.get("ONLINE_UNROLLS", "0 4 8").split()):
                 variants[f"{'one' if online else 'two'} pass u{unroll}"] = replace(d, online=online, unroll=unroll)
         case.variants = row_probe.distinct(variants)
         for label, s in case.variants.items():
