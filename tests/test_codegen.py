@@ -916,3 +916,109 @@ def test_a_looped_row_takes_max_and_sum_of_exp_in_one_pass(src, dtype, passes, t
     assert held.items > 0
     ks, _, _ = _compile(k, g, lay, held, "sm_90a")
     assert "online_add_chunk(" not in ks.source[ks.source.index('extern "C"'):]
+
+
+# -- names in the generated CUDA -------------------------------------------------------------
+_TYPE = (r"(?:const\s+)?(?:idx_t|int|unsigned|bool|float|double|long long|unsigned short|unsigned char|"
+         r"signed char|short|tdsl::Vec<[^<>]+>)\s+")
+_NAME = r"([A-Za-z_]\w*)\s*(?=[=\[;,)]|$)"
+
+
+def _declared(statement: str) -> list[str]:
+    """Names a statement declares: `T a = 1, b = 2` (top-level commas), or none."""
+    m = re.match(r"\s*" + _TYPE + _NAME, statement)
+    if not m:
+        return []
+    names, depth, rest = [m.group(1)], 0, statement[m.end():]
+    for i, ch in enumerate(rest):
+        depth += ch in "([{" and 1 or ch in ")]}" and -1 or 0
+        if ch == "," and depth == 0:
+            follow = re.match(r"\s*" + _NAME, rest[i + 1:])
+            if follow:
+                names.append(follow.group(1))
+    return names
+
+
+def shadowed_names(kernel: str) -> list[str]:
+    """'name (line n)' for each declaration in `kernel` (the text from `extern "C"`) of a
+    name an enclosing scope already declares. Scopes follow braces; a for-loop's
+    variable belongs to the loop's body. Re-bound on purpose, so allowed: `row` (a
+    prefetch or ring block names the row it loads so, and the row's coordinate lines
+    serve it: everything after it in that scope too), and coordinates c<n>/q<n> in a
+    bare block (`{` alone), where an offset is evaluated at other coordinates."""
+    scopes: list[tuple[set, bool]] = [(set(), False)]      # (names, bare block)
+    found = []
+
+    def declare(name: str, n: int) -> None:
+        outer = [i for i, (names, _) in enumerate(scopes[:-1]) if name in names]
+        if outer and not (name == "row" or any("row" in names for names, _ in scopes[outer[-1] + 1:])
+                          or (scopes[-1][1] and re.fullmatch(r"[cq]\d+", name))):
+            found.append(f"{name} (line {n})")
+        scopes[-1][0].add(name)
+
+    for n, line in enumerate(kernel.splitlines(), 1):
+        code = line.split("//")[0]
+        pending = []
+        head = re.match(r"\s*for\s*\((.*?);", code)
+        if head:
+            pending = _declared(head.group(1))
+            code = code[head.end():]
+            if not code.rstrip().endswith("{"):     # a loop without braces: one statement
+                code = "{" + code + "}"
+        bare = code.strip() == "{"
+        for part in re.split(r"([{}])", code):
+            if part == "{":
+                scopes.append((set(), bare))
+                for name in pending:
+                    declare(name, n)
+                pending = []
+            elif part == "}":
+                scopes.pop()
+            else:
+                for statement in part.split(";"):
+                    for name in _declared(statement):
+                        declare(name, n)
+    return found
+
+
+def test_the_scope_check_finds_a_shadowed_name():
+    """The looped online pass once named its chunk loop `c0`, the row's own coordinate:
+    every load read the wrong row (an illegal address on the GPU), and NVRTC said nothing."""
+    bad = ("extern \"C\" __global__ void k(long long n0_arg) {\n    const idx_t c0 = row;\n"
+           "    for (idx_t c0 = lane; c0 < rend; c0 += 16) {\n        x = c0;\n    }\n}\n")
+    assert shadowed_names(bad) == ["c0 (line 3)"]
+    fine = bad.replace("idx_t c0 = lane; c0 < rend; c0 += 16", "idx_t first_c = lane; first_c < rend; first_c += 16")
+    assert shadowed_names(fine) == []
+    assert shadowed_names("{\n int e = 0;\n for (int e = 0; e < 4; ++e) y[e] = 0;\n}\n") == ["e (line 3)"]
+    nested = "{\n const idx_t a = f(1, 2), c1 = 2;\n for (int i = 0; i < 2; ++i) {\n float c1 = 0;\n }\n}\n"
+    assert shadowed_names(nested) == ["c1 (line 4)"]
+
+
+def _scope_variants():
+    """Every candidate of the programs above at their sizes, and looped rows one pass or two."""
+    for name, (src, extents) in PROGRAMS.items():
+        k = tiledsl.compile(src)
+        for g in partition(k.graph):
+            lay = plan_layout(g, k.graph)
+            for s in candidates(problem(g, lay, extents, arch="sm_90a")):
+                yield name, k, g, lay, s
+    for src in (ONLINE_SOFTMAX.format(t="f16"), ONLINE_LSE.format(t="f32")):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        for s in candidates(problem(g, lay, dict(M=64, N=100003), arch="sm_90a")):
+            yield "looped", k, g, lay, s
+
+
+def test_no_generated_kernel_shadows_a_name():
+    """No rendered kernel declares a name its enclosing scopes hold (NVRTC accepts it;
+    the inner name silently wins)."""
+    seen, bad = 0, []
+    for name, k, g, lay, s in _scope_variants():
+        for stage in (1, 2) if s.splits else (1,):
+            text = render(k.graph, g, lay, s, stage).source
+            found = shadowed_names(text[text.index('extern "C"'):])
+            seen += 1
+            if found:
+                bad.append(f"{name} {s.tag} stage {stage}: {found[:3]}")
+    assert seen > 500 and not bad, bad[:10]
