@@ -673,11 +673,13 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
 
 
 def _with_unrolls(p: Problem, schedules: list) -> list:
-    """Each streamed schedule followed by its explicit unrolls (`stream_unrolls`), and a
-    looped row whose group takes max and sum(exp) by its two-pass twin (`online`)."""
-    twins = bool(online_pairs(p.group))
-    return [t for s in schedules for u in [s] + [replace(s, unroll=n) for n in stream_unrolls(p, s)]
-            for t in ([u, replace(u, online=False)] if twins and u.kind == "reduce_row" and u.items == 0 else [u])]
+    """Each streamed schedule followed by its explicit unrolls (`stream_unrolls`); then, where
+    the group takes max and sum(exp), each looped row's other choice of passes (`online`),
+    last: a search capped below the whole space keeps the candidates it had."""
+    out = [u for s in schedules for u in [s] + [replace(s, unroll=n) for n in stream_unrolls(p, s)]]
+    if online_pairs(p.group):
+        out += [replace(s, online=not s.online) for s in out if s.kind == "reduce_row" and s.items == 0]
+    return out
 
 
 # An SM's share of the L2 (H100, H200: 50 MB; A100: 40 MB) decides whether a looped
