@@ -15,7 +15,6 @@ from dataclasses import replace
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
 
 
 def softmax(t: str) -> str:
@@ -37,12 +36,8 @@ def main() -> None:
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s")
     cases = []
-    only = sys.argv[1:]
-    for name, src, ext in CASES:
-        if only and not any(o in name for o in only):
-            continue
-        case = row_probe.prepare(name, src, ext)
-        d = choose.default(case.problem, case.kernel.hints)
+    for case, d in row_probe.prepared(CASES, sys.argv[1:]):
+        ext = case.extents
         if not d.streamed:
             print(f"{case.name} {ext}: the default keeps rows in registers ({d.tag})")
             continue

@@ -13,7 +13,6 @@ from dataclasses import replace
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
 
 K = "kernel f"
 CASES = [
@@ -54,19 +53,14 @@ def main() -> None:
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s")
     cases = []
-    only = sys.argv[1:]
-    for name, src, ext in CASES:
-        if only and not any(o in name for o in only):
-            continue
-        case = row_probe.prepare(name, src, ext)
-        d = choose.default(case.problem, case.kernel.hints)
+    for case, d in row_probe.prepared(CASES, sys.argv[1:]):
         case.variants = {"default": d}
         if d.streamed:      # SURVEY_UNROLL="4 8": the streamed default at those unrolls too
             case.variants.update({f"unroll {u}": replace(d, unroll=int(u))
                                   for u in os.environ.get("SURVEY_UNROLL", "").split()})
         err = row_probe.error(case, d)
         if not err <= 2e-3:
-            print(f"{name}: error {err:.1e}", flush=True)
+            print(f"{case.name}: error {err:.1e}", flush=True)
         cases.append(case)
     row_probe.time_and_report(cases, copy, label_width=8)
 

@@ -46,6 +46,18 @@ def prepare(name: str, src: str, extents: dict) -> RowCase:
     return RowCase(name, extents, k, p, sets, out, want, nbytes)
 
 
+def prepared(cases: list, only: list) -> list:
+    """(case, its default schedule) for each (name, source, extents) of `cases` whose name
+    holds one of `only` (all when empty)."""
+    out = []
+    for name, src, ext in cases:
+        if only and not any(o in name for o in only):
+            continue
+        case = prepare(name, src, ext)
+        out.append((case, choose.default(case.problem, case.kernel.hints)))
+    return out
+
+
 def error(case: RowCase, schedule) -> float:
     """The relative error of the case's result under `schedule`, its output poisoned first."""
     set_overrides(case.kernel._launcher, {0: schedule})

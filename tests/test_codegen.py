@@ -615,6 +615,11 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     p = problem(g, lay, dict(M=2048, N=50257))
     s = default(p)
     assert (s.kind, s.items, s.vec, s.unroll) == ("reduce_row", 0, 1, 0)
+    # f32 rows of 50257, 264 at once (53 MB), outgrow the L2: softmax takes one pass; the
+    # others have no such choice and keep the field's default (and their names)
+    assert s.online and "_2p" not in s.tag
+    fits_l2 = default(replace(p, loops=(p.loops[0], 25001)))     # 264 rows of 100 KB at once
+    assert fits_l2.items == 0 and fits_l2.online != (name == "softmax")
     text = render(k.graph, g, lay, s, 1)
     loops = text.source.count("for (idx_t c = rbegin + lane; c < rend; c += TPR)")
     assert loops >= 1 and text.source.count("#pragma unroll 16\n") == loops

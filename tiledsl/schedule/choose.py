@@ -682,8 +682,8 @@ def _with_unrolls(p: Problem, schedules: list) -> list:
     return out
 
 
-# An SM's share of the L2 (H100, H200: 50 MB; A100: 40 MB) decides whether a looped
-# row's second pass finds the row there.
+# The L2's size (H100, H200: 50 MB; A100: 40 MB) decides whether a looped row's second
+# pass finds the row there.
 L2_BYTES = {"sm_80": 40 << 20}
 L2_BYTES_DEFAULT = 50 << 20
 
@@ -699,7 +699,10 @@ def online_pays(p: Problem, block: int) -> bool:
     2048x131075 (69 MB) 781.4 / 860.9, 512x262144 284.8 / 387.9; f32 4096x50257
     970.3 / 1200.5, 1024x65537 338.1 / 419.4, 256x262144 281.2 / 366.9; logsumexp f32
     4096x50257 295.2 / 541.0, 256x262144 94.8 / 177.6; where they fit, logsumexp f16
-    4096x50257 240.7 / 195.7, f32 4096x32771 185.9 / 190.8. The tuner times both."""
+    4096x50257 240.7 / 195.7, f32 4096x32771 185.9 / 190.8. The tuner times both.
+    True (the field's default, one name for one code) where the group has no such pair."""
+    if not online_pairs(p.group):
+        return True
     reduced, kept = set(p.layout.reduced_loops), set(p.layout.kept_loops)
     row_bytes = p.row_length * sum(op.dtype.itemsize for op in p.layout.inputs
                                    if set(op.loops) & reduced and set(op.loops) & kept)
