@@ -10,6 +10,8 @@ typedef long long tdsl_i64;
 namespace tdsl {
 
 // ---- 16-bit float conversions --------------------------------------------
+// (#else: the same on a host compiler, for the CPU tests that run kernels there)
+#ifdef __CUDA_ARCH__
 __device__ __forceinline__ float f16_to_f32(unsigned short h) {
     float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
 }
@@ -19,11 +21,21 @@ __device__ __forceinline__ unsigned short f32_to_f16(float f) {
 __device__ __forceinline__ unsigned short f64_to_f16(double d) {
     unsigned short h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h;
 }
-__device__ __forceinline__ float bf16_to_f32(unsigned short h) {
-    return __uint_as_float(((unsigned int)h) << 16);
-}
 __device__ __forceinline__ unsigned short f32_to_bf16(float f) {
     unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+}
+#else
+inline float f16_to_f32(unsigned short h) { _Float16 x; memcpy(&x, &h, 2); return (float)x; }
+inline unsigned short f32_to_f16(float f) { _Float16 x = (_Float16)f; unsigned short h; memcpy(&h, &x, 2); return h; }
+inline unsigned short f64_to_f16(double d) { _Float16 x = (_Float16)d; unsigned short h; memcpy(&h, &x, 2); return h; }
+inline unsigned short f32_to_bf16(float f) {      // to nearest, ties to even; NaN stays NaN
+    unsigned u; memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+#endif
+__device__ __forceinline__ float bf16_to_f32(unsigned short h) {
+    return __uint_as_float(((unsigned int)h) << 16);
 }
 // Rounding through a narrow type (the semantics of a cast to f16/bf16).
 __device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
@@ -48,12 +60,14 @@ __device__ __forceinline__ void round_tf32_shared16(unsigned addr) {
 template <class T> __device__ __forceinline__ T maximum(T a, T b) { return (a > b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T minimum(T a, T b) { return (a < b || a != a) ? a : b; }
 // f32 in one instruction (sm_80+): .NaN returns NaN if either operand is one.
+#ifdef __CUDA_ARCH__
 __device__ __forceinline__ float maximum(float a, float b) {
     float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 __device__ __forceinline__ float minimum(float a, float b) {
     float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
+#endif
 
 // ---- math, overloaded for float and double ---------------------------------
 #define TDSL_MATH(name, f32fn, f64fn) \
@@ -234,6 +248,7 @@ template <int pending> __device__ __forceinline__ void cp_async_wait() {
 }
 // The row ring reads its slots with plain loads; these three order them
 // against the copies ("memory": no load moves across a wait or an issue).
+#ifdef __CUDA_ARCH__
 __device__ __forceinline__ void cp_async16_ordered(void* smem, const void* gmem) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_address(smem)), "l"(gmem) : "memory");
 }
@@ -241,6 +256,11 @@ __device__ __forceinline__ void cp_async_commit_ordered() { asm volatile("cp.asy
 template <int pending> __device__ __forceinline__ void cp_async_wait_ordered() {
     asm volatile("cp.async.wait_group %0;" :: "n"(pending) : "memory");
 }
+#else   // a host copy lands at once
+inline void cp_async16_ordered(void* smem, const void* gmem) { memcpy(smem, gmem, 16); }
+inline void cp_async_commit_ordered() {}
+template <int pending> inline void cp_async_wait_ordered() {}
+#endif
 
 // Output tile `pid` (launch order) of a tiles_m x tiles_n grid: row-major, or where
 // `group` > 0 in bands of `group` tile rows, column by column within a band, so that

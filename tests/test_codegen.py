@@ -1027,3 +1027,16 @@ def test_no_generated_kernel_shadows_a_name():
             if found:
                 bad.append(f"{name} {s.tag} stage {stage}: {found[:3]}")
     assert seen > 500 and not bad, bad[:10]
+
+
+def test_nvrtc_compiles_the_device_branches_of_the_helpers():
+    """tdsl.cuh keeps host versions of a few helpers (#else of __CUDA_ARCH__, for the CPU
+    tests that run kernels on the host); NVRTC must take the device ones: max.NaN and the
+    f16 conversions in one instruction each."""
+    k = tiledsl.compile("kernel f(x: f16[M, N]) -> f16[M] { return f16(max(x, axis=N)) }")
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    text = render(k.graph, g, lay, default(problem(g, lay, dict(M=64, N=4096))), 1)
+    for arch in ARCHS:
+        ops = toolchain.sass_opcodes(toolchain.sass(toolchain.compile_cuda(text.source, arch=arch).cubin))
+        assert ops["FMNMX.NAN"] and ops["HADD2.F32"], ops

@@ -1,0 +1,159 @@
+"""Runs a one-kernel program's generated CUDA on the CPU (host_cuda.h beside this
+file): the rendered source is compiled by the host C++ compiler into a shared
+library and called through ctypes, in a child process, with the arguments the
+launcher would pass (`kernel_params`) and the grid it would launch (`launches`).
+Outputs start poisoned and every buffer sits between guard regions, so elements
+never written and writes out of bounds show; a read out of bounds that crashes
+fails the launch. For tests of index arithmetic, tails, shuffles and shared-memory
+combines without a GPU; not for timing, and not for tensor-core kernels (their
+inline PTX stays device-only)."""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import mmap
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from tiledsl.codegen.cuda import kernel_params, render
+from tiledsl.schedule.choose import launches, problem
+from tiledsl.schedule.layout import plan_layout
+from tiledsl.schedule.partition import partition
+
+HERE = Path(__file__).parent
+CXX = shutil.which("g++") or shutil.which("c++")
+_BUILD = Path(tempfile.mkdtemp(prefix="tdsl_host_"))
+_LIBRARIES: dict[str, ctypes.CDLL] = {}
+
+
+def available() -> bool:
+    return CXX is not None
+
+
+def _argument_cast(decl: str, i: int) -> str:
+    """How the wrapper passes argument i of a kernel parameter declared `decl`."""
+    if "*" in decl:
+        return f"({decl.rsplit('*', 1)[0].strip()}*)a[{i}]"
+    ctype = decl.rsplit(None, 1)[0]
+    return f"*({ctype}*)a[{i}]"
+
+
+def _library(source: str, name: str, decls: list[str]) -> ctypes.CDLL:
+    key = hashlib.sha256(source.encode()).hexdigest()[:20]
+    lib = _LIBRARIES.get(key)
+    if lib is None:
+        casts = ", ".join(_argument_cast(d, i) for i, d in enumerate(decls))
+        text = (source + "\n\nstatic void tdsl_body(void* p) {\n    void** a = (void**)p;\n"
+                f"    {name}({casts});\n}}\n"
+                'extern "C" int tdsl_run(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned threads) {\n'
+                "    return tdsl_host::launch(tdsl_host::Dim3{gx, gy, gz}, threads, tdsl_body, args);\n}\n")
+        src, out = _BUILD / f"{key}.cpp", _BUILD / f"{key}.so"
+        src.write_text(text)
+        done = subprocess.run([CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-include",
+                               str(HERE / "host_cuda.h"), str(src), "-o", str(out)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"host compile of {name} failed:\n{done.stderr[-4000:]}")
+        lib = ctypes.CDLL(str(out))
+        lib.tdsl_run.restype = ctypes.c_int
+        _LIBRARIES[key] = lib
+    return lib
+
+
+GUARD = 4096      # bytes either side of every buffer, checked after each launch
+
+
+class Buffers:
+    """Arrays in memory shared with the process a launch runs in (a crash there, an
+    out-of-bounds read, fails the test instead of the test run), each between two
+    guard regions that a write out of bounds would change."""
+
+    def __init__(self):
+        self.guards = []
+
+    def array(self, shape, dtype, poison: bool = True) -> np.ndarray:
+        """An array; poisoned (NaN for floats, -1 for integers) unless told otherwise,
+        so that an element never written shows."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        raw = np.frombuffer(mmap.mmap(-1, nbytes + 2 * GUARD), np.uint8)
+        raw[:] = 0xA5
+        if poison:
+            raw[GUARD:GUARD + nbytes] = 0xFF
+        self.guards += [raw[:GUARD], raw[GUARD + nbytes:]]
+        return raw[GUARD:GUARD + nbytes].view(dtype).reshape(shape)
+
+    def intact(self) -> bool:
+        return all((g == 0xA5).all() for g in self.guards)
+
+
+def _launch(lib, pointers, grid, threads: int, name: str) -> None:
+    """One launch, in a child process."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(lib.tdsl_run(pointers, *grid, threads))
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        raise RuntimeError(f"{name} crashed ({signal.Signals(os.WTERMSIG(status)).name}): "
+                           f"an access out of bounds")
+    if os.WEXITSTATUS(status):
+        raise RuntimeError(f"{name}: threads of a block waited at different barriers")
+
+
+def run_on_host(kernel, extents: dict, args: list, schedule=None, sm_count: int = 4) -> list[np.ndarray]:
+    """The results of a one-kernel program (`kernel`: tiledsl.compile's) for NumPy
+    `args`, every launch of `schedule` (default: the default's) run on the CPU.
+    Outputs start poisoned, so an element never written shows."""
+    graph = kernel.graph
+    [group] = partition(graph)
+    layout = plan_layout(group, graph)
+    p = problem(group, layout, extents, frozenset(), sm_count, "sm_90a")
+    if schedule is None:
+        from tiledsl.schedule.choose import default
+        schedule = default(p, kernel.hints)
+    buffers = Buffers()
+    results = [buffers.array(tuple(extents[d] for d in r.dims), r.dtype.numpy) for r in graph.results]
+    result_of = {v.id: k for k, v in enumerate(graph.outputs)}
+    inputs = []
+    for op in layout.inputs:
+        host = np.asarray(args[op.value.attr("index")], dtype=op.dtype.numpy)
+        inputs.append(buffers.array(host.shape, host.dtype, poison=False))
+        inputs[-1][...] = host
+    outputs = [results[result_of[op.value.id]] for op in layout.outputs]
+    reduces = [v for v in group.values if v.op == "reduce"]
+    rows = int(np.prod([p.loops[l] for l in layout.kept_loops])) if layout.kept_loops else 1
+    parts = [buffers.array((max(1, schedule.splits), rows), np.float64 if r.dtype.name == "f64" else np.float32)
+             for r in reduces]
+    scalars = {v.attr("index"): v for v in group.inputs if v.op == "param" and not v.dims}
+    for launch in launches(p, schedule):
+        decls, kinds = kernel_params(group, layout, schedule, launch.stage)
+        text = render(graph, group, layout, schedule, launch.stage)
+        keep = []
+        for kind, i in kinds:
+            if kind == "in":
+                keep.append(inputs[i])
+            elif kind == "out":
+                keep.append(outputs[i])
+            elif kind == "part":
+                keep.append(parts[i])
+            elif kind == "extent":
+                keep.append(np.array([p.loops[i]], np.int64))
+            elif kind == "splits":
+                keep.append(np.array([schedule.splits], np.int64))
+            elif kind == "scalar":
+                v = scalars[i]
+                ctype = np.float64 if v.dtype.is_float else (np.bool_ if v.dtype.is_bool else np.int64)
+                keep.append(np.array([args[i]], ctype))
+            else:
+                raise ValueError(f"host_cuda cannot pass a {kind} argument")
+        pointers = (ctypes.c_void_p * len(keep))(*[a.ctypes.data for a in keep])
+        _launch(_library(text.source, text.name, decls), pointers, launch.grid, schedule.block, text.name)
+        if not buffers.intact():
+            raise RuntimeError(f"{text.name} wrote out of bounds (a guard region changed)")
+    return [np.array(r) for r in results]

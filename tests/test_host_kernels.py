@@ -1,0 +1,90 @@
+"""Generated kernels run on the CPU (tests/host_cuda): the CUDA a program renders,
+compiled by the host C++ compiler with every thread of a block a fiber, against the
+float64 reference. Index arithmetic, tails, sub-warp and block reductions, split
+partials and shared-memory tiles are checked this way in CI, without a GPU; the
+@pytest.mark.gpu tests check the same on the device, with the real compiler."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import host_cuda
+import tiledsl
+from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
+from tiledsl.schedule.choose import candidates, problem
+from tiledsl.schedule.layout import plan_layout
+from tiledsl.schedule.partition import partition
+
+from conftest import EXAMPLES, fresh_seed
+
+if not host_cuda.available():
+    pytest.skip("no host C++ compiler (g++) to run kernels on the CPU", allow_module_level=True)
+
+SOFTMAX = "kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return {t}(e / sum(e, axis=N))\n}}"
+LSE = "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}"
+# (label, source, extents): one kernel each, at sizes no tile divides
+PROGRAMS = [
+    ("softmax rows in registers", SOFTMAX.format(t="f32"), dict(M=37, N=781)),
+    ("softmax looped f32", SOFTMAX.format(t="f32"), dict(M=5, N=40001)),
+    ("softmax looped f16", SOFTMAX.format(t="f16"), dict(M=3, N=50257)),
+    ("logsumexp looped", LSE, dict(M=4, N=33001)),
+    ("softmax short rows", SOFTMAX.format(t="f32"), dict(M=1001, N=13)),
+    ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text(), dict(M=19, N=1000)),
+    ("rmsnorm bf16", "kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
+     "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=23, N=520)),
+    ("column sums", "kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=77)),
+    ("column sums, few", "kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=9001, N=5)),
+    ("middle-axis max", "kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }",
+     dict(B=3, T=301, C=264)),
+    ("full mean", "kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=33, N=5001)),
+    ("dot", "kernel d(x: f32[M, N], y: f32[M, N]) -> f32 { return sum(x * y) }", dict(M=7, N=9001)),
+    ("pointwise broadcast", "kernel f(x: f32[M, N], b: f32[N], s: f32) -> f32[M, N] { return relu(x * s + b) }",
+     dict(M=13, N=1001)),
+    ("pointwise transposes", "kernel t(x: f16[M, N], b: f32[N], y: bf16[N, M]) -> (f32[N, M], f16[M, N]) "
+     "{ z = x * b + y.T\n return z.T, f16(z) }", dict(M=67, N=130)),
+]
+
+
+def _check(k, extents, schedule=None):
+    args = random_arguments(k.graph, extents, seed=fresh_seed())
+    got = host_cuda.run_on_host(k, extents, args, schedule)
+    want = k.reference(*args, compute="f64")
+    want = want if isinstance(want, tuple) else (want,)
+    for g, w, r in zip(got, want, k.graph.results):
+        w = np.asarray(w, np.float64)
+        g = np.asarray(g, np.float64)
+        assert np.isnan(g).sum() == np.isnan(w).sum(), "elements left unwritten (poison) or NaN"
+        err = relative_error(g, w)
+        assert err <= TOLERANCE[r.dtype.name], (schedule.tag if schedule else "default", err)
+
+
+@pytest.mark.parametrize("label,src,extents", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_the_default_kernel_runs_right_on_the_host(label, src, extents):
+    _check(tiledsl.compile(src), extents)
+
+
+PER_PROGRAM = 20       # candidates a program, spread over its space (CI time: ~1 s a compile)
+
+
+def _candidates():
+    """Up to PER_PROGRAM candidates of each program above, evenly spread over the
+    distinct kernels of its space (register budgets and explicit unrolls aside:
+    they change no index arithmetic)."""
+    for label, src, extents in PROGRAMS:
+        k = tiledsl.compile(src)
+        [g] = partition(k.graph)
+        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+        distinct = {}
+        for s in candidates(p, k.hints):
+            distinct.setdefault(replace(s.code, min_blocks=1, unroll=0), s)
+        picked = list(distinct.values())
+        step = max(1, -(-len(picked) // PER_PROGRAM))
+        for s in picked[::step]:
+            yield pytest.param(label, src, extents, s, id=f"{label}-{s.tag}-sp{s.splits}")
+
+
+@pytest.mark.parametrize("label,src,extents,schedule", list(_candidates()))
+def test_candidates_run_right_on_the_host(label, src, extents, schedule):
+    _check(tiledsl.compile(src), extents, schedule)
