@@ -322,12 +322,19 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaMap* map, uns
 // N elements of T as one aligned access (16 bytes at most: LDG.128/STG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
 
+#ifndef __CUDA_ARCH__     // on a host, a misaligned vector traps as it faults on the GPU
+#define TDSL_ALIGNED(p, bytes) if ((unsigned long long)(p) % (bytes)) __builtin_trap()
+#else
+#define TDSL_ALIGNED(p, bytes)
+#endif
 template <class T, int N>
 __device__ __forceinline__ Vec<T, N> load(const T* __restrict__ p) {
+    TDSL_ALIGNED(p, sizeof(Vec<T, N>));
     return *reinterpret_cast<const Vec<T, N>*>(p);
 }
 template <class T, int N>
 __device__ __forceinline__ void store(T* __restrict__ p, const Vec<T, N>& v) {
+    TDSL_ALIGNED(p, sizeof(Vec<T, N>));
     *reinterpret_cast<Vec<T, N>*>(p) = v;
 }
 // Held as loaded, packed two 16-bit values a register, from here on: the compiler

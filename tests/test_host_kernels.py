@@ -88,3 +88,26 @@ def _candidates():
 @pytest.mark.parametrize("label,src,extents,schedule", list(_candidates()))
 def test_candidates_run_right_on_the_host(label, src, extents, schedule):
     _check(tiledsl.compile(src), extents, schedule)
+
+
+def test_the_host_run_fails_where_the_gpu_would(monkeypatch):
+    """The harness can fail: a 16-byte vector from an address that is not a multiple of
+    16 traps (the GPU faults), and an output smaller than the kernel's extents is
+    written past its end (a guard region changes, or the child process crashes)."""
+    k = tiledsl.compile("kernel f(x: f32[N]) -> f32[N] { return x * 2.0 }")
+    extents = dict(N=1024)
+    args = random_arguments(k.graph, extents, seed=fresh_seed())
+    make = host_cuda.Buffers.array
+
+    def shifted(self, shape, dtype, poison=True):     # every buffer one element past 16 bytes
+        return make(self, (int(np.prod(shape)) + 1,), dtype, poison)[1:].reshape(shape)
+    monkeypatch.setattr(host_cuda.Buffers, "array", shifted)
+    with pytest.raises(RuntimeError, match="SIGILL.*not aligned"):
+        host_cuda.run_on_host(k, extents, args)
+
+    def short(self, shape, dtype, poison=True):       # outputs (poisoned) 64 elements short
+        n = int(np.prod(shape))
+        return make(self, (n - 64 if poison else n,), dtype, poison)
+    monkeypatch.setattr(host_cuda.Buffers, "array", short)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        host_cuda.run_on_host(k, extents, args)

@@ -10,6 +10,7 @@ inline PTX stays device-only)."""
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import hashlib
 import mmap
 import os
@@ -97,11 +98,13 @@ def _launch(lib, pointers, grid, threads: int, name: str) -> None:
     """One launch, in a child process."""
     pid = os.fork()
     if pid == 0:
+        faulthandler.disable()      # a crash is the parent's to report
         os._exit(lib.tdsl_run(pointers, *grid, threads))
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
-        raise RuntimeError(f"{name} crashed ({signal.Signals(os.WTERMSIG(status)).name}): "
-                           f"an access out of bounds")
+        sig = signal.Signals(os.WTERMSIG(status))
+        why = "a vector access not aligned to its size" if sig == signal.SIGILL else "an access out of bounds"
+        raise RuntimeError(f"{name} crashed ({sig.name}): {why}")
     if os.WEXITSTATUS(status):
         raise RuntimeError(f"{name}: threads of a block waited at different barriers")
 
