@@ -5,6 +5,8 @@ partials and shared-memory tiles are checked this way in CI, without a GPU; the
 @pytest.mark.gpu tests check the same on the device, with the real compiler."""
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -12,12 +14,17 @@ import pytest
 
 import host_cuda
 import tiledsl
+from hypothesis import strategies as st
+from tiledsl.errors import TdslError
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
 from tiledsl.schedule.choose import candidates, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 
 from conftest import EXAMPLES, fresh_seed
+from test_codegen_fuzz import SIZES, drawn_candidates, fuzz_test
+from test_gpu_fuzz import ATOL, RTOL, mismatch
+from test_properties import build
 
 if not host_cuda.available():
     pytest.skip("no host C++ compiler (g++) to run kernels on the CPU", allow_module_level=True)
@@ -111,3 +118,33 @@ def test_the_host_run_fails_where_the_gpu_would(monkeypatch):
     monkeypatch.setattr(host_cuda.Buffers, "array", short)
     with pytest.raises(RuntimeError, match="out of bounds"):
         host_cuda.run_on_host(k, extents, args)
+
+
+HOST_FUZZ_EXAMPLES = int(os.environ.get("TDSL_HOST_FUZZ_EXAMPLES", "100"))
+
+
+@fuzz_test(HOST_FUZZ_EXAMPLES)
+def test_random_programs_run_right_on_the_host(data):
+    """The GPU fuzz's programs (tests/test_gpu_fuzz.py: any dims, dtypes, broadcasting,
+    reductions, where, .T; no matrix products) at up to 2^14 elements, every kernel run
+    on the host under its default or under candidates drawn from the tuner's space,
+    against the exact interpreter as the GPU fuzz judges it. TDSL_HOST_FUZZ_EXAMPLES=N
+    for more."""
+    source, prog, _, _ = build(data, SIZES, 1 << 14, ("f64", "f32", "f16", "bf16"), 0, 1, True,
+                               exact_conditions=True, ints=True)
+    try:
+        k = tiledsl.compile(source)
+    except TdslError:
+        return
+    picks = drawn_candidates(data, k, prog.extents, "sm_90a", 4) if data.draw(st.booleans(), label="pinned") else {}
+    exact = k.reference(*prog.args)
+    exact = exact if isinstance(exact, tuple) else (exact,)
+    try:
+        got = host_cuda.run_on_host(k, prog.extents, prog.args, picks)
+    except host_cuda.Unsupported:
+        return
+    magnitude = prog.magnitude if math.isfinite(prog.magnitude) else 1.0
+    for i, (g, e, r) in enumerate(zip(got, exact, k.graph.results)):
+        why = mismatch(np.asarray(g, np.float64), e, RTOL[r.dtype.name], ATOL * magnitude)
+        assert not why, (f"result {i} ({r.dtype}): {why}\nsource:\n{source}\nextents: {prog.extents}, "
+                         f"schedules: {({j: s.tag for j, s in picks.items()})}")

@@ -109,54 +109,70 @@ def _launch(lib, pointers, grid, threads: int, name: str) -> None:
         raise RuntimeError(f"{name}: threads of a block waited at different barriers")
 
 
-def run_on_host(kernel, extents: dict, args: list, schedule=None, sm_count: int = 4) -> list[np.ndarray]:
-    """The results of a one-kernel program (`kernel`: tiledsl.compile's) for NumPy
-    `args`, every launch of `schedule` (default: the default's) run on the CPU.
-    Outputs start poisoned, so an element never written shows."""
+class Unsupported(Exception):
+    """A kernel the host cannot run: tensor cores, TMA (inline PTX), split-K."""
+
+
+def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int = 4) -> list[np.ndarray]:
+    """The results of a program (`kernel`: tiledsl.compile's) for NumPy `args`, each
+    group's launches run on the CPU in order, under `schedules` ({group: Schedule},
+    or one Schedule for group 0; the rest: the defaults). Results and temporaries
+    start poisoned, so an element never written shows. Raises Unsupported for a
+    group the host cannot run."""
+    from tiledsl.schedule.choose import default
     graph = kernel.graph
-    [group] = partition(graph)
-    layout = plan_layout(group, graph)
-    p = problem(group, layout, extents, frozenset(), sm_count, "sm_90a")
-    if schedule is None:
-        from tiledsl.schedule.choose import default
-        schedule = default(p, kernel.hints)
+    if schedules is not None and not isinstance(schedules, dict):
+        schedules = {0: schedules}
     buffers = Buffers()
     results = [buffers.array(tuple(extents[d] for d in r.dims), r.dtype.numpy) for r in graph.results]
-    result_of = {v.id: k for k, v in enumerate(graph.outputs)}
-    inputs = []
-    for op in layout.inputs:
-        host = np.asarray(args[op.value.attr("index")], dtype=op.dtype.numpy)
-        inputs.append(buffers.array(host.shape, host.dtype, poison=False))
-        inputs[-1][...] = host
-    outputs = [results[result_of[op.value.id]] for op in layout.outputs]
-    reduces = [v for v in group.values if v.op == "reduce"]
-    rows = int(np.prod([p.loops[l] for l in layout.kept_loops])) if layout.kept_loops else 1
-    parts = [buffers.array((max(1, schedule.splits), rows), np.float64 if r.dtype.name == "f64" else np.float32)
-             for r in reduces]
-    scalars = {v.attr("index"): v for v in group.inputs if v.op == "param" and not v.dims}
-    for launch in launches(p, schedule):
-        decls, kinds = kernel_params(group, layout, schedule, launch.stage)
-        text = render(graph, group, layout, schedule, launch.stage)
-        keep = []
-        for kind, i in kinds:
-            if kind == "in":
-                keep.append(inputs[i])
-            elif kind == "out":
-                keep.append(outputs[i])
-            elif kind == "part":
-                keep.append(parts[i])
-            elif kind == "extent":
-                keep.append(np.array([p.loops[i]], np.int64))
-            elif kind == "splits":
-                keep.append(np.array([schedule.splits], np.int64))
-            elif kind == "scalar":
-                v = scalars[i]
-                ctype = np.float64 if v.dtype.is_float else (np.bool_ if v.dtype.is_bool else np.int64)
-                keep.append(np.array([args[i]], ctype))
-            else:
-                raise ValueError(f"host_cuda cannot pass a {kind} argument")
-        pointers = (ctypes.c_void_p * len(keep))(*[a.ctypes.data for a in keep])
-        _launch(_library(text.source, text.name, decls), pointers, launch.grid, schedule.block, text.name)
-        if not buffers.intact():
-            raise RuntimeError(f"{text.name} wrote out of bounds (a guard region changed)")
-    return [np.array(r) for r in results]
+    arrays = {}                                 # value id -> its buffer (parameters, results, temporaries)
+    for v, r in zip(graph.outputs, results):
+        if v.op != "param":
+            arrays.setdefault(v.id, r)
+    for group in partition(graph):
+        layout = plan_layout(group, graph)
+        p = problem(group, layout, extents, frozenset(), sm_count, "sm_90a")
+        schedule = (schedules or {}).get(group.index) or default(p, kernel.hints)
+        if schedule.mma or schedule.wgmma or (schedule.kind == "matmul" and schedule.splits):
+            raise Unsupported(f"group {group.index}: {schedule.tag}")
+        for op in layout.inputs:
+            if op.value.id not in arrays:        # a parameter (temporaries come from earlier groups)
+                host = np.asarray(args[op.value.attr("index")], dtype=op.dtype.numpy)
+                arrays[op.value.id] = buffers.array(host.shape, host.dtype, poison=False)
+                arrays[op.value.id][...] = host
+        for op in layout.outputs:
+            if op.value.id not in arrays:        # a temporary for a later group
+                arrays[op.value.id] = buffers.array(tuple(extents[d] for d in op.dims), op.dtype.numpy)
+        reduces = [v for v in group.values if v.op == "reduce"]
+        rows = int(np.prod([p.loops[l] for l in layout.kept_loops])) if layout.kept_loops else 1
+        parts = [buffers.array((max(1, schedule.splits), rows), np.float64 if r.dtype.name == "f64" else np.float32)
+                 for r in reduces]
+        scalars = {v.attr("index"): v for v in group.inputs if v.op == "param" and not v.dims}
+        for launch in launches(p, schedule):
+            decls, kinds = kernel_params(group, layout, schedule, launch.stage)
+            text = render(graph, group, layout, schedule, launch.stage)
+            keep = []
+            for kind, i in kinds:
+                if kind == "in":
+                    keep.append(arrays[layout.inputs[i].value.id])
+                elif kind == "out":
+                    keep.append(arrays[layout.outputs[i].value.id])
+                elif kind == "part":
+                    keep.append(parts[i])
+                elif kind == "extent":
+                    keep.append(np.array([p.loops[i]], np.int64))
+                elif kind == "splits":
+                    keep.append(np.array([schedule.splits], np.int64))
+                elif kind == "scalar":
+                    v = scalars[i]
+                    ctype = np.float64 if v.dtype.is_float else (np.bool_ if v.dtype.is_bool else np.int64)
+                    keep.append(np.array([args[i]], ctype))
+                else:
+                    raise Unsupported(f"a {kind} argument")
+            pointers = (ctypes.c_void_p * len(keep))(*[a.ctypes.data for a in keep])
+            _launch(_library(text.source, text.name, decls), pointers, launch.grid, schedule.block, text.name)
+            if not buffers.intact():
+                raise RuntimeError(f"{text.name} wrote out of bounds (a guard region changed)")
+    # a result that is a parameter, or a value returned twice: as the launcher copies them
+    return [np.asarray(args[v.attr("index")], r.dtype) if v.op == "param" else np.array(arrays[v.id])
+            for v, r in zip(graph.outputs, results)]
