@@ -576,7 +576,9 @@ def test_a_streamed_loop_takes_an_explicit_unroll_that_the_tuner_may_try():
     assert base.unroll == 0 and base.kind == "reduce_split"
     unrolled = [s for s in candidates(p) if s.unroll]
     # x and W: 2 words an iteration (rows read element by element: 4 and 8 beside the rule's 16)
-    assert {s.unroll for s in unrolled if not (s.kind == "reduce_row" and s.vec == 1)} == {8, 16}
+    assert {s.unroll for s in unrolled if s.vec == 1 and s.kind != "reduce_row"} == {8, 16}
+    # vectors of 4 columns: 4 words of W and one of x (16 // 5 = 3 by the rule)
+    assert {s.unroll for s in unrolled if s.vec == 4 and s.kind != "reduce_row"} == {2, 4}
     assert all(s.streamed for s in unrolled) and all(replace(s, unroll=0) in candidates(p) for s in unrolled)
     s16 = replace(base, unroll=16)
     assert s16.tag.endswith("_u16_x32") and s16.tag != base.tag and fits(p, s16) == ""
@@ -1040,3 +1042,71 @@ def test_nvrtc_compiles_the_device_branches_of_the_helpers():
     for arch in ARCHS:
         ops = toolchain.sass_opcodes(toolchain.sass(toolchain.compile_cuda(text.source, arch=arch).cubin))
         assert ops["FMNMX.NAN"] and ops["HADD2.F32"], ops
+
+
+# -- vectors of columns ------------------------------------------------------------------------
+COLUMN_PROGRAMS = [
+    ("kernel c(x: f16[M, N]) -> f32[N] { return mean(x, axis=M) }", dict(M=9001, N=776), {2: "", 4: ".64", 8: ".128"}),
+    ("kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }", dict(B=3, T=1001, C=264),
+     {2: "", 4: ".64", 8: ".128"}),
+    ("kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=1028), {2: ".64", 4: ".128"}),
+]
+
+
+@pytest.mark.parametrize("src,extents,loads", COLUMN_PROGRAMS)
+def test_a_reduction_across_memory_takes_vectors_of_columns(src, extents, loads):
+    """Column reductions (and their splits) may take 2, 4 or 8 neighbouring columns a
+    thread: one vector load a row where a thread a column read one element (2 bytes in
+    f16), each column its own accumulator and its own store or partial. Every such
+    candidate compiles for both targets without spilling and loads whole vectors."""
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, extents, arch="sm_90a")
+    vectors = [s for s in candidates(p) if s.vec > 1]
+    assert {s.vec for s in vectors} == set(loads) and {s.kind for s in vectors} >= {"reduce_col"}
+    for s in vectors:
+        if s.unroll:
+            continue
+        for stage in (1, 2) if s.splits else (1,):
+            text = render(k.graph, g, lay, s, stage)
+            for arch in ARCHS:
+                compiled = toolchain.compile_cuda(text.source, arch=arch)
+                usage = compiled.resources[text.name]
+                assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+                if stage == 1 and arch == "sm_90a":
+                    ops = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+                    assert {o for o in ops if o.startswith("LDG")} == {f"LDG.E{loads[s.vec]}.CONSTANT"}, (s.tag, ops)
+            if stage == 1:
+                assert f"row * {s.vec}" in text.source and f"[{s.vec}];" in text.source
+
+
+def test_vectors_of_columns_are_refused_where_they_cannot_run():
+    def refusal(src, extents, vec, misaligned=False, **change):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        bad = frozenset(id(op) for op in lay.inputs) if misaligned else frozenset()
+        p = problem(g, lay, extents, bad)
+        return fits(p, replace(Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1), vec=vec, **change))
+    col = "kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }"
+    assert refusal(col, dict(M=100, N=64), 8) == ""
+    assert "multiple of 8" in refusal(col, dict(M=100, N=60), 8)
+    assert "16-byte aligned" in refusal(col, dict(M=100, N=64), 8, misaligned=True)
+    assert "at most 16 bytes" in refusal(col.replace("f16[M", "f32[M"), dict(M=100, N=64), 8)
+    weighted = "kernel c(x: f16[M, N], w: f32[N]) -> f32[N] { return sum(x, axis=M) * w }"
+    assert "per-column inputs" in refusal(weighted, dict(M=100, N=64), 4)
+    assert "row_threads 1" in fits(*_split_across(col, dict(M=100000, N=8), vec=2, row_threads=4))
+    assert {s.vec for s in candidates(problem(*_group(weighted), dict(M=100, N=64)))} == {1}
+
+
+def _group(src):
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    return g, plan_layout(g, k.graph)
+
+
+def _split_across(src, extents, **change):
+    g, lay = _group(src)
+    p = problem(g, lay, extents)
+    return p, Schedule("reduce_split", block=32, items=0, splits=8, **change)

@@ -1137,7 +1137,12 @@ STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
                      # across memory, few columns: tiles of 8 and 64 columns (choose.split_schedule)
                      ("kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=40009, N=5)),
                      ("kernel c(x: f32[M, N], y: f32[N]) -> f32[N] { return max(x * y, axis=M) }",
-                      dict(M=9001, N=33))]
+                      dict(M=9001, N=33)),
+                     # vectors of 2, 4 and 8 columns, split or not (choose.column_vectors)
+                     ("kernel c(x: f16[M, N]) -> f32[N] { return mean(x, axis=M) }", dict(M=9001, N=776)),
+                     ("kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }",
+                      dict(B=3, T=1001, C=264)),
+                     ("kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=1028))]
 
 
 def _streamed_schedules():

@@ -148,3 +148,29 @@ def test_random_programs_run_right_on_the_host(data):
         why = mismatch(np.asarray(g, np.float64), e, RTOL[r.dtype.name], ATOL * magnitude)
         assert not why, (f"result {i} ({r.dtype}): {why}\nsource:\n{source}\nextents: {prog.extents}, "
                          f"schedules: {({j: s.tag for j, s in picks.items()})}")
+
+
+# vectors of columns: every such candidate (choose.column_vectors), split or not
+COLUMN_PROGRAMS = [
+    ("f16 mean", "kernel c(x: f16[M, N]) -> f32[N] { return mean(x, axis=M) }", dict(M=9001, N=776)),
+    ("bf16 middle-axis max", "kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }",
+     dict(B=3, T=1001, C=264)),
+    ("f32 sums", "kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=1028)),
+    ("f64 dots", "kernel c(x: f64[M, N], y: f64[M, N]) -> f64[N] { return sum(x * y, axis=M) }", dict(M=4099, N=66)),
+]
+
+
+def _column_vectors():
+    for label, src, extents in COLUMN_PROGRAMS:
+        k = tiledsl.compile(src)
+        [g] = partition(k.graph)
+        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+        found = [s for s in candidates(p, k.hints) if s.vec > 1 and not s.unroll]
+        assert found, label
+        for s in found:
+            yield pytest.param(label, src, extents, s, id=f"{label}-{s.tag}-sp{s.splits}")
+
+
+@pytest.mark.parametrize("label,src,extents,schedule", list(_column_vectors()))
+def test_vectors_of_columns_run_right_on_the_host(label, src, extents, schedule):
+    _check(tiledsl.compile(src), extents, schedule)

@@ -17,7 +17,8 @@ from ..dtypes import DType
 from ..errors import TdslCompileError, TdslError, TdslScheduleError
 from ..ir.graph import Graph, Value
 from ..resources import resource_dir
-from ..schedule.layout import Layout, Operand, batched_operands, operand_input, row_major, transposed_loop
+from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, operand_input, row_major,
+                               transposed_loop)
 from ..schedule.partition import Group, online_pairs, reduction_levels
 from ..schedule.schedules import Schedule, budgeted_threads, ring_refusal, stream_unroll_rule, stream_words
 
@@ -298,6 +299,12 @@ class _Renderer:
                     [f"out{k}[{self.offset(op)}] = o{k}.v[0];"])
         return ([], [f"out{k}[{self.offset(op)} + e * ({self.inner_stride(op)})] = {value};"], [])
 
+    def lane_offset(self, op: Operand) -> str:
+        """The offset of lane `e`'s element of `op` (the vector's lanes walk the innermost loop)."""
+        if self.mode(op) == "bcast":
+            return self.offset(op)
+        return f"{self.offset(op)} + e * ({self.inner_stride(op)})"
+
     def uniform_values(self) -> list[Value]:
         """Values without dims computed from scalar parameters and constants only: a
         0-d input (a full reduction another kernel stored) is loaded with the elements."""
@@ -441,6 +448,14 @@ class _Renderer:
         split = self.s.kind == "reduce_split"
         tpr, rpb = self.s.row_threads, self.s.block // self.s.row_threads
         self.column_tiles = split and 1 < tpr < self.s.block
+        # Across memory, a vector is `vec` neighbouring columns (the kept innermost loop), each
+        # with its own accumulator: a thread reads vec * itemsize bytes a row, not one element
+        kv = self.vec if self.s.kind in ("reduce_col", "reduce_split") and not row_major(lay) else 1
+        if kv > 1:      # the lanes walk the columns' loop (c<loop> + e), not the iteration's innermost
+            self.inner = column_loop(lay)
+            if tpr != 1 or self.inner is None:
+                raise TdslScheduleError(f"{self.s.tag}: vectors of columns take a thread a column (row_threads 1) "
+                                        f"and inputs contiguous along the columns")
         if self.column_tiles and row_major(lay):
             raise TdslScheduleError(f"{self.s.tag}: a split reduction shares a row among {tpr} threads of a "
                                     f"block only across memory (rows lie along the innermost dim here: "
@@ -547,8 +562,9 @@ class _Renderer:
                     + [f"const {T} v{sm.id} = acc{sm.id};" + self.reciprocal_of(sm)] + row_stmts[p + 1]))
                 continue
             rs = [r for r in reduces if level[r.id] == p]
-            tail = [f"acc{r.id} = {_REDUCE_OP[r.attr('kind')]}::combine(acc{r.id}, v{r.operands[0].id});"
-                    for r in rs]
+            lane_acc = "[e]" if kv > 1 else ""
+            tail = [f"acc{r.id}{lane_acc} = {_REDUCE_OP[r.attr('kind')]}::combine(acc{r.id}{lane_acc}, "
+                    f"v{r.operands[0].id});" for r in rs]
             late_lines = late_loads(self.used_ids(phase_roots[p], available_at(p), dict(kept)))
             body = self.element_body(phase_roots[p], available_at(p), slot, tail, dict(kept),
                                      {vid for vid, q in keep_at.items() if q == p})
@@ -562,9 +578,16 @@ class _Renderer:
                     finish.append(f"const {T} v{r.id} = acc{r.id} / ({T})({count});" + self.reciprocal_of(r))
                 else:
                     finish.append(f"const {T} v{r.id} = acc{r.id};" + self.reciprocal_of(r))
+            init = [f"{reg_type(r.dtype)} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};" for r in rs]
+            if kv > 1:
+                init = [line for r in rs for line in (
+                    f"{reg_type(r.dtype)} acc{r.id}[{kv}];",
+                    f"for (int e = 0; e < {kv}; ++e) acc{r.id}[e] = {_identity(r.attr('kind'), r.dtype)};")]
+                finish = [line.replace(f"acc{r.id};", f"acc{r.id}[e];").replace(f"acc{r.id} /", f"acc{r.id}[e] /")
+                          for line, r in zip(finish[1::2], rs)]    # (cross_thread is empty: a thread a column)
             phase_code.append(dict(
-                init=[f"{reg_type(r.dtype)} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};" for r in rs],
-                loads=late_lines if cached else per_row_loads, lanes=self.lane_loop(body), finish=finish + row_stmts[p]))
+                init=init, loads=late_lines if cached else per_row_loads, lanes=self.lane_loop(body),
+                finish=finish + row_stmts[p]))
 
         row_outs = [op for op in lay.outputs if not (set(op.dims) & r_dims)]
         decl, lanes, stores = [], [], []
@@ -576,8 +599,16 @@ class _Renderer:
         row_loads = [f"const {reg_type(op.dtype)} v{op.value.id} = "
                      f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" + self.reciprocal_of(op.value)
                      for op in row_inputs]
-        row_stores = [f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
-                      for op in row_outs]
+        row_stores = [f"out{op.index}[{self.lane_offset(op) if kv > 1 else self.offset(op)}] = "
+                      f"{to_storage(f'v{op.value.id}', op.dtype)};" for op in row_outs]
+        if kv > 1:      # each lane's column finishes alone: its results and stores
+            if row_inputs or row_stmts[0] or phases != 1:
+                raise TdslScheduleError(f"{self.s.tag}: vectors of columns take one reduction level "
+                                        f"and no per-column inputs")
+            [phase] = phase_code
+            phase["finish"] = ["#pragma unroll", f"for (int e = 0; e < {kv}; ++e) {{"] + phase["finish"] \
+                + ([] if split else row_stores) + ["}"]
+            row_stores = []
         r_loops = list(lay.reduced_loops)
         # Prefetch: the next row's elements go to p<k> while this row is reduced from b<k>.
         prefetch = cached and self.s.prefetch and bool(per_row)
@@ -587,7 +618,13 @@ class _Renderer:
         staged = cached and self.s.stages > 1 and bool(ringed)
         if staged:
             self.check_ring(ringed)
-        if split:   # stage 1: each phase ends by storing this block's partial for the row
+        if split and kv > 1:    # stage 1: a partial a column of the vector
+            [phase] = phase_code
+            phase["finish"] = ["#pragma unroll", f"for (int e = 0; e < {kv}; ++e) {{"] + [
+                f"part{k}[(idx_t)blockIdx.y * nrows * {kv} + row * {kv} + e] = acc{r.id}[e];"
+                for k, r in enumerate(reduces)] + ["}"]
+            full_outs, row_stores = [], []
+        elif split:   # stage 1: each phase ends by storing this block's partial for the row
             [phase] = phase_code            # split schedules take one reduction level only
             phase["finish"] = [line for k, r in enumerate(reduces) for line in (
                 self.cross_thread(r), f"if (lane == 0{' && live' if together else ''}) "
@@ -609,10 +646,10 @@ class _Renderer:
             together=together, flip="int flip = 0;" in scratch,
             lane="threadIdx.x / RPB" if self.column_tiles else "TPR == 1 ? 0 : threadIdx.x % TPR",
             scratch=scratch,
-            rows=" * ".join(f"n{l}" for l in lay.kept_loops) or "1",
-            rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 else ""),
-            row_coords=self.coords(list(lay.kept_loops), "row"),
-            r_coords=self.coords(r_loops, f"c * {self.vec}" if self.vec > 1 else "c"),
+            rows=(" * ".join(f"n{l}" for l in lay.kept_loops) or "1") + (f" / {kv}" if kv > 1 else ""),
+            rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 and kv == 1 else ""),
+            row_coords=self.coords(list(lay.kept_loops), f"row * {kv}" if kv > 1 else "row"),
+            r_coords=self.coords(r_loops, f"c * {self.vec}" if self.vec > 1 and kv == 1 else "c"),
             buffers=[self.buffer_decl(op, max(1, self.s.items)) for op in elem_inputs]
             + [f"{reg_type(self.values[vid].dtype)} keep{vid}[{self.s.items}][{self.vec}];" for vid in keep_at],
             loads=per_row_loads,
@@ -642,6 +679,7 @@ class _Renderer:
     def reduce_final(self) -> dict:
         """Stage 2 of a split reduction: combine the partials, finish each row."""
         lay = self.layout
+        self.vec = 1        # a thread a row (a column), whatever stage 1's vectors were
         reduces = [v for v in self.group.values if v.op == "reduce"]
         r_dims = set(self.group.axes)
         uniform, uniform_ids = self.uniform_lines()

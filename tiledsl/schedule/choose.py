@@ -10,10 +10,10 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from .hints import Hints
-from .layout import across_operands, batched_operands, operand_input, Layout
+from .layout import across_operands, batched_operands, column_loop, operand_input, Layout
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
-from .partition import Group, online_pairs
+from .partition import Group, online_pairs, reduction_levels
 from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
                         Schedule, computes_f64_math, ring_refusal, stream_unroll_rule, stream_words)
 
@@ -605,9 +605,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                     if block * vec <= tile[0] * tile[1] and staged_tile_bytes(p, tile) <= MAX_STATIC_SHARED]
         return out
     out = []
-    if not p.row_major():
-        out.append(Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1,
-                            index64=p.index64))
+    col_vecs = column_vectors(p)
+    if not p.row_major():     # a thread a column, or a vector of neighbouring columns
+        out += [Schedule("reduce_col", block=256, vec=v, items=0, row_threads=1, index64=p.index64)
+                for v in [1] + col_vecs]
     split = split_schedule(p)
     if split is not None:   # the default's splits, twice as many (while chunks last) and half
         for n in dict.fromkeys((split.splits, min(2 * split.splits, max_splits(p, split.row_threads, split.vec)), split.splits // 2)):
@@ -616,6 +617,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         if not p.row_major() and split.row_threads < split.block:   # a tile of columns: twice and half as tall
             out += [replace(split, row_threads=t) for t in (2 * split.row_threads, split.row_threads // 2)
                     if 1 <= t < split.block]
+        for v in col_vecs:      # vectors of columns, their splits filling the GPU
+            wide = split_schedule(p, v)
+            if wide is not None:
+                out += [replace(wide, splits=n) for n in dict.fromkeys((wide.splits, wide.splits // 2)) if n >= 2]
     # A few rows that a split reduction spreads over the GPU: a block a row would leave most
     # SMs idle, and each thread sums a long stretch serially (H100, sum(x * y) over 2^26 f32:
     # 2.4-3.8 ms against the split's 0.19, and relative errors of 1.9e-5 against float64).
@@ -845,7 +850,7 @@ def pinned_ring(p: Problem, s: Schedule, stages: int) -> Schedule:
     return s
 
 
-def split_schedule(p: Problem) -> Optional[Schedule]:
+def split_schedule(p: Problem, column_vec: int = 1) -> Optional[Schedule]:
     """A split reduction where too few rows would leave the GPU idle: one long row
     gets whole blocks; rows along the inner memory dim (columns: `sum(x, axis=M)`)
     a tile of a block, up to 256 columns wide, each column's share of the block's
@@ -857,19 +862,27 @@ def split_schedule(p: Problem) -> Optional[Schedule]:
     sums, x @ W, sums and dot products): the old 4 blocks per SM took 4-32% longer
     on 9 of them on an H100 and on 8 on an H200 (sum(x) 4096x4096: 45.5 against
     33.1 us, and 38.8 against 25.9 on the H200); 4 per SM won one shape by 4%
-    on the H200 (column sums 65536x4096), and lost it by 2.5% on the H100."""
+    on the H200 (column sums 65536x4096), and lost it by 2.5% on the H100. With
+    `column_vec`, a thread takes that many neighbouring columns (a thread a column
+    only), and the splits fill the GPU with the fewer threads."""
     if not p.splittable() or p.row_length < 4096:
         return None
     vec = 1
     if p.row_major() or p.rows == 1:
+        if column_vec > 1:
+            return None
         block, tpr = 512, 512
         row_blocks = p.rows
         vec = max_vector(p) if p.row_major() else 1
     else:   # across memory: a tile of columns (rows, to tiledsl), a column's threads a row apart
-        block = 256
-        columns = min(block, _pow2_at_least(p.rows))
+        block, vec = 256, column_vec
+        columns = min(block, _pow2_at_least(p.rows // vec))
+        if vec > 1:     # vectors take a thread a column: a block as wide as the vectors, 32 to 256
+            if columns < 32:
+                return None
+            block = columns
         tpr = block // columns
-        row_blocks = -(-p.rows // columns)
+        row_blocks = -(-(p.rows // vec) // columns)
     if row_blocks >= 2 * p.sm_count:
         return None
     per_sm = max(1, min(2, 512 // block))
@@ -888,6 +901,41 @@ def max_splits(p: Problem, row_threads: int, vec: int) -> int:
     return min(-(-p.row_length // chunk), 65535)
 
 
+def column_vector(p: Problem, s: Schedule) -> int:
+    """Columns a thread of `s` takes at once: its vector, for a column or split reduction
+    across memory (the kept innermost loop); else 1."""
+    return s.vec if s.kind in ("reduce_col", "reduce_split") and not p.row_major() else 1
+
+
+def column_vector_refusal(p: Problem, s: Schedule) -> str:
+    """'' when a reduction across memory can take `s.vec` neighbouring columns a thread
+    (the kept loop innermost in memory, `column_loop`), else why not."""
+    if s.row_threads != 1:
+        return "vectors of columns take a thread a column (row_threads 1)"
+    reduced = set(p.layout.reduced_loops)
+    if any(op.loops and not set(op.loops) & reduced for op in p.layout.inputs):
+        return "vectors of columns take no per-column inputs"
+    if len(set(reduction_levels(p.group).values())) > 1:
+        return "vectors of columns take one reduction level"
+    loop = column_loop(p.layout)
+    if loop is None or p.loops[loop] % s.vec:
+        return f"the columns' innermost extent is not a multiple of {s.vec}"
+    # inputs load a vector; results are stored lane by lane
+    walking = [op for op in p.layout.inputs if loop in op.loops]
+    if any(op.loops[-1] != loop or id(op) in p.misaligned or op.dtype.itemsize * s.vec > 16 for op in walking):
+        return (f"vectors of {s.vec} columns need every input contiguous along them, 16-byte aligned, "
+                f"at most 16 bytes a vector")
+    return ""
+
+
+def column_vectors(p: Problem) -> list[int]:
+    """The vector widths a column or split reduction across memory may take (beyond 1)."""
+    if p.row_major():
+        return []
+    probe = Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=p.index64)
+    return [v for v in (2, 4, 8) if not column_vector_refusal(p, replace(probe, vec=v))]
+
+
 def launches(p: Problem, s: Schedule) -> list[Launch]:
     """The launches schedule `s` takes (none when there is nothing to compute)."""
     if s.kind == "pointwise":
@@ -903,7 +951,7 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
         return matmul_launches(p, s)
     if p.rows == 0:
         return []
-    grid = -(-p.rows // (s.block // s.row_threads))
+    grid = -(-(p.rows // column_vector(p, s)) // (s.block // s.row_threads))
     if s.kind == "reduce_split":
         final = -(-p.rows // s.block)
         return [Launch(s, (max(1, min(MAX_GRID, grid)), s.splits, 1), p.loops, 1),
@@ -1289,6 +1337,10 @@ def fits(p: Problem, s: Schedule) -> str:
         if staged > MAX_STATIC_SHARED:
             return (f"a {s.tile[0]}x{s.tile[1]} tile of every transposed operand takes {staged} bytes of "
                     f"shared memory, more than the {MAX_STATIC_SHARED // 1024} KB a block has")
+    elif s.vec > 1 and s.kind in ("reduce_col", "reduce_split") and not p.row_major():
+        why = column_vector_refusal(p, s)
+        if why:
+            return why
     elif s.vec > 1:
         if inner is None or p.loops[inner] % s.vec:
             return f"the innermost extent is not a multiple of {s.vec}"

@@ -152,3 +152,14 @@ def transposed_loop(layout: Layout) -> Optional[int]:
     loop of the `across_operands`, where they all agree; else None."""
     across = {op.loops[-1] for op in across_operands(layout)} if layout.loops else set()
     return next(iter(across)) if len(across) == 1 else None
+
+
+def column_loop(layout) -> Optional[int]:
+    """The kept loop a reduction across memory's vectors walk: the last kept loop, where
+    the widest input has it innermost; else None."""
+    kept = list(layout.kept_loops)
+    streamed = [op for op in layout.inputs if set(op.loops) & set(layout.reduced_loops)]
+    if not kept or not streamed:
+        return None
+    widest = max(streamed, key=lambda op: (len(op.loops), op.dtype.itemsize))
+    return kept[-1] if widest.loops and widest.loops[-1] == kept[-1] else None

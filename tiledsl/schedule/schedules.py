@@ -37,6 +37,13 @@ of it: one compiled kernel serves every size of its class.
                                         pass where they do not (choose.online_pays)
     reduce_col                          a thread per kept element, for
                                         reductions over outer dims
+    reduce_col vec=8                    batch mean of f16 [65536, 768]: a thread
+                                        takes 8 neighbouring columns, one 16-byte
+                                        load a row and 8 accumulators, where a
+                                        thread a column read 2 bytes a row (53.4
+                                        us, 0.63x copy on an H100); also a split
+                                        with a thread a column. Tuner candidates
+                                        (choose.column_vectors), not yet timed
     reduce_col unroll=16 (tag _u16)     its streamed loop as `#pragma unroll 16`:
                                         16 loads in flight a thread, not ptxas's
                                         choice (unroll=0); a tuner candidate
@@ -73,6 +80,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import TdslScheduleError
+from .layout import column_loop, row_major
 
 _KINDS = ("pointwise", "reduce_row", "reduce_col", "reduce_split", "matmul")
 MAX_ROW_ELEMENTS = 32      # elements of a row one thread may keep in registers
@@ -107,7 +115,10 @@ def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
     streamed = [op for op in layout.inputs if set(op.loops) & reduced]
     if s.kind == "reduce_row" and s.vec == 1:
         streamed = [op for op in streamed if set(op.loops) & kept]
-    words = sum(op.dtype.itemsize / 4 if s.vec > 1 else max(1.0, op.dtype.itemsize / 4) for op in streamed) * s.vec
+    # vectors of columns: an input not along the columns (x of x @ W) is one element
+    columns = column_loop(layout) if s.kind in ("reduce_col", "reduce_split") and not row_major(layout) else None
+    words = sum(op.dtype.itemsize / 4 * s.vec if s.vec > 1 and (columns is None or columns in op.loops)
+                else max(1.0, op.dtype.itemsize / 4) * (s.vec if columns is None else 1) for op in streamed)
     # at least one word a row read one by one; at least half a word in any loop (a sum of a scalar
     # parameter streams nothing)
     return max(1.0 if s.kind == "reduce_row" and s.vec == 1 else 0.5, words), \
@@ -165,7 +176,7 @@ def _padded_tile(rows: int, bk: int) -> int:
 class Schedule:
     kind: str
     block: int = 256            # threads per block
-    vec: int = 1                # elements per vector access
+    vec: int = 1                # elements per vector access (a reduction across memory: neighbouring columns a thread)
     items: int = 1              # vectors per thread (reduce_row: 0 = looped)
     row_threads: int = 0        # reduce_row: threads cooperating on one row
     hoist: bool = True          # reduce_row: load row-invariant inputs once per thread
@@ -250,8 +261,8 @@ class Schedule:
         elif self.kind != "matmul" and self.min_blocks != 1:
             return "only row reductions and GEMMs choose the blocks per SM their registers are budgeted for"
         elif self.kind == "reduce_col":
-            if self.row_threads != 1 or self.items != 0 or self.vec != 1:
-                return "a column reduction has one thread per row, loops, and no vectors"
+            if self.row_threads != 1 or self.items != 0 or self.vec > 8:
+                return "a column reduction has a thread a column (or a vector of up to 8 of them) and loops"
         elif self.kind == "matmul":
             if len(self.tile) != 3 or len(self.micro) != 2:
                 return "a matmul needs tile=(BM, BN, BK) and micro=(TM, TN)"
