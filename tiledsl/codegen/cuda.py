@@ -572,19 +572,17 @@ class _Renderer:
             finish = []
             for r in rs:
                 T = reg_type(r.dtype)
-                finish.append(self.cross_thread(r))
+                finish.append(self.cross_thread(r))     # (none for vectors of columns: a thread a column)
                 if r.attr("kind") == "mean":
                     count = " * ".join(f"n{l}" for l in lay.reduced_loops) or "1"
-                    finish.append(f"const {T} v{r.id} = acc{r.id} / ({T})({count});" + self.reciprocal_of(r))
+                    finish.append(f"const {T} v{r.id} = acc{r.id}{lane_acc} / ({T})({count});" + self.reciprocal_of(r))
                 else:
-                    finish.append(f"const {T} v{r.id} = acc{r.id};" + self.reciprocal_of(r))
+                    finish.append(f"const {T} v{r.id} = acc{r.id}{lane_acc};" + self.reciprocal_of(r))
             init = [f"{reg_type(r.dtype)} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};" for r in rs]
             if kv > 1:
                 init = [line for r in rs for line in (
                     f"{reg_type(r.dtype)} acc{r.id}[{kv}];",
                     f"for (int e = 0; e < {kv}; ++e) acc{r.id}[e] = {_identity(r.attr('kind'), r.dtype)};")]
-                finish = [line.replace(f"acc{r.id};", f"acc{r.id}[e];").replace(f"acc{r.id} /", f"acc{r.id}[e] /")
-                          for line, r in zip(finish[1::2], rs)]    # (cross_thread is empty: a thread a column)
             phase_code.append(dict(
                 init=init, loads=late_lines if cached else per_row_loads, lanes=self.lane_loop(body),
                 finish=finish + row_stmts[p]))
