@@ -130,7 +130,18 @@ def test_random_programs_run_right_on_the_host(data):
     on the host under its default or under candidates drawn from the tuner's space,
     against the exact interpreter as the GPU fuzz judges it. TDSL_HOST_FUZZ_EXAMPLES=N
     for more."""
-    source, prog, _, _ = build(data, SIZES, 1 << 14, ("f64", "f32", "f16", "bf16"), 0, 1, True,
+    _run_random_program(data, products=0, min_dims=1)
+
+
+@fuzz_test(HOST_FUZZ_EXAMPLES // 4)
+def test_random_products_run_right_on_the_host(data):
+    """Three-dim programs with matrix products: f32 ones on the CUDA cores run on the host
+    with what is fused around them (tensor-core and split-K groups are left to the GPU)."""
+    _run_random_program(data, products=6, min_dims=3)
+
+
+def _run_random_program(data, products: int, min_dims: int):
+    source, prog, _, _ = build(data, SIZES, 1 << 14, ("f64", "f32", "f16", "bf16"), products, min_dims, True,
                                exact_conditions=True, ints=True)
     try:
         k = tiledsl.compile(source)
