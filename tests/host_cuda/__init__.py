@@ -9,6 +9,7 @@ combines without a GPU; not for timing, and not for tensor-core kernels (their
 inline PTX stays device-only)."""
 from __future__ import annotations
 
+import atexit
 import ctypes
 import faulthandler
 import hashlib
@@ -30,6 +31,7 @@ from tiledsl.schedule.partition import partition
 HERE = Path(__file__).parent
 CXX = shutil.which("g++") or shutil.which("c++")
 _BUILD = Path(tempfile.mkdtemp(prefix="tdsl_host_"))
+atexit.register(shutil.rmtree, _BUILD, True)
 _LIBRARIES: dict[str, ctypes.CDLL] = {}
 
 
@@ -54,6 +56,7 @@ def _library(source: str, name: str, decls: list[str]) -> ctypes.CDLL:
                 f"    {name}({casts});\n}}\n"
                 'extern "C" int tdsl_run(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned threads) {\n'
                 "    return tdsl_host::launch(tdsl_host::Dim3{gx, gy, gz}, threads, tdsl_body, args);\n}\n")
+        _BUILD.mkdir(parents=True, exist_ok=True)       # (a cleaner of /tmp may have taken it)
         src, out = _BUILD / f"{key}.cpp", _BUILD / f"{key}.so"
         src.write_text(text)
         done = subprocess.run([CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-include",
