@@ -27,7 +27,8 @@ from test_gpu_fuzz import ATOL, RTOL, mismatch
 from test_properties import build
 
 if not host_cuda.available():
-    pytest.skip("no host C++ compiler (g++) to run kernels on the CPU", allow_module_level=True)
+    pytest.skip("no host C++ compiler (g++ 12 or later, for _Float16) to run kernels on the CPU",
+                allow_module_level=True)
 
 SOFTMAX = "kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return {t}(e / sum(e, axis=N))\n}}"
 LSE = "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import faulthandler
+import functools
 import hashlib
 import mmap
 import os
@@ -35,8 +36,18 @@ atexit.register(shutil.rmtree, _BUILD, True)
 _LIBRARIES: dict[str, ctypes.CDLL] = {}
 
 
+@functools.lru_cache(maxsize=None)
 def available() -> bool:
-    return CXX is not None
+    """Whether a host C++ compiler takes host_cuda.h and the helpers' _Float16 (GCC 12+)."""
+    if CXX is None:
+        return False
+    _BUILD.mkdir(parents=True, exist_ok=True)
+    probe = _BUILD / "probe.cpp"
+    probe.write_text("inline float half_trip(float f) { return (float)(_Float16)f; }\n"
+                     "int probe() { __syncthreads(); return (int)half_trip(1.5f); }\n")
+    done = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", "-include", str(HERE / "host_cuda.h"), str(probe)],
+                          capture_output=True, text=True)
+    return done.returncode == 0
 
 
 def _argument_cast(decl: str, i: int) -> str:
