@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 
 import tiledsl  # noqa: E402
 from benchmarks.common import input_sets_needed, time_cuda  # noqa: E402
+from tiledsl.errors import TdslError  # noqa: E402
 from tiledsl.inputs import random_arguments, relative_error  # noqa: E402
 from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
@@ -64,6 +65,23 @@ def error(case: RowCase, schedule) -> float:
     case.out.fill(float("nan"))
     got = case.kernel(*case.sets[0], out=case.out)
     return relative_error(cp.asnumpy(got).astype(np.float64), case.want)
+
+
+def exact(case: RowCase, variants: dict, bound: float = 2e-3) -> dict:
+    """The variants whose result is within `bound` of the reference (a schedule that
+    cannot run counts as infinitely far); the others are printed and dropped."""
+    kept = {}
+    for label, s in variants.items():
+        try:
+            err = error(case, s)
+        except TdslError as e:
+            err = float("inf")
+            print(f"{case.name} {case.extents} {label}: {e}")
+        if err <= bound:
+            kept[label] = s
+        else:
+            print(f"{case.name} {case.extents} {label} {s.tag}: err {err:.1e}, dropped", flush=True)
+    return kept
 
 
 def distinct(variants: dict) -> dict:

@@ -20,7 +20,8 @@ from ..resources import resource_dir
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, operand_input, row_major,
                                transposed_loop)
 from ..schedule.partition import Group, online_pairs, reduction_levels
-from ..schedule.schedules import Schedule, budgeted_threads, ring_refusal, stream_unroll_rule, stream_words
+from ..schedule.schedules import (Schedule, budgeted_threads, column_vector, ring_refusal, stream_unroll_rule,
+                                  stream_words)
 
 
 @lru_cache(maxsize=1)
@@ -450,7 +451,7 @@ class _Renderer:
         self.column_tiles = split and 1 < tpr < self.s.block
         # Across memory, a vector is `vec` neighbouring columns (the kept innermost loop), each
         # with its own accumulator: a thread reads vec * itemsize bytes a row, not one element
-        kv = self.vec if self.s.kind in ("reduce_col", "reduce_split") and not row_major(lay) else 1
+        kv = column_vector(self.s, lay)
         if kv > 1:      # the lanes walk the columns' loop (c<loop> + e), not the iteration's innermost
             self.inner = column_loop(lay)
             if tpr != 1 or self.inner is None:

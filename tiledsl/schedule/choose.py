@@ -15,7 +15,8 @@ from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, reduction_levels
 from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
-                        Schedule, computes_f64_math, ring_refusal, stream_unroll_rule, stream_words)
+                        Schedule, column_vector, computes_f64_math, ring_refusal, stream_unroll_rule,
+                        stream_words)
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -901,12 +902,6 @@ def max_splits(p: Problem, row_threads: int, vec: int) -> int:
     return min(-(-p.row_length // chunk), 65535)
 
 
-def column_vector(p: Problem, s: Schedule) -> int:
-    """Columns a thread of `s` takes at once: its vector, for a column or split reduction
-    across memory (the kept innermost loop); else 1."""
-    return s.vec if s.kind in ("reduce_col", "reduce_split") and not p.row_major() else 1
-
-
 def column_vector_refusal(p: Problem, s: Schedule) -> str:
     """'' when a reduction across memory can take `s.vec` neighbouring columns a thread
     (the kept loop innermost in memory, `column_loop`), else why not."""
@@ -951,7 +946,7 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
         return matmul_launches(p, s)
     if p.rows == 0:
         return []
-    grid = -(-(p.rows // column_vector(p, s)) // (s.block // s.row_threads))
+    grid = -(-(p.rows // column_vector(s, p.layout)) // (s.block // s.row_threads))
     if s.kind == "reduce_split":
         final = -(-p.rows // s.block)
         return [Launch(s, (max(1, min(MAX_GRID, grid)), s.splits, 1), p.loops, 1),

@@ -116,13 +116,19 @@ def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
     if s.kind == "reduce_row" and s.vec == 1:
         streamed = [op for op in streamed if set(op.loops) & kept]
     # vectors of columns: an input not along the columns (x of x @ W) is one element
-    columns = column_loop(layout) if s.kind in ("reduce_col", "reduce_split") and not row_major(layout) else None
+    columns = column_loop(layout) if column_vector(s, layout) > 1 else None
     words = sum(op.dtype.itemsize / 4 * s.vec if s.vec > 1 and (columns is None or columns in op.loops)
                 else max(1.0, op.dtype.itemsize / 4) * (s.vec if columns is None else 1) for op in streamed)
     # at least one word a row read one by one; at least half a word in any loop (a sum of a scalar
     # parameter streams nothing)
     return max(1.0 if s.kind == "reduce_row" and s.vec == 1 else 0.5, words), \
         any(op.dtype.itemsize == 8 for op in layout.inputs if set(op.loops) & reduced)
+
+
+def column_vector(s: "Schedule", layout) -> int:
+    """Columns a thread of `s` takes at once: its vector, for a column or split reduction
+    across memory (along the kept loop innermost in memory, `layout.column_loop`); else 1."""
+    return s.vec if s.kind in ("reduce_col", "reduce_split") and not row_major(layout) else 1
 
 
 def stream_unroll_rule(s: "Schedule", words: float, wide: bool = False) -> int:
