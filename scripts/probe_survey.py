@@ -13,6 +13,7 @@ from dataclasses import replace
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
+from tiledsl.schedule import choose  # noqa: E402
 
 K = "kernel f"
 CASES = [
@@ -44,6 +45,12 @@ CASES = [
     ("long-row softmax", f"{K}(x: f32[M, N]) -> f32[M, N] {{\n e = exp(x - max(x, axis=N))\n"
      " return e / sum(e, axis=N)\n}", {"M": 256, "N": 1 << 18}),
     ("batch mean", f"{K}(x: f16[B, C]) -> f32[C] {{ return mean(x, axis=B) }}", {"B": 1 << 16, "C": 768}),
+    ("batch mean bf16", f"{K}(x: bf16[B, C]) -> f32[C] {{ return mean(x, axis=B) }}", {"B": 1 << 16, "C": 1024}),
+    ("column sums f16", f"{K}(x: f16[M, N]) -> f16[N] {{ return sum(x, axis=M) }}", {"M": 16384, "N": 4096}),
+    ("middle-axis sums f16", f"{K}(x: f16[B, T, C]) -> f32[B, C] {{ return sum(x, axis=T) }}",
+     {"B": 64, "T": 1024, "C": 512}),
+    ("column max bf16, 64 wide", f"{K}(x: bf16[M, N]) -> bf16[N] {{ return max(x, axis=M) }}",
+     {"M": 1 << 20, "N": 64}),
     ("rmsnorm f16 5120", "kernel f(x: f16[M, N], w: f16[N]) -> f16[M, N] {\n"
      " return x * rsqrt(mean(x * x, axis=N) + 0.00001) * w\n}", {"M": 16384, "N": 5120}),
 ]
@@ -58,6 +65,16 @@ def main() -> None:
         if d.streamed:      # SURVEY_UNROLL="4 8": the streamed default at those unrolls too
             case.variants.update({f"unroll {u}": replace(d, unroll=int(u))
                                   for u in os.environ.get("SURVEY_UNROLL", "").split()})
+        # SURVEY_VEC="2 4 8": a column reduction's default taking that many columns a thread,
+        # alone and at the SURVEY_UNROLL unrolls, where the columns allow it
+        for v in os.environ.get("SURVEY_VEC", "").split() if d.kind in ("reduce_col", "reduce_split") else ():
+            wide = replace(d, vec=int(v), row_threads=1)
+            if d.kind == "reduce_split":    # its splits filling the GPU, as the tuner's
+                wide = choose.split_schedule(case.problem, int(v)) or wide
+            if d.kind in ("reduce_col", "reduce_split") and not choose.column_vector_refusal(case.problem, wide):
+                case.variants[f"vec {v}"] = wide
+                case.variants.update({f"vec {v} unroll {u}": replace(wide, unroll=int(u))
+                                      for u in os.environ.get("SURVEY_UNROLL", "").split()})
         case.variants = row_probe.exact(case, case.variants)
         cases.append(case)
     row_probe.time_and_report(cases, copy, label_width=8)

@@ -614,9 +614,13 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     k = tiledsl.compile((EXAMPLES / f"{name}.tdsl").read_text())
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
-    p = problem(g, lay, dict(M=2048, N=50257))
+    # a row that cannot be peeled to aligned vectors: its inputs misaligned (or weights over N
+    # heavier than the row: layernorm's f32 weight and bias against f16 x)
+    misaligned = frozenset(id(op) for op in lay.inputs)
+    p = problem(g, lay, dict(M=2048, N=50257), misaligned)
     s = default(p)
-    assert (s.kind, s.items, s.vec, s.unroll) == ("reduce_row", 0, 1, 0)
+    assert (s.kind, s.items, s.vec, s.unroll, s.peel) == ("reduce_row", 0, 1, 0, False)
+    assert default(problem(g, lay, dict(M=2048, N=50257))).peel == (name != "layernorm")
     # f32 rows of 50257, 264 at once (53 MB), outgrow the L2: softmax takes one pass; the
     # others have no such choice and keep the field's default (and their names)
     assert s.online and "_2p" not in s.tag
@@ -628,12 +632,47 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     # softmax's online pass takes chunks of 16 elements instead
     assert text.source.count("first_c += (idx_t)16 * TPR") == (name == "softmax")
     assert {c.unroll for c in candidates(p) if c.streamed and c.vec == 1} == {0, 4, 8}
+    assert not any(c.peel for c in candidates(p))
     for arch in ARCHS:
         usage = toolchain.compile_cuda(text.source, arch=arch).resources[text.name]
         assert usage.spill_stores == 0 and usage.local_bytes == 0
     # aligned rows (vectors of 16 bytes) keep ptxas's unroll
     aligned = default(problem(g, lay, dict(M=2048, N=50256)))
     assert aligned.vec > 1 and "#pragma unroll 16" not in render(k.graph, g, lay, aligned, 1).source
+
+
+@pytest.mark.parametrize("name", ["softmax", "rmsnorm"])
+def test_a_looped_row_whose_length_breaks_alignment_is_peeled_to_aligned_vectors(name):
+    """Rows of 50257: 16-byte vectors from each row's first aligned element (Schedule.peel),
+    4 of them in flight (the unroll rule: 16 words), the head and tail one element at a
+    time; rmsnorm's weight over N gathered lane by lane. No spills; whole-vector loads."""
+    k = tiledsl.compile((EXAMPLES / f"{name}.tdsl").read_text())
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(M=2048, N=50257))
+    s = default(p)
+    assert (s.kind, s.items, s.vec, s.peel) == ("reduce_row", 0, 16 // k.graph.params[0].dtype.itemsize, True)
+    assert "_pe_" in s.tag and not fits(p, s)
+    text = render(k.graph, g, lay, s, 1).source
+    passes = 2      # softmax: max and sum in one pass (rows outgrow the L2), then the output; rmsnorm: two
+    assert text.count("for (idx_t c = lane; c < ragged; c += TPR)") == passes
+    assert text.count("c < vend") >= passes
+    if name == "rmsnorm":       # the weight's lanes, one by one (its alignment is not the row's)
+        assert "b1[0].v[e] = in1[c1 + e * (1)];" in text
+    usage = toolchain.compile_cuda(text, arch="sm_90a")
+    assert usage.resources[render(k.graph, g, lay, s, 1).name].spill_stores == 0
+    assert toolchain.has_instruction(toolchain.sass(usage.cubin), "LDG.E.128")
+    # candidates: the peeled rows at three block sizes (first, as the widest vectors), and
+    # the element-by-element ones still
+    peeled = [c for c in candidates(p) if c.peel]
+    assert {c.block for c in peeled} == {256, 512, 1024} and any(c.vec == 1 for c in candidates(p))
+    # peeling needs rows the only operands along the row besides weights, aligned bases,
+    # and a looped row a warp or more wide
+    assert "alignment" in fits(problem(g, lay, dict(M=2048, N=50257), frozenset(id(op) for op in lay.inputs)), s)
+    with pytest.raises(tiledsl.TdslError, match="peeled"):
+        replace(s, row_threads=16, block=256)
+    with pytest.raises(tiledsl.TdslError, match="peeled"):
+        replace(s, items=2)
 
 
 @pytest.mark.parametrize("length", [781, 1000, 3001, 4097, 5000, 8193, 10000, 12001])
@@ -916,9 +955,13 @@ def test_a_looped_row_takes_max_and_sum_of_exp_in_one_pass(src, dtype, passes, t
             ks, _, usage = _compile(k, g, lay, replace(s, online=online), arch)
             assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
         kernel = ks.source[ks.source.index('extern "C"'):]
-        assert kernel.count("tdsl::online_add_chunk(") == online
+        # rows of 100003 are peeled to aligned vectors (f64: 16 bytes are 2 of them): each
+        # stream's head and tail go one element at a time, an online chunk each
+        assert s.peel and s.vec == 16 // k.graph.params[0].dtype.itemsize
+        assert kernel.count("tdsl::online_add_chunk(") == 2 * online
         assert kernel.count("for (idx_t first_c = rbegin + lane") == online
         assert kernel.count("for (idx_t c = rbegin + lane") == passes + 1 - 2 * online
+        assert kernel.count("for (idx_t c = lane; c < ragged; c += TPR)") == passes + 1 - online
     held = default(problem(g, lay, dict(M=4096, N=1024), sm_count=132, hbm_gbps=3352.0))
     assert held.items > 0
     ks, _, _ = _compile(k, g, lay, held, "sm_90a")

@@ -1101,8 +1101,10 @@ def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, online, rng):
     s = default(p, k.hints)
     assert s.kind == "reduce_row" and (s.items == 0 or n < 40009), s
     if threads:
+        peel = s.peel and threads >= 32     # (rows peeled to aligned vectors take a warp or more)
         s = replace(s, block={1: 64, 32: 128}.get(threads, threads), row_threads=threads, items=0, keep=False,
-                    prefetch=False, stages=1, blocks_per_sm=0, min_blocks=1, unroll=0)
+                    prefetch=False, stages=1, blocks_per_sm=0, min_blocks=1, unroll=0, peel=peel,
+                    vec=s.vec if peel else 1)
     if s.items == 0:        # one pass (online) or two
         s = replace(s, online=online)
     set_overrides(k._launcher, {0: s})
@@ -1142,7 +1144,13 @@ STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
                      ("kernel c(x: f16[M, N]) -> f32[N] { return mean(x, axis=M) }", dict(M=9001, N=776)),
                      ("kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }",
                       dict(B=3, T=1001, C=264)),
-                     ("kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=1028))]
+                     ("kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=1028)),
+                     # looped rows of lengths that break alignment, peeled to aligned vectors or not
+                     # (Schedule.peel): a weight over N gathered lane by lane; mixed widths
+                     ("kernel n(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n m = mean(x, axis=N)\n"
+                      " d = x - m\n return f16(d * rsqrt(mean(d * d, axis=N) + 1e-5) * w + b)\n}", dict(M=7, N=20001)),
+                     ("kernel m(x: f16[M, N], y: f32[M, N], s: f32[M]) -> f32[M, N] { z = x * y + s\n"
+                      " return z - max(z, axis=N) }", dict(M=6, N=30011))]
 
 
 def _streamed_schedules():

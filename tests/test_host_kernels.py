@@ -20,6 +20,7 @@ from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
 from tiledsl.schedule.choose import candidates, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
+from tiledsl.schedule.schedules import Schedule
 
 from conftest import EXAMPLES, fresh_seed
 from test_codegen_fuzz import SIZES, drawn_candidates, fuzz_test
@@ -186,3 +187,54 @@ def _column_vectors():
 @pytest.mark.parametrize("label,src,extents,schedule", list(_column_vectors()))
 def test_vectors_of_columns_run_right_on_the_host(label, src, extents, schedule):
     _check(tiledsl.compile(src), extents, schedule)
+
+
+# Looped rows whose length breaks vector alignment, peeled (Schedule.peel): each row read in
+# vectors from its first aligned element, the head and tail one at a time. Rows shorter than a
+# vector, a head longer than the row, a weight over N gathered lane by lane, mixed widths.
+LAYERNORM_ODD = ("kernel n(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n m = mean(x, axis=N)\n"
+                 " d = x - m\n return f16(d * rsqrt(mean(d * d, axis=N) + 1e-5) * w + b)\n}")
+PEELED_PROGRAMS = [
+    ("softmax f16", SOFTMAX.format(t="f16"), dict(M=9, N=4099)),
+    ("softmax bf16 short", SOFTMAX.format(t="bf16"), dict(M=11, N=13)),
+    ("softmax f32 rows of 3", SOFTMAX.format(t="f32"), dict(M=9, N=3)),
+    ("softmax f16 rows of 1", SOFTMAX.format(t="f16"), dict(M=5, N=1)),
+    ("logsumexp", LSE, dict(M=7, N=2053)),
+    ("layernorm, weights gathered", LAYERNORM_ODD, dict(M=10, N=1001)),
+    ("mixed widths with a row input", "kernel m(x: f16[M, N], y: f32[M, N], s: f32[M]) -> f32[M, N] "
+     "{ z = x * y + s\n return z - max(z, axis=N) }", dict(M=6, N=1027)),
+    ("row dots", "kernel d(x: bf16[M, N], y: bf16[M, N]) -> f32[M] { return sum(x * y, axis=N) }", dict(M=13, N=999)),
+]
+
+
+def _peeled():
+    from tiledsl.schedule.choose import fits, peel_vector
+    for label, src, extents in PEELED_PROGRAMS:
+        k = tiledsl.compile(src)
+        [g] = partition(k.graph)
+        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+        vec = peel_vector(p)
+        assert vec > 1, label
+        for block, online in ((32, True), (64, False), (128, True)):
+            s = Schedule("reduce_row", block=block, vec=vec, items=0, row_threads=block, peel=True,
+                         online=online, index64=p.index64)
+            assert not fits(p, s), (label, fits(p, s))
+            yield pytest.param(label, src, extents, s, id=f"{label}-{s.tag}")
+
+
+@pytest.mark.parametrize("label,src,extents,schedule", list(_peeled()))
+def test_peeled_rows_run_right_on_the_host(label, src, extents, schedule):
+    _check(tiledsl.compile(src), extents, schedule)
+
+
+def test_a_peeled_row_starts_its_vectors_aligned_in_every_operand_it_shares_a_head_with():
+    # the head is the element count to the first aligned vector of the rows' shared start
+    k = tiledsl.compile(PEELED_PROGRAMS[0][1])
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    from tiledsl.codegen.cuda import render  # noqa: E402
+    text = render(k.graph, g, lay, Schedule("reduce_row", block=64, vec=8, items=0, row_threads=64,
+                                            peel=True, online=False)).source
+    assert "const idx_t head_gap = (8 - ((c0) * n1 + 0) % 8) % 8;" in text
+    assert text.count("tdsl::load<unsigned short, 8>(in0 + (c0) * n1 + c1)") == 3      # max, sum, output
+    assert text.count("for (idx_t c = lane; c < ragged; c += TPR)") == 3

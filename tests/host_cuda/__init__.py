@@ -159,8 +159,10 @@ def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int
                 arrays[op.value.id] = buffers.array(tuple(extents[d] for d in op.dims), op.dtype.numpy)
         reduces = [v for v in group.values if v.op == "reduce"]
         rows = int(np.prod([p.loops[l] for l in layout.kept_loops])) if layout.kept_loops else 1
-        parts = [buffers.array((max(1, schedule.splits), rows), np.float64 if r.dtype.name == "f64" else np.float32)
-                 for r in reduces]
+        # a split's partials, held as the kernel holds the reduction (codegen.reg_type: f16 and
+        # bf16 as float; integers as themselves: an i64 sum's partials are 8 bytes)
+        parts = [buffers.array((max(1, schedule.splits), rows), np.float64 if r.dtype.name == "f64" else
+                               np.float32 if r.dtype.is_float else r.dtype.numpy) for r in reduces]
         scalars = {v.attr("index"): v for v in group.inputs if v.op == "param" and not v.dims}
         for launch in launches(p, schedule):
             decls, kinds = kernel_params(group, layout, schedule, launch.stage)

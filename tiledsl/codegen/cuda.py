@@ -7,6 +7,7 @@ re-printed from its parsed value, so no text of the user's file reaches CUDA.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -181,6 +182,7 @@ class _Renderer:
         self.inner = len(layout.loops) - 1 if layout.loops else None
         self.reciprocal: set[int] = set()   # row values that element values divide by (reduce())
         self.column_tiles = False           # a split reduction across memory, a tile of columns (reduce())
+        self.gathered: set[int] = set()     # id()s of a peeled row's operands read lane by lane (reduce())
 
     # -- indexing ------------------------------------------------------------
     def coords(self, loops: list[int], linear: str) -> list[str]:
@@ -195,10 +197,12 @@ class _Renderer:
                 rem = f"q{l}"
         return lines
 
-    def offset(self, op: Operand) -> str:
+    def offset(self, op: Operand, at: dict = None) -> str:
+        """`op`'s element offset at the coordinates c<loop> (`at`: loop -> text in their place)."""
         expr = ""
         for l in op.loops:
-            expr = f"c{l}" if not expr else f"({expr}) * n{l} + c{l}"
+            c = (at or {}).get(l, f"c{l}")
+            expr = c if not expr else f"({expr}) * n{l} + {c}"
         return expr or "0"
 
     def mode(self, op: Operand) -> str:
@@ -207,7 +211,18 @@ class _Renderer:
             return "vec"
         if self.vec == 1 or self.inner not in op.loops:
             return "bcast" if self.inner not in op.loops else "vec"
-        return "vec" if op.loops[-1] == self.inner else "strided"
+        return "vec" if op.loops[-1] == self.inner and id(op) not in self.gathered else "strided"
+
+    @contextlib.contextmanager
+    def one_lane(self):
+        """Statements rendered inside this read and write one element at a time (a peeled
+        row's head and tail), whatever the schedule's vector."""
+        saved = self.vec, self.gathered
+        self.vec, self.gathered = 1, set()
+        try:
+            yield
+        finally:
+            self.vec, self.gathered = saved
 
     def inner_stride(self, op: Operand) -> str:
         after = op.loops[op.loops.index(self.inner) + 1:]
@@ -457,6 +472,25 @@ class _Renderer:
             if tpr != 1 or self.inner is None:
                 raise TdslScheduleError(f"{self.s.tag}: vectors of columns take a thread a column (row_threads 1) "
                                         f"and inputs contiguous along the columns")
+        # A peeled row: vectors from the row's first element aligned in every operand that
+        # has all the group's loops (one head a row); a weight over N alone is gathered lane
+        # by lane (its alignment differs); the head and tail go one element at a time.
+        peel = self.s.peel
+        if peel:
+            along = [op for op in lay.inputs + lay.outputs if self.inner in op.loops]
+            whole = [op for op in along if tuple(op.loops) == tuple(range(len(lay.loops)))]
+            if split or self.s.items or not row_major(lay) or list(lay.reduced_loops) != [self.inner] or any(
+                    op.loops[-1] != self.inner or (op not in whole and not set(op.loops) <= {self.inner})
+                    for op in along):
+                raise TdslScheduleError(f"{self.s.tag}: a peeled row is looped (items=0), reduced along the "
+                                        f"innermost dim alone, its operands along it contiguous")
+            self.gathered = {id(op) for op in along if op not in whole}
+            V, n = self.vec, f"n{self.inner}"
+            start = self.offset(whole[0], {self.inner: "0"}) if whole else "0"
+            peel_row = [f"const idx_t head_gap = ({V} - ({start}) % {V}) % {V};",
+                        f"const idx_t head = head_gap < {n} ? head_gap : {n};   // elements before the first vector",
+                        f"const idx_t vend = ({n} - head) / {V};      // whole vectors",
+                        f"const idx_t ragged = {n} - vend * {V};     // elements before and after them"]
         if self.column_tiles and row_major(lay):
             raise TdslScheduleError(f"{self.s.tag}: a split reduction shares a row among {tpr} threads of a "
                                     f"block only across memory (rows lie along the innermost dim here: "
@@ -552,12 +586,18 @@ class _Renderer:
                 steps = min(stream_unroll or max(1, ONLINE_CHUNK // self.vec), max(1, 32 // self.vec))
                 body = self.element_body([m.operands[0]], available_at(p), slot,
                                          [f"xs[u * {self.vec} + e] = v{m.operands[0].id};"])
+                ragged = None
+                if peel:    # the head and tail: an element a chunk
+                    with self.one_lane():
+                        ragged = dict(decl=f"{T} xs[1];", loads=[line for op in per_row for line in self.load_lines(op, slot)],
+                                      lanes=self.lane_loop(self.element_body([m.operands[0]], available_at(p), slot,
+                                                                             [f"xs[e] = v{m.operands[0].id};"])))
                 phase_code.append(dict(
                     init=[f"{T} acc{m.id} = {_identity('max', m.dtype)};", f"{T} acc{sm.id} = {literal(0, m.dtype)};"],
                     chunk=dict(steps=steps, decl=f"{T} xs[{steps * self.vec}];",
                                pad=f"xs[u * {self.vec} + e] = -tdsl::infinity({T}());",
                                add=f"tdsl::online_add_chunk(acc{m.id}, acc{sm.id}, xs);"),
-                    loads=per_row_loads, lanes=self.lane_loop(body),
+                    loads=per_row_loads, lanes=self.lane_loop(body), ragged=ragged,
                     finish=[self.cross_thread_online(m, sm), f"tdsl::online_finish(acc{m.id}, acc{sm.id}, rvec > 0);",
                             f"const {T} v{m.id} = acc{m.id};"] + row_stmts[p]
                     + [f"const {T} v{sm.id} = acc{sm.id};" + self.reciprocal_of(sm)] + row_stmts[p + 1]))
@@ -569,6 +609,11 @@ class _Renderer:
             late_lines = late_loads(self.used_ids(phase_roots[p], available_at(p), dict(kept)))
             body = self.element_body(phase_roots[p], available_at(p), slot, tail, dict(kept),
                                      {vid for vid, q in keep_at.items() if q == p})
+            ragged = None
+            if peel:        # (looped: nothing kept between phases)
+                with self.one_lane():
+                    ragged = dict(loads=[line for op in per_row for line in self.load_lines(op, slot)],
+                                  lanes=self.lane_loop(self.element_body(phase_roots[p], available_at(p), slot, tail)))
             kept.update({vid: self.values[vid] for vid, q in keep_at.items() if q == p})
             finish = []
             for r in rs:
@@ -586,7 +631,7 @@ class _Renderer:
                     f"for (int e = 0; e < {kv}; ++e) acc{r.id}[e] = {_identity(r.attr('kind'), r.dtype)};")]
             phase_code.append(dict(
                 init=init, loads=late_lines if cached else per_row_loads, lanes=self.lane_loop(body),
-                finish=finish + row_stmts[p]))
+                ragged=ragged, finish=finish + row_stmts[p]))
 
         row_outs = [op for op in lay.outputs if not (set(op.dims) & r_dims)]
         decl, lanes, stores = [], [], []
@@ -595,6 +640,15 @@ class _Renderer:
             decl, lanes, stores = decl + d, lanes + l, stores + s
         out_late = late_loads(self.used_ids(phase_roots[phases + 1], available_at(phases + 1), kept))
         out_body = self.element_body(phase_roots[phases + 1], available_at(phases + 1), slot, lanes, kept)
+        out_ragged = None
+        if peel and full_outs:
+            with self.one_lane():
+                parts = [self.store_lines(op, slot) for op in full_outs]
+                out_ragged = dict(
+                    loads=[line for op in per_row for line in self.load_lines(op, slot)],
+                    decls=[line for d, _, _ in parts for line in d], stores=[line for _, _, st in parts for line in st],
+                    lanes=self.lane_loop(self.element_body(phase_roots[phases + 1], available_at(phases + 1), slot,
+                                                           [line for _, ln, _ in parts for line in ln])))
         row_loads = [f"const {reg_type(op.dtype)} v{op.value.id} = "
                      f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" + self.reciprocal_of(op.value)
                      for op in row_inputs]
@@ -646,9 +700,14 @@ class _Renderer:
             lane="threadIdx.x / RPB" if self.column_tiles else "TPR == 1 ? 0 : threadIdx.x % TPR",
             scratch=scratch,
             rows=(" * ".join(f"n{l}" for l in lay.kept_loops) or "1") + (f" / {kv}" if kv > 1 else ""),
-            rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 and kv == 1 else ""),
-            row_coords=self.coords(list(lay.kept_loops), f"row * {kv}" if kv > 1 else "row"),
-            r_coords=self.coords(r_loops, f"c * {self.vec}" if self.vec > 1 and kv == 1 else "c"),
+            rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 and kv == 1
+                                                                  and not peel else ""),
+            row_coords=self.coords(list(lay.kept_loops), f"row * {kv}" if kv > 1 else "row")
+            + (peel_row if peel else []),
+            r_coords=self.coords(r_loops, f"head + c * {self.vec}" if peel else
+                                 f"c * {self.vec}" if self.vec > 1 and kv == 1 else "c"),
+            peel=peel, ragged_coords=self.coords(r_loops, f"(c < head ? c : c + vend * {self.vec})") if peel else [],
+            out_ragged=out_ragged,
             buffers=[self.buffer_decl(op, max(1, self.s.items)) for op in elem_inputs]
             + [f"{reg_type(self.values[vid].dtype)} keep{vid}[{self.s.items}][{self.vec}];" for vid in keep_at],
             loads=per_row_loads,

@@ -175,11 +175,12 @@ def problem(group: Group, layout: Layout, extents: dict[str, int], misaligned=fr
     return Problem(group, layout, tuple(loops), frozenset(misaligned), sm_count, arch, hbm_gbps)
 
 
-def max_vector(p: Problem, cap: Optional[int] = None) -> int:
+def max_vector(p: Problem, cap: Optional[int] = None, whole: bool = True) -> int:
     """Elements per vector access along the innermost loop.
 
     Sized so the main operand (the biggest one walking that loop) moves 16
-    bytes per access; narrower by alignment and divisibility.
+    bytes per access; narrower by alignment and divisibility (`whole`: the
+    innermost extent a multiple of it; a peeled row needs no such thing).
     """
     inner = p.inner
     if inner is None:
@@ -192,9 +193,47 @@ def max_vector(p: Problem, cap: Optional[int] = None) -> int:
     vec = max(1, min(8, 16 // main.dtype.itemsize, 32 // widest))
     if cap:
         vec = min(vec, cap)
-    while vec > 1 and (p.loops[inner] % vec or any(id(op) in p.misaligned for op in ops)):
+    while vec > 1 and ((whole and p.loops[inner] % vec) or any(id(op) in p.misaligned for op in ops)):
         vec //= 2
     return vec
+
+
+def peel_refusal(p: Problem, s: Schedule) -> str:
+    """'' when a looped row reduction can read each row in vectors of `s.vec` from its
+    first aligned element (Schedule.peel), else why not. Every operand along the row
+    either has all of the group's loops (each row then starts at the same element
+    offset in all of them: one head a row) or is the same for every row (a weight over
+    N: its lanes are gathered one by one, from L1, as its alignment differs)."""
+    lay = p.layout
+    if not p.row_major() or list(lay.reduced_loops) != [p.inner]:
+        return "peeling takes rows along the innermost dim, reduced over it alone"
+    reduced = set(lay.reduced_loops)
+    along = [op for op in lay.inputs + lay.outputs if p.inner in op.loops]
+    if any(op.loops[-1] != p.inner or (tuple(op.loops) != tuple(range(len(lay.loops))) and not set(op.loops) <= reduced)
+           for op in along):
+        return "a peeled row's operands have every loop of the group or only the reduced one"
+    if s.vec > max_vector(p, whole=False):
+        return f"vector width {s.vec} exceeds what alignment and dtypes allow"
+    return ""
+
+
+def peel_weights_fit(p: Problem) -> bool:
+    """Whether a peeled row's weights over N (gathered lane by lane) take no more bytes an
+    element than its per-row inputs: what the default peels (see default())."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced)
+    weights = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & reduced and not set(op.loops) & kept)
+    return weights <= per_row
+
+
+def peel_vector(p: Problem) -> int:
+    """The vector a looped row reduction reads its rows in, peeled (beyond 1), where
+    the row length alone keeps it from vectors; else 1."""
+    vec = max_vector(p, whole=False) if p.inner is not None and p.group.kind == "reduce" else 1
+    if vec == 1 or p.loops[p.inner] % vec == 0:
+        return 1
+    probe = Schedule("reduce_row", block=256, vec=vec, items=0, row_threads=256, peel=True, index64=p.index64)
+    return 1 if peel_refusal(p, probe) else vec
 
 
 def transposed_loop(p: Problem) -> Optional[int]:
@@ -635,6 +674,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     # short rows: part of a warp a row too (several rows a warp: no prefetch, no ring)
     widths = (1, 2, 4, 8, 16) if p.row_length <= SHORT_ROW and p.row_major() else ()
     widths = sorted(widths + (32, 64, 128, 256, 512, 1024), key=lambda t: (abs(t.bit_length() - center), t))
+    peel = peel_vector(p)
+    if peel > 1 and not hints.vector:   # looped rows peeled to aligned vectors, as wide vectors go first
+        out += [Schedule("reduce_row", block=tpr, vec=peel, items=0, row_threads=tpr, peel=True,
+                         index64=p.index64) for tpr in sorted((256, 512, 1024), key=lambda t: abs(t.bit_length() - center))]
     for vec in vecs:
         rvec = p.row_length // vec
         words = p.words_per_row_element(vec)
@@ -787,8 +830,15 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
     late_weights = False
     if not row_share_fits(p, items, vec):
         if vec == 1:
-            return Schedule("reduce_row", block=tpr, vec=1, items=0, row_threads=tpr, index64=p.index64,
-                            online=online_pays(p, tpr))
+            # a row length that breaks alignment: its rows peeled to aligned vectors where they can
+            # be, unless weights over N (gathered lane by lane from L1) outweigh the row's inputs
+            # (H200 2026-11-26, scripts/probe_peel.py, us, element by element / peeled: softmax f16
+            # 4096x50257 349.6 / 275.6, f32 682.1 / 577.5, f16 2048x131075 654.4 / 394.6; rmsnorm
+            # bf16, its bf16 weight gathered, 2048x40001 200.1 / 109.6; logsumexp f32 222.8 / 210.4;
+            # but layernorm f16 with f32 weight and bias 4096x20001 196.4 / 237.5)
+            wide = peel_vector(p) if not hints.vector and peel_weights_fit(p) else 1
+            return Schedule("reduce_row", block=tpr, vec=wide, items=0, row_threads=tpr, index64=p.index64,
+                            online=online_pays(p, tpr), peel=wide > 1)
         for threads in (tpr, 1024):
             share = row_share(rvec, threads)
             if row_share_fits(p, share, vec):
@@ -1334,6 +1384,10 @@ def fits(p: Problem, s: Schedule) -> str:
                     f"shared memory, more than the {MAX_STATIC_SHARED // 1024} KB a block has")
     elif s.vec > 1 and s.kind in ("reduce_col", "reduce_split") and not p.row_major():
         why = column_vector_refusal(p, s)
+        if why:
+            return why
+    elif s.peel:
+        why = peel_refusal(p, s)
         if why:
             return why
     elif s.vec > 1:

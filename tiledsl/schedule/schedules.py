@@ -35,6 +35,12 @@ of it: one compiled kernel serves every size of its class.
                                         from L2 (the rows in flight fit it): 501.2
                                         -> 404.6 us at 4096 rows on an H100; one
                                         pass where they do not (choose.online_pays)
+    reduce_row items=0 vec=8 peel=True  softmax over rows of 50257 f16: each row is
+               (tag _pe)                read in 16-byte vectors from its first
+                                        aligned element; the few elements before
+                                        it and after its last whole vector go one
+                                        at a time (vec 1 before: a row length that
+                                        breaks alignment read element by element)
     reduce_col                          a thread per kept element, for
                                         reductions over outer dims
     reduce_col vec=8                    batch mean of f16 [65536, 768]: a thread
@@ -103,17 +109,18 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
                "min_blocks", "unroll")
-_BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online")
+_BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel")
 
 
 def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
     """What one iteration of a streamed loop of `s` over `layout` loads a thread: its
     4-byte words (the inputs over reduced dims, `vec` elements each, an element read
-    alone taking a register of its own; in a row reduction read one by one, only the
-    inputs that change from row to row), and whether any of them has 8-byte elements."""
+    alone taking a register of its own; in a row reduction read one by one or peeled, only
+    the inputs that change from row to row: a weight over N comes from L1), and whether any
+    of them has 8-byte elements."""
     reduced, kept = set(layout.reduced_loops), set(layout.kept_loops)
     streamed = [op for op in layout.inputs if set(op.loops) & reduced]
-    if s.kind == "reduce_row" and s.vec == 1:
+    if s.kind == "reduce_row" and (s.vec == 1 or s.peel):
         streamed = [op for op in streamed if set(op.loops) & kept]
     # vectors of columns: an input not along the columns (x of x @ W) is one element
     columns = column_loop(layout) if column_vector(s, layout) > 1 else None
@@ -143,7 +150,13 @@ def stream_unroll_rule(s: "Schedule", words: float, wide: bool = False) -> int:
     256x200003 405 / 350; logsumexp 2048x50257 167 / 164; layernorm 251 / 250;
     rmsnorm 223 / 226). With several inputs, 16 elements in flight over all of
     them: three f32 inputs 4096x4097 at 512 threads took 162 us unrolled 16 deep,
-    95 at 4 (H100 2026-11-25, `tiledsl autotune`)."""
+    95 at 4 (H100 2026-11-25, `tiledsl autotune`). A peeled row (Schedule.peel)
+    keeps 16 words of its rows' vectors in flight: 4 vectors of one 16-byte input
+    (H200 2026-11-26, scripts/probe_peel.py, 512 threads, us, ptxas / 4: softmax
+    f16 4096x50257 332.1 / 275.6, 2048x131075 456.4 / 394.6; f32 610.4 / 577.5;
+    rmsnorm bf16 2048x40001 115.2 / 109.6; logsumexp f32 207.4 / 210.4)."""
+    if s.kind == "reduce_row" and s.peel:
+        return max(1, int(16 // words))
     if s.kind == "reduce_row" and s.vec == 1:
         depth = 16
         while depth > 1 and depth * words > 16:
@@ -211,6 +224,9 @@ class Schedule:
     online: bool = True         # reduce_row, looped (items=0): max(a) and sum(exp(a - max)) in one pass over
                                 # the row where the group has them (partition.online_pairs); False: two
                                 # passes, the second re-reading the row from L2 (tag _2p)
+    peel: bool = False          # reduce_row, looped, vec > 1: a row whose start breaks the vectors' alignment
+                                # (a length not a multiple of vec) is read in vectors from its first aligned
+                                # element; the few before it and after its last whole vector one at a time (_pe)
 
     def __post_init__(self):
         why = self.invalid()
@@ -241,6 +257,10 @@ class Schedule:
             return "only a streamed loop (a column or split reduction, a looped row: items=0) takes an unroll"
         if not self.online and not (self.kind == "reduce_row" and self.items == 0):
             return "only a looped row reduction (items=0) chooses one pass or two for max and sum(exp) (online)"
+        if self.peel and not (self.kind == "reduce_row" and self.items == 0 and self.vec > 1
+                              and self.row_threads >= 32):
+            return ("only a looped row reduction (items=0) read in vectors (vec > 1), a warp or more "
+                    "a row, is peeled to aligned vectors")
         if self.prefetch and self.kind != "reduce_row":
             return "only a row reduction prefetches its next row"
         if self.stages < 1 or (self.stages > 1 and self.kind not in ("matmul", "reduce_row")):
@@ -406,6 +426,8 @@ class Schedule:
             parts.append(f"u{self.unroll}")
         if not self.online:
             parts.append("2p")
+        if self.peel:
+            parts.append("pe")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 
