@@ -28,7 +28,11 @@ CASES = [("softmax f16", softmax("f16"), {"M": 4096, "N": 50257}),
          ("softmax f16 long", softmax("f16"), {"M": 2048, "N": 131075}),
          ("logsumexp f32", LSE, {"M": 4096, "N": 50257}),
          ("layernorm f16", LAYERNORM, {"M": 4096, "N": 20001}),
-         ("rmsnorm bf16", RMSNORM, {"M": 2048, "N": 40001})]
+         ("rmsnorm bf16", RMSNORM, {"M": 2048, "N": 40001}),
+         ("softmax f16 aligned", softmax("f16"), {"M": 4096, "N": 32000}),
+         ("softmax bf16 aligned", softmax("bf16"), {"M": 2048, "N": 128256}),
+         ("rmsnorm bf16 aligned", RMSNORM, {"M": 2048, "N": 40000}),
+         ("logsumexp f16 aligned", LSE.replace("f32", "f16"), {"M": 4096, "N": 50304})]
 
 
 def main() -> None:
@@ -46,6 +50,10 @@ def main() -> None:
             for block in (256, 512, 1024):
                 for unroll in map(int, os.environ.get("PEEL_UNROLLS", "0").split()):
                     variants[f"peel b{block} u{unroll}"] = replace(wide, block=block, row_threads=block, unroll=unroll)
+        elif d.vec > 1:     # aligned rows: the same blocks, at ptxas's unroll and 4 vectors in flight
+            for block in (512, 1024):
+                for unroll in (0, 4):
+                    variants[f"b{block} u{unroll}"] = replace(d, block=block, row_threads=block, unroll=unroll)
         case.variants = row_probe.exact(case, row_probe.distinct(variants))
         cases.append(case)
     row_probe.time_and_report(cases, copy, label_width=14)

@@ -65,7 +65,7 @@ def main() -> None:
         if d.streamed:      # SURVEY_UNROLL="4 8": the streamed default at those unrolls too
             case.variants.update({f"unroll {u}": replace(d, unroll=int(u))
                                   for u in os.environ.get("SURVEY_UNROLL", "").split()})
-        # SURVEY_VEC="2 4 8": a column reduction's default taking that many columns a thread,
+        # SURVEY_VEC="1 2 4 8": a column reduction's default taking that many columns a thread,
         # alone and at the SURVEY_UNROLL unrolls, where the columns allow it
         for v in os.environ.get("SURVEY_VEC", "").split() if d.kind in ("reduce_col", "reduce_split") else ():
             wide = replace(d, vec=int(v), row_threads=1)

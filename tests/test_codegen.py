@@ -693,16 +693,22 @@ def test_a_default_row_share_is_exact_not_a_power_of_two(length):
 
 def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late():
     """row_share_fits: a thread's share of a row over its register budget (the old
-    defaults spilled 24 to 136 bytes) streams when read one by one, unrolled to 16
-    elements in flight over all its inputs; vectorized, it takes 1024 threads, or loads
-    its row-invariant weights late where that alone makes it fit. Each compiles without
-    spilling."""
+    defaults spilled 24 to 136 bytes) streams: peeled to aligned vectors (16 words in
+    flight over all its inputs), or, where its inputs are misaligned, read one by one,
+    unrolled to 16 elements in flight over all its inputs; vectorized, it takes 1024
+    threads, or loads its row-invariant weights late where that alone makes it fit. Each
+    compiles without spilling."""
     cases = [
         ("kernel f(x: f32[M, N], y: f32[M, N], z: f32[M, N]) -> f32[M, N] {\n"
          "    return x * y + z + sum(x * z, axis=N)\n}", dict(M=4096, N=4097),
-         dict(block=512, vec=1, items=0), "#pragma unroll 4\n"),
+         dict(block=512, vec=4, items=0, peel=True), "#pragma unroll 1\n"),
+        ("kernel f(x: f32[M, N], y: f32[M, N], z: f32[M, N]) -> f32[M, N] {\n"
+         "    return x * y + z + sum(x * z, axis=N)\n}", dict(M=4096, N=4097, misaligned=True),
+         dict(block=512, vec=1, items=0, peel=False), "#pragma unroll 4\n"),
         ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
-         dict(M=2048, N=8193), dict(block=512, vec=1, items=0), "#pragma unroll 8\n"),
+         dict(M=2048, N=8193), dict(block=512, vec=4, items=0, peel=True), "#pragma unroll 2\n"),
+        ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
+         dict(M=2048, N=8193, misaligned=True), dict(block=512, vec=1, items=0), "#pragma unroll 8\n"),
         ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
          dict(M=2048, N=16384), dict(block=1024, vec=4, items=4), None),
         ("kernel f(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n    m = mean(x, axis=N)\n"
@@ -716,7 +722,9 @@ def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late
         k = tiledsl.compile(source)
         g = partition(k.graph)[0]
         lay = plan_layout(g, k.graph)
-        s = default(problem(g, lay, extents, hbm_gbps=3352.0))
+        extents = dict(extents)
+        misaligned = frozenset(id(op) for op in lay.inputs) if extents.pop("misaligned", False) else frozenset()
+        s = default(problem(g, lay, extents, misaligned, hbm_gbps=3352.0))
         assert {f: getattr(s, f) for f in want} == want, (extents, s)
         for arch in ARCHS:
             ks, _, usage = _compile(k, g, lay, s, arch)

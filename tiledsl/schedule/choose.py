@@ -848,8 +848,15 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
                 tpr, items, late_weights = threads, share, True
                 break
         else:
-            return Schedule("reduce_row", block=1024, vec=vec, items=0, row_threads=1024, index64=p.index64,
-                            online=online_pays(p, 1024))
+            # 16-bit rows: 512 threads, 4 vectors in flight each (H200 2026-11-26, scripts/probe_peel.py,
+            # us, 1024 threads at ptxas's unroll / this: softmax f16 4096x50256 343.9 / 280.6, bf16
+            # 2048x128256 520.6 / 535.5; rmsnorm bf16 2048x40000 116.2 / 96.1; logsumexp f16
+            # 4096x50304 183.8 / 159.1). f32 rows keep 1024 threads (softmax 4096x50256: 515.2
+            # against 739.1 at 512 and 4 vectors)
+            narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
+            threads = 512 if narrow else 1024
+            return Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, index64=p.index64,
+                            online=online_pays(p, threads), unroll=4 if narrow else 0)
     kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
     invariant = sum(op.dtype.itemsize for op in p.layout.inputs
                     if set(op.loops) & reduced and not set(op.loops) & kept)
