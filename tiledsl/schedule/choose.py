@@ -804,7 +804,7 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
     if not p.row_major() and p.rows >= 4 * p.sm_count * 32:
         return Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=p.index64)
-    split = split_schedule(p)
+    split = split_schedule(p, paired_columns(p))
     if split is not None:
         return split
     short = short_row_schedule(p, hints)
@@ -986,6 +986,21 @@ def column_vectors(p: Problem) -> list[int]:
         return []
     probe = Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=p.index64)
     return [v for v in (2, 4, 8) if not column_vector_refusal(p, replace(probe, vec=v))]
+
+
+def paired_columns(p: Problem) -> int:
+    """The columns a thread of the default split reduction across memory takes: 2 where
+    every input along them is 16-bit and they are many (512 or more), so a thread reads 4
+    bytes a row, not 2; else 1 (H200 2026-11-26, scripts/probe_survey.py, us, a column / two:
+    f16 column sums 16384x4096 54.2 / 41.3, f16 batch mean 65536x768 46.9 / 42.1, bf16
+    65536x1024 56.9 / 47.4; 4 and 8 columns no better; 64 bf16 columns 66.0 / 154.6)."""
+    loop = column_loop(p.layout) if not p.row_major() else None
+    if loop is None or p.loops[loop] < 512:
+        return 1
+    walking = [op for op in p.layout.inputs if loop in op.loops]
+    if not walking or any(op.dtype.itemsize != 2 for op in walking):
+        return 1
+    return 2 if 2 in column_vectors(p) else 1
 
 
 def launches(p: Problem, s: Schedule) -> list[Launch]:

@@ -43,13 +43,14 @@ of it: one compiled kernel serves every size of its class.
                                         breaks alignment read element by element)
     reduce_col                          a thread per kept element, for
                                         reductions over outer dims
-    reduce_col vec=8                    batch mean of f16 [65536, 768]: a thread
-                                        takes 8 neighbouring columns, one 16-byte
-                                        load a row and 8 accumulators, where a
-                                        thread a column read 2 bytes a row (53.4
-                                        us, 0.63x copy on an H100); also a split
-                                        with a thread a column. Tuner candidates
-                                        (choose.column_vectors), not yet timed
+    reduce_split vec=2 row_threads=1    batch mean of f16 [65536, 768]: a thread
+                                        takes 2 neighbouring columns, one 4-byte
+                                        load a row and 2 accumulators, where a
+                                        thread a column read 2 bytes a row (47.3
+                                        -> 42.3 us on an H200; the default for
+                                        16-bit columns, choose.paired_columns);
+                                        4 and 8 columns, split or not: tuner
+                                        candidates (choose.column_vectors)
     reduce_col unroll=16 (tag _u16)     its streamed loop as `#pragma unroll 16`:
                                         16 loads in flight a thread, not ptxas's
                                         choice (unroll=0); a tuner candidate
