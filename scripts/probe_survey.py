@@ -38,6 +38,9 @@ CASES = [
     ("3-D bias", f"{K}(x: f32[B, T, C], p: f32[T, C]) -> f32[B, T, C] {{ return x + p }}",
      {"B": 32, "T": 1024, "C": 1024}),
     ("bf16 gelu", f"{K}(x: bf16[N]) -> bf16[N] {{ return gelu(x) }}", {"N": 1 << 26}),
+    ("f16 gelu", f"{K}(x: f16[N]) -> f16[N] {{ return gelu(x) }}", {"N": 1 << 26}),
+    ("bf16 silu", f"{K}(x: bf16[N]) -> bf16[N] {{ return silu(x) }}", {"N": 1 << 26}),
+    ("f32 gelu", f"{K}(x: f32[N]) -> f32[N] {{ return gelu(x) }}", {"N": 1 << 26}),
     ("vocab softmax f16", f"{K}(x: f16[M, N]) -> f16[M, N] {{\n e = exp(x - max(x, axis=N))\n"
      " return e / sum(e, axis=N)\n}", {"M": 4096, "N": 50257}),
     ("column centering", f"{K}(x: f32[M, N]) -> f32[M, N] {{ return x - mean(x, axis=M) }}",

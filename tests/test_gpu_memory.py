@@ -1306,3 +1306,31 @@ def test_every_transposing_tile(name, extents, schedule):
     k._launcher = launcher_for(k)
     set_overrides(k._launcher, {0: schedule})
     check(k, host_arguments(k, extents), extents, "out")
+
+
+@pytest.mark.parametrize("fn", ["exp", "sigmoid", "silu", "gelu"])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_16_bit_functions_round_every_value_within_an_ulp(fn, dtype):
+    """An f32 function whose every use rounds it to f16 or bf16 runs on the hardware's
+    approximations (tdsl::<fn>_narrow). Over every 16-bit value, each result is the
+    float64 result rounded to the dtype or its neighbour; infinities, NaNs and signs
+    where the reference has them. A result under 2^-116 may flush to zero (the
+    approximations flush f32 subnormals, and x / (1 + exp(-x)) overflows below -88.7
+    exactly as the f32 division does)."""
+    k = compiled(f"kernel f(x: {dtype}[N]) -> {dtype}[N] {{ return {fn}(x) }}")
+    src = k.cuda_source(np.zeros(8, np.float16 if dtype == "f16" else bf16_numpy()))
+    assert f"tdsl::{fn}_narrow(" in src       # (the f32 function, exact to an ulp or two, elsewhere)
+    npt = np.float16 if dtype == "f16" else bf16_numpy()
+    x = np.arange(1 << 16, dtype=np.uint16).view(npt)
+    got = to_host(k(to_device(x))).astype(npt)
+    want = np.asarray(k.reference(x, compute="f64"), np.float64).astype(npt)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    assert np.array_equal(np.isnan(g), np.isnan(w)), x[np.isnan(g) != np.isnan(w)][:8]
+    finite = np.isfinite(w)
+    assert np.array_equal(np.isinf(g), np.isinf(w)) and np.array_equal(g[~finite & ~np.isnan(w)],
+                                                                         w[~finite & ~np.isnan(w)])
+    gb = got.view(np.uint16).astype(np.int64)
+    wb = want.view(np.uint16).astype(np.int64)
+    close = (np.abs(gb - wb) <= 1) | (g == w) | ((np.abs(w) < 2.0 ** -116) & (np.abs(g) < 2.0 ** -116))
+    bad = finite & ~close
+    assert not bad.any(), list(zip(x[bad][:6].astype(np.float64), g[bad][:6], w[bad][:6]))

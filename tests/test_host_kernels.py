@@ -49,6 +49,8 @@ PROGRAMS = [
      dict(B=3, T=301, C=264)),
     ("full mean", "kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=33, N=5001)),
     ("dot", "kernel d(x: f32[M, N], y: f32[M, N]) -> f32 { return sum(x * y) }", dict(M=7, N=9001)),
+    ("16-bit functions", "kernel g(x: f16[N], y: bf16[N]) -> (f16[N], bf16[N], f16[N], bf16[N]) "
+     "{ return gelu(x), gelu(y), silu(x), sigmoid(y) * exp(y) }", dict(N=4099)),
     ("pointwise broadcast", "kernel f(x: f32[M, N], b: f32[N], s: f32) -> f32[M, N] { return relu(x * s + b) }",
      dict(M=13, N=1001)),
     ("pointwise transposes", "kernel t(x: f16[M, N], b: f32[N], y: bf16[N, M]) -> (f32[N, M], f16[M, N]) "

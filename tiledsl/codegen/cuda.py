@@ -103,6 +103,10 @@ _UNARY_FN = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh"
              "gelu", "gelu_tanh", "silu", "erf", "floor", "ceil", "abs"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
           "ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
+# f32 functions whose every use rounds them to f16 or bf16 (a 16-bit program's math:
+# `bf16(gelu(f32(x)))`) are computed with the hardware's approximations (tdsl::<op>_narrow,
+# within ~1e-5 relative): the rounding hides the difference.
+_NARROW_FN = {"exp", "sigmoid", "silu", "gelu"}
 # Element ops worth a register to avoid computing twice.
 _COSTLY = {"exp", "exp2", "log", "log2", "sin", "cos", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu",
            "erf", "pow", "div", "sqrt", "rsqrt"}
@@ -183,6 +187,10 @@ class _Renderer:
         self.reciprocal: set[int] = set()   # row values that element values divide by (reduce())
         self.column_tiles = False           # a split reduction across memory, a tile of columns (reduce())
         self.gathered: set[int] = set()     # id()s of a peeled row's operands read lane by lane (reduce())
+        users, results = graph.users(), {v.id for v in graph.outputs}
+        self.narrow = {v.id for v in group.values if v.op in _NARROW_FN and v.dtype.name == "f32"
+                       and v.id not in results and users[v.id]
+                       and all(u.op == "cast" and u.dtype.name in ("f16", "bf16") for u in users[v.id])}
 
     # -- indexing ------------------------------------------------------------
     def coords(self, loops: list[int], linear: str) -> list[str]:
@@ -258,6 +266,8 @@ class _Renderer:
     def define(self, v: Value) -> str:
         if v.op == "div" and v.operands[1].id in self.reciprocal:
             return f"const {reg_type(v.dtype)} v{v.id} = (v{v.operands[0].id} * rcp{v.operands[1].id});"
+        if v.id in self.narrow:     # rounded to 16 bits where used
+            return f"const float v{v.id} = tdsl::{v.op}_narrow(v{v.operands[0].id});" + self.reciprocal_of(v)
         line = f"const {reg_type(v.dtype)} v{v.id} = {expression(v, self.coord_of)};"
         return line + self.reciprocal_of(v)
 
