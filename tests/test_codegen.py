@@ -515,7 +515,9 @@ def test_a_row_reduction_budgets_registers_for_1024_1536_or_2048_threads_only():
 @pytest.mark.parametrize("src,extents,kind", [
     ("kernel mv(a: f16[M, K], v: f16[K], b: f32[M]) -> f16[M] { return relu(a @ v + b) }",
      dict(M=4096, K=4096), "reduce_row"),
-    ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=1024, N=32768), "reduce_col"),
+    ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=1024, N=262144), "reduce_col"),
+    # too few columns to fill the GPU a thread each: split into chunks of K (choose.columns_split)
+    ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=1024, N=32768), "reduce_split"),
     ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=16384, N=1024), "reduce_split"),
     ("kernel dot(a: f32[K], b: f32[K]) -> f32 { return a @ b }", dict(K=1 << 20), "reduce_split"),
     ("kernel bmv(a: f32[B, M, K], v: f32[K]) -> f32[B, M] { return a @ v }", dict(B=4, M=1000, K=999), "reduce_row"),

@@ -649,6 +649,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     if not p.row_major():     # a thread a column, or a vector of neighbouring columns
         out += [Schedule("reduce_col", block=256, vec=v, items=0, row_threads=1, index64=p.index64)
                 for v in [1] + col_vecs]
+    wide = columns_split(p) if not p.row_major() else None
+    if wide is not None:    # many columns: the default's splits, and one more and one fewer
+        out += [replace(wide, splits=n) for n in dict.fromkeys((wide.splits, wide.splits + 1, wide.splits - 1))
+                if 2 <= n <= max_splits(p, 1, 1)]
     split = split_schedule(p)
     if split is not None:   # the default's splits, twice as many (while chunks last) and half
         for n in dict.fromkeys((split.splits, min(2 * split.splits, max_splits(p, split.row_threads, split.vec)), split.splits // 2)):
@@ -803,7 +807,8 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
         items = 2 if pointwise_held_words(p, vec, 2) <= POINTWISE_HELD_WORDS else 1
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
     if not p.row_major() and p.rows >= 4 * p.sm_count * 32:
-        return Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=p.index64)
+        return columns_split(p) or Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1,
+                                            index64=p.index64)
     split = split_schedule(p, paired_columns(p))
     if split is not None:
         return split
@@ -949,6 +954,23 @@ def split_schedule(p: Problem, column_vec: int = 1) -> Optional[Schedule]:
         return None
     return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
                     index64=p.index64)
+
+
+def columns_split(p: Problem) -> Optional[Schedule]:
+    """Many columns across memory (a block of 256 of them, a thread a column), their
+    reductions split into chunks where a thread a column would leave the SMs short of
+    threads: about 3 blocks an SM (a second kernel adds the partials); None where that
+    takes fewer than 2 chunks. H200 2026-11-26 (scripts/probe_columns.py, us, a thread
+    a column / split): middle-axis sums f16 64x1024x512 44.6 / 28.3 (4 chunks), f32 48.5
+    / 37.8, f32 8x4096x4096 179.2 / 125.3; column sums f32 2048x32768 96.0 / 66.6, f16
+    1024x65536 52.8 / 46.3 (2); f32 512x262144 127.4, split 130.9 (a thread a column)."""
+    if not p.splittable():
+        return None
+    row_blocks = -(-p.rows // 256)
+    splits = min(-(-3 * p.sm_count // row_blocks), max_splits(p, 1, 1))
+    if splits < 2:
+        return None
+    return Schedule("reduce_split", block=256, vec=1, items=0, row_threads=1, splits=splits, index64=p.index64)
 
 
 def max_splits(p: Problem, row_threads: int, vec: int) -> int:
