@@ -678,7 +678,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     # short rows: part of a warp a row too (several rows a warp: no prefetch, no ring)
     widths = (1, 2, 4, 8, 16) if p.row_length <= SHORT_ROW and p.row_major() else ()
     widths = sorted(widths + (32, 64, 128, 256, 512, 1024), key=lambda t: (abs(t.bit_length() - center), t))
-    peel = peel_vector(p)
+    peel = peel_vector(p) if p.row_length >= 2048 else 1
     if peel > 1 and not hints.vector:   # looped rows peeled to aligned vectors, as wide vectors go first
         out += [Schedule("reduce_row", block=tpr, vec=peel, items=0, row_threads=tpr, peel=True,
                          index64=p.index64) for tpr in sorted((256, 512, 1024), key=lambda t: abs(t.bit_length() - center))]
