@@ -79,14 +79,19 @@ def test_the_default_kernel_runs_right_on_the_host(label, src, extents):
 PER_PROGRAM = 20       # candidates a program, spread over its space (CI time: ~1 s a compile)
 
 
+def _problem(src: str, extents: dict):
+    """The kernel of a one-group program and its group's Problem (4 SMs, as run_on_host)."""
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    return k, problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+
+
 def _candidates():
     """Up to PER_PROGRAM candidates of each program above, evenly spread over the
     distinct kernels of its space (register budgets and explicit unrolls aside:
     they change no index arithmetic)."""
     for label, src, extents in PROGRAMS:
-        k = tiledsl.compile(src)
-        [g] = partition(k.graph)
-        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+        k, p = _problem(src, extents)
         distinct = {}
         for s in candidates(p, k.hints):
             distinct.setdefault(replace(s.code, min_blocks=1, unroll=0), s)
@@ -177,9 +182,7 @@ COLUMN_PROGRAMS = [
 
 def _column_vectors():
     for label, src, extents in COLUMN_PROGRAMS:
-        k = tiledsl.compile(src)
-        [g] = partition(k.graph)
-        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+        k, p = _problem(src, extents)
         found = [s for s in candidates(p, k.hints) if s.vec > 1 and not s.unroll]
         assert found, label
         for s in found:
@@ -212,9 +215,7 @@ PEELED_PROGRAMS = [
 def _peeled():
     from tiledsl.schedule.choose import fits, peel_vector
     for label, src, extents in PEELED_PROGRAMS:
-        k = tiledsl.compile(src)
-        [g] = partition(k.graph)
-        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+        k, p = _problem(src, extents)
         vec = peel_vector(p)
         assert vec > 1, label
         for block, online in ((32, True), (64, False), (128, True)):
