@@ -35,6 +35,10 @@ CASES = [("softmax f16", softmax("f16"), {"M": 4096, "N": 50257}),
          ("logsumexp f16 aligned", LSE.replace("f32", "f16"), {"M": 4096, "N": 50304})]
 
 
+def p_len(case) -> int:
+    return case.problem.row_length
+
+
 def main() -> None:
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s")
@@ -50,6 +54,10 @@ def main() -> None:
             for block in (256, 512, 1024):
                 for unroll in map(int, os.environ.get("PEEL_UNROLLS", "0").split()):
                     variants[f"peel b{block} u{unroll}"] = replace(wide, block=block, row_threads=block, unroll=unroll)
+        if not d.peel and d.vec == 1:   # rows kept in registers instead, element by element, weights late
+            for block in (1024,):
+                variants[f"kept b{block} nh"] = replace(d, block=block, row_threads=block, unroll=0, hoist=False,
+                                                        items=-(-p_len(case) // block))
         elif d.vec > 1:     # aligned rows: the same blocks, at ptxas's unroll and 4 vectors in flight
             for block in (512, 1024):
                 for unroll in (0, 4):
