@@ -18,8 +18,8 @@ from ..dtypes import DType
 from ..errors import TdslCompileError, TdslError, TdslScheduleError
 from ..ir.graph import Graph, Value
 from ..resources import resource_dir
-from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, operand_input, row_major,
-                               transposed_loop)
+from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, operand_input, peeled_operands,
+                               row_major, transposed_loop)
 from ..schedule.partition import Group, online_pairs, reduction_levels
 from ..schedule.schedules import (Schedule, budgeted_threads, column_vector, ring_refusal, stream_unroll_rule,
                                   stream_words)
@@ -487,14 +487,12 @@ class _Renderer:
         # by lane (its alignment differs); the head and tail go one element at a time.
         peel = self.s.peel
         if peel:
-            along = [op for op in lay.inputs + lay.outputs if self.inner in op.loops]
-            whole = [op for op in along if tuple(op.loops) == tuple(range(len(lay.loops)))]
-            if split or self.s.items or not row_major(lay) or list(lay.reduced_loops) != [self.inner] or any(
-                    op.loops[-1] != self.inner or (op not in whole and not set(op.loops) <= {self.inner})
-                    for op in along):
-                raise TdslScheduleError(f"{self.s.tag}: a peeled row is looped (items=0), reduced along the "
-                                        f"innermost dim alone, its operands along it contiguous")
-            self.gathered = {id(op) for op in along if op not in whole}
+            operands = peeled_operands(lay)
+            if split or operands is None:
+                raise TdslScheduleError(f"{self.s.tag}: a peeled row is looped, reduced along the innermost "
+                                        f"dim alone, its operands along it contiguous (choose.peel_refusal)")
+            whole, gathered = operands
+            self.gathered = {id(op) for op in gathered}
             V, n = self.vec, f"n{self.inner}"
             start = self.offset(whole[0], {self.inner: "0"}) if whole else "0"
             peel_row = [f"const idx_t head_gap = ({V} - ({start}) % {V}) % {V};",
@@ -566,6 +564,10 @@ class _Renderer:
         per_row = [op for op in elem_inputs if op not in hoisted and op not in late]
         # loaded with the row (cached), or by every phase as it streams the row (looped)
         per_row_loads = [line for op in per_row for line in self.load_lines(op, slot)]
+        ragged_loads = []       # a peeled row's head and tail: an element at a time
+        if peel:
+            with self.one_lane():
+                ragged_loads = [line for op in per_row for line in self.load_lines(op, slot)]
         late_loads = lambda used: [line for op in late if op.value.id in used  # noqa: E731
                                    for line in self.load_lines(op, slot)]
         full_outs = [op for op in lay.outputs if set(op.dims) & r_dims]
@@ -599,7 +601,7 @@ class _Renderer:
                 ragged = None
                 if peel:    # the head and tail: an element a chunk
                     with self.one_lane():
-                        ragged = dict(decl=f"{T} xs[1];", loads=[line for op in per_row for line in self.load_lines(op, slot)],
+                        ragged = dict(decl=f"{T} xs[1];", loads=ragged_loads,
                                       lanes=self.lane_loop(self.element_body([m.operands[0]], available_at(p), slot,
                                                                              [f"xs[e] = v{m.operands[0].id};"])))
                 phase_code.append(dict(
@@ -622,7 +624,7 @@ class _Renderer:
             ragged = None
             if peel:        # (looped: nothing kept between phases)
                 with self.one_lane():
-                    ragged = dict(loads=[line for op in per_row for line in self.load_lines(op, slot)],
+                    ragged = dict(loads=ragged_loads,
                                   lanes=self.lane_loop(self.element_body(phase_roots[p], available_at(p), slot, tail)))
             kept.update({vid: self.values[vid] for vid, q in keep_at.items() if q == p})
             finish = []
@@ -655,7 +657,7 @@ class _Renderer:
             with self.one_lane():
                 parts = [self.store_lines(op, slot) for op in full_outs]
                 out_ragged = dict(
-                    loads=[line for op in per_row for line in self.load_lines(op, slot)],
+                    loads=ragged_loads,
                     decls=[line for d, _, _ in parts for line in d], stores=[line for _, _, st in parts for line in st],
                     lanes=self.lane_loop(self.element_body(phase_roots[phases + 1], available_at(phases + 1), slot,
                                                            [line for _, ln, _ in parts for line in ln])))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from .hints import Hints
-from .layout import across_operands, batched_operands, column_loop, operand_input, Layout
+from .layout import across_operands, batched_operands, column_loop, operand_input, peeled_operands, Layout
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, reduction_levels
@@ -203,15 +203,11 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
     first aligned element (Schedule.peel), else why not. Every operand along the row
     either has all of the group's loops (each row then starts at the same element
     offset in all of them: one head a row) or is the same for every row (a weight over
-    N: its lanes are gathered one by one, from L1, as its alignment differs)."""
-    lay = p.layout
-    if not p.row_major() or list(lay.reduced_loops) != [p.inner]:
-        return "peeling takes rows along the innermost dim, reduced over it alone"
-    reduced = set(lay.reduced_loops)
-    along = [op for op in lay.inputs + lay.outputs if p.inner in op.loops]
-    if any(op.loops[-1] != p.inner or (tuple(op.loops) != tuple(range(len(lay.loops))) and not set(op.loops) <= reduced)
-           for op in along):
-        return "a peeled row's operands have every loop of the group or only the reduced one"
+    N: its lanes are gathered one by one, from L1, as its alignment differs):
+    `layout.peeled_operands`."""
+    if peeled_operands(p.layout) is None:
+        return ("peeling takes rows along the innermost dim, reduced over it alone, whose operands "
+                "have every loop of the group or only the reduced one")
     if s.vec > max_vector(p, whole=False):
         return f"vector width {s.vec} exceeds what alignment and dtypes allow"
     return ""

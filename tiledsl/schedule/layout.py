@@ -163,3 +163,22 @@ def column_loop(layout) -> Optional[int]:
         return None
     widest = max(streamed, key=lambda op: (len(op.loops), op.dtype.itemsize))
     return kept[-1] if widest.loops and widest.loops[-1] == kept[-1] else None
+
+
+def peeled_operands(layout: Layout) -> Optional[tuple[list, list]]:
+    """(whole, gathered): the operands along the row of a row reduction that can be peeled
+    to aligned vectors (Schedule.peel), else None. Rows lie along the innermost loop,
+    reduced over it alone; `whole` operands have every loop of the group (each row then
+    starts at the same element offset in all of them: one head a row), `gathered` ones the
+    reduced loop only (a weight over N, its lanes read one by one: its alignment differs)."""
+    if not layout.loops or not row_major(layout):
+        return None
+    inner = len(layout.loops) - 1
+    if list(layout.reduced_loops) != [inner]:
+        return None
+    along = [op for op in layout.inputs + layout.outputs if inner in op.loops]
+    whole = [op for op in along if tuple(op.loops) == tuple(range(len(layout.loops)))]
+    gathered = [op for op in along if tuple(op.loops) == (inner,)]
+    if len(whole) + len(gathered) != len(along):
+        return None
+    return whole, gathered
