@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: fuzz peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -27,6 +27,7 @@ for phase in "$@"; do
     hints) timeout 400 python3 scripts/probe_hints.py ;;
     f32sweep) timeout 400 python3 scripts/gemm_sweep.py --cases 0,2 --top 12 ;;
     splitk) timeout 300 python3 scripts/gemm_sweep.py --cases 14,15 --top 10 ;;
+    gsweep) timeout 400 python3 scripts/gemm_sweep.py --cases "$CASES" --match "$MATCH" --top ${TOP:-12} ;;   # CASES="5,10" MATCH="regex"
     tcsplit) timeout 400 python3 scripts/gemm_sweep.py --cases 19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34 --top 8 ;;
     mmsplit) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -k "split" -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     f32) timeout 300 python3 benchmarks/bench_gemm.py --only f32 --no-triton --json $OUT/gemm_f32.json ;;
@@ -60,6 +61,7 @@ for phase in "$@"; do
     rowshare) timeout 300 python3 scripts/probe_row_share.py ;;
     exact) timeout 400 python3 scripts/probe_exact_items.py ;;
     across) timeout 300 python3 scripts/probe_across_rows.py ;;
+    tail) timeout 300 python3 scripts/probe_tail.py $TAIL ;;   # TAIL="names to keep"
     survey) timeout 300 python3 scripts/probe_survey.py $SURVEY ;;   # SURVEY="names to keep"
     online) timeout 400 python3 scripts/probe_online.py $ONLINE ;;   # ONLINE="names to keep"
     rowsharetune) bash scripts/rowshare_tune.sh ;;

@@ -39,7 +39,9 @@ def prepare(name: str, src: str, extents: dict) -> RowCase:
     host = random_arguments(k.graph, extents, seed=1)
     want = k.reference(*host, compute="f64")
     nbytes = sum(h.nbytes for h in host if isinstance(h, np.ndarray)) + want.size * k.graph.results[0].dtype.itemsize
-    sets = [[cp.asarray(h) for h in host] for _ in range(input_sets_needed(nbytes))]
+    def device(h):      # scalars (0-d) stay Python numbers
+        return cp.asarray(h) if isinstance(h, np.ndarray) and h.ndim else (h.item() if hasattr(h, "item") else h)
+    sets = [[device(h) for h in host] for _ in range(input_sets_needed(nbytes))]
     out = k(*sets[0])
     launcher = k._launcher
     p = choose.problem(launcher.groups[0], launcher.layouts[0], extents, sm_count=_sm_count(0),

@@ -425,18 +425,22 @@ def _persistent_candidates():
         launcher = launcher_for(k)
         p = problem(launcher.groups[0], launcher.layouts[0], dict(M=2100, K=200, N=2056), frozenset(), 132, "sm_90a")
         for s in candidates(p, k.hints):
-            if s.persistent:
+            if s.persistent or s.specialized:
                 yield pytest.param(src, s, id=f"{label}-{s.tag}")
 
 
 @pytest.mark.parametrize("src,schedule", list(_persistent_candidates()))
 @pytest.mark.parametrize("extents", [dict(M=2100, K=200, N=2056), dict(M=2100, K=8, N=2056),
-                                     dict(M=2100, K=64, N=2056), dict(M=8, K=8, N=8)],
+                                     dict(M=2100, K=64, N=2056), dict(M=8, K=8, N=8),
+                                     dict(M=300, K=1000, N=520)],
                          ids=lambda e: "x".join(map(str, e.values())))
 def test_every_persistent_schedule(src, schedule, extents):
     """More output tiles than blocks (153 of 128x256 for 132 blocks, 561 of 64x128),
     ragged on every side; K of one partial tile, of one whole tile (the copies S - 2
-    ahead cross into later output tiles from the start), and of four; one tile in all."""
+    ahead cross into later output tiles from the start), of four, and of 16 (a
+    specialized block's stages refilled through many phases of their barriers); one
+    tile in all. Persistent loops, and the specialized blocks (a producer warpgroup),
+    persistent or a block a tile."""
     k, _ = _pinned(src, schedule)
     for out_kind in ("out", "alloc"):
         check(k, random_arguments(k.graph, extents), extents, out_kind)

@@ -202,7 +202,7 @@ def test_the_tuner_times_persistent_loops_of_the_tma_tiles():
     from tiledsl.schedule.choose import PERSISTENT_TILES
     k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
     cands = candidates(p, k.hints)
-    loops = [s for s in cands if s.persistent]
+    loops = [s for s in cands if s.persistent and not s.specialized]
     assert {(s.tile[0], s.tile[1], s.stages, s.group) for s in loops} == \
         {(bm, bn, st, grp) for bm, bn, st in PERSISTENT_TILES for grp in (0, 8)}
     assert all(s.tma and not s.splits and "_pst_" in s.tag for s in loops)
@@ -211,6 +211,68 @@ def test_the_tuner_times_persistent_loops_of_the_tma_tiles():
     for src, extents in ((BMM, dict(B=4, M=512, N=512, K=512)), (AB, dict(M=100, N=100, K=100))):
         k2, _, _, p2 = _problem(src, extents)
         assert not any(s.persistent for s in candidates(p2, k2.hints))
+
+
+def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
+    """The tiles of SPECIALIZED_TILES again with a warpgroup more (the producer), a block
+    a tile and persistent, grouped or not; one product only, never the default."""
+    from tiledsl.schedule.choose import SPECIALIZED_TILES
+    k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
+    cands = candidates(p, k.hints)
+    ws = [s for s in cands if s.specialized]
+    assert {(s.tile[0], s.tile[1], s.stages, s.group, s.persistent) for s in ws} == \
+        {(bm, bn, st, grp, pst) for bm, bn, st in SPECIALIZED_TILES for grp in (0, 8) for pst in (False, True)}
+    assert all(s.tma and not s.splits and "_ws_" in s.tag and s.block == 128 * (s.tile[0] // 64 + 1) for s in ws)
+    assert {Schedule(**{**s.__dict__, "specialized": False, "persistent": False, "block": s.block - 128})
+            for s in ws} <= set(cands)
+    assert not default(p, k.hints).specialized
+    for src, extents in ((BMM, dict(B=4, M=512, N=512, K=512)), (AB, dict(M=100, N=100, K=100))):
+        k2, _, _, p2 = _problem(src, extents)
+        assert not any(s.specialized for s in candidates(p2, k2.hints))
+
+
+@pytest.mark.parametrize("why,fields", [
+    ("specialized", dict(tma=False)), ("specialized", dict(splits=4)),
+    ("one more starts the copies", dict(block=256)), ("shared memory", dict(stages=5)),
+])
+def test_only_an_unsplit_tma_gemm_with_a_warpgroup_more_is_specialized(why, fields):
+    good = dict(kind="matmul", block=384, tile=(128, 256, 64), micro=(64, 256), mma=True, wgmma=True, vec=8,
+                stages=4, tma=True, specialized=True)
+    # the stages, their alignment, two barriers a stage, the results' buffer (128 columns) and its alignment
+    assert Schedule(**good).shared_bytes == 4 * 384 * 128 + 1024 + 16 * 4 + 128 * 128 * 2 + 128
+    with pytest.raises(TdslScheduleError, match=why):
+        Schedule(**{**good, **fields})
+
+
+@pytest.mark.parametrize("src", [AB, ABT, TF32])
+def test_a_specialized_kernel_copies_from_one_warpgroup_and_multiplies_in_the_others(src):
+    """A producer warpgroup beside the multiplying ones: the same multiplies, TMA copies,
+    no block-wide barrier in the K loop (one, after the barriers' setup), no spills,
+    and a block a tile or a persistent grid. 2-byte results (AB) leave through shared
+    memory (STS), each warpgroup's own; f32 results (ABT, TF32) from registers."""
+    from dataclasses import replace
+    from tiledsl.schedule.choose import launches
+    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=4096))
+    s = replace(default(p, k.hints), splits=0)
+    ops = {}
+    for label, sched in (("plain", s), ("specialized", replace(s, specialized=True, block=s.block + 128))):
+        ks = render(k.graph, g, lay, sched)
+        compiled = toolchain.compile_cuda(ks.source, arch="sm_90a")
+        usage = compiled.resources[ks.name]
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (label, usage)
+        ops[label] = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+        if label == "specialized":
+            assert "mbarrier.arrive.shared::cta.b64" in ks.source
+            [launch] = launches(p, sched)
+            assert launch.grid == (32 * (4096 // s.tile[1]), 1, 1)
+            [launch] = launches(p, replace(sched, persistent=True))
+            assert launch.grid == (132, 1, 1)
+    count = lambda label, prefix: sum(n for op, n in ops[label].items() if op.startswith(prefix))  # noqa: E731
+    assert count("specialized", "HGMMA") == count("plain", "HGMMA")
+    assert count("specialized", "UTMALDG") >= 2 and count("specialized", "LDGSTS") == 0
+    # the barriers' setup; two a 128-column half of the staged results
+    assert count("specialized", "BAR.SYNC.DEFER_BLOCKING") == 1 + 4 * (src == AB)
+    assert (count("specialized", "STS") > 0) == (src == AB)
 
 
 @pytest.mark.parametrize("bad", [dict(tma=False), dict(splits=4)])

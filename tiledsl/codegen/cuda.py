@@ -923,6 +923,11 @@ class _Renderer:
         ctx["min_blocks_per_sm"] = self.s.min_blocks
         ctx["tma"] = self.s.tma
         ctx["persistent"] = self.s.persistent
+        ctx["specialized"] = self.s.specialized
+        if self.s.specialized:      # the SM's registers, redistributed (multiples of 8): 40 to the producer
+            consumers = self.s.block // 128 - 1
+            ctx["producer_registers"] = 40
+            ctx["consumer_registers"] = min(256, (65536 // (128 * self.s.min_blocks) - 40) // consumers // 8 * 8)
         # Accumulators 2q and 2q + 1 are neighbours along N: where the only output is
         # N-contiguous, 2 or 4 bytes wide, a pair leaves in one store.
         outs = self.layout.outputs
@@ -937,10 +942,13 @@ class _Renderer:
                         # the block's results go out through shared memory (the spent stages) in
                         # 16-byte row chunks, where the tile fits there (not in a persistent block:
                         # its stages take the next tile's copies then)
-                        staged=bm * ld * op.dtype.itemsize <= self.s.shared_bytes - 1024 and not self.s.persistent,
+                        # (nor in a specialized one: its producer refills the stages unbarred)
+                        staged=(bm * ld * op.dtype.itemsize <= self.s.shared_bytes - 1024
+                                and not (self.s.persistent or self.s.specialized)),
                         # a persistent block's warpgroups each stage their 64 rows in a spent stage's
-                        # B buffer instead, where 2-byte results fill it exactly
-                        wg_staged=self.s.persistent and op.dtype.itemsize == 2, ld=ld)
+                        # B buffer instead, where 2-byte results fill it exactly; a specialized block's
+                        # in a buffer of their own (Schedule.shared_bytes)
+                        wg_staged=(self.s.persistent or self.s.specialized) and op.dtype.itemsize == 2, ld=ld)
         ctx["pair"] = pair
         ctx["acc_list"] = "{" + ", ".join(f"%{i}" for i in range(bn // 2)) + "}"
         ctx["acc_operands"] = ", ".join(f'"+f"(acc[{i}])' for i in range(bn // 2))

@@ -580,13 +580,33 @@ def _persistent_twins(p: Problem, warpgroup: list) -> list[Schedule]:
             if s.tma and not s.splits and (s.tile[0], s.tile[1], s.stages) in PERSISTENT_TILES]
 
 
+# (BM, BN, stages) of the TMA-fed tiles the tuner also times with a producer warpgroup. Measured
+# (H100, 2026-11-26, scripts/gemm_sweep.py): level with the default's 128x256 tiles at 4096^3
+# (718.5 against 717.9 TFLOP/s), ahead where K is short (8192x8192x1024: 646.1 against 607.5);
+# 128x128 tiles behind everywhere measured but kept for the smaller products
+SPECIALIZED_TILES = ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6))
+
+
+def _specialized_twins(p: Problem, warpgroup: list) -> list[Schedule]:
+    """The TMA-fed tiles of SPECIALIZED_TILES again with a producer warpgroup
+    (`Schedule.specialized`), a block per output tile and as persistent loops,
+    for the tuner; one product only."""
+    if matmul_shape(p)[0] > 1:
+        return []
+    twins = [replace(s, specialized=True, block=s.block + 128, persistent=persistent) for s in warpgroup
+             if s.tma and not s.splits and s.min_blocks == 1 and (s.tile[0], s.tile[1], s.stages) in SPECIALIZED_TILES
+             for persistent in (True, False)]
+    # in the order of SPECIALIZED_TILES, grouped blocks first: a capped search meets the likeliest first
+    return sorted(twins, key=lambda s: (SPECIALIZED_TILES.index((s.tile[0], s.tile[1], s.stages)), -s.group))
+
+
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     """Every schedule worth timing for this problem (all valid for it)."""
     if p.group.kind == "matmul":
         out, twins = [], []
         if hints.tf32 and tf32_operands(p) and p.arch == "sm_90a":   # opted in: f32 as TF32
             out += _wgmma_schedules(p, vec=4)
-            twins += _persistent_twins(p, out) + _copy_twins(p, out)
+            twins += _persistent_twins(p, out) + _specialized_twins(p, out) + _copy_twins(p, out)
         if uses_tensor_cores(p):
             for tile, warp in (((128, 128, 32), (64, 32)), ((64, 64, 32), (32, 32)),
                                ((128, 64, 32), (64, 32)), ((128, 128, 32), (32, 64)),
@@ -597,7 +617,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             if matmul_vector(p) == 8 and p.arch == "sm_90a":     # warpgroup tensor cores
                 warpgroup = _wgmma_schedules(p, vec=8)
                 out += warpgroup
-                twins += _persistent_twins(p, warpgroup) + _copy_twins(p, warpgroup)
+                twins += _persistent_twins(p, warpgroup) + _specialized_twins(p, warpgroup) + _copy_twins(p, warpgroup)
             if matmul_vector(p) == 8:     # cp.async pipelines
                 for tile, warp in PIPELINE_TILES:
                     for stages in (3, 4):
@@ -1376,6 +1396,8 @@ def matmul_launches(p: Problem, s: Schedule) -> list[Launch]:
     if s.persistent:    # min_blocks blocks per SM, each looping over its share of the output tiles
         return [Launch(s, (max(1, min(batch * -(-m // bm) * -(-n // bn), p.sm_count * s.min_blocks)), 1, 1),
                        p.loops)]
+    if s.specialized:   # the same loop, a block per output tile
+        return [Launch(s, (-(-m // bm) * -(-n // bn), 1, 1), p.loops)]
     if s.splits:    # chunk z % splits of K for product z // splits, then a kernel sums the chunks
         if batch * s.splits > 65535:
             from ..errors import TdslScheduleError
@@ -1404,8 +1426,8 @@ def fits(p: Problem, s: Schedule) -> str:
     if s.tma and not tma_operands(p):
         return ("TMA copies tiles of 2-D inputs, or of inputs with every batch dim of the product "
                 "(16-bit, or f32 as TF32), rows a multiple of 16 bytes, 16-byte aligned")
-    if s.persistent and matmul_shape(p)[0] > 1:
-        return "a persistent GEMM loops over the output tiles of one product, not a batch"
+    if (s.persistent or s.specialized) and matmul_shape(p)[0] > 1:
+        return "a persistent or specialized GEMM loops over the output tiles of one product, not a batch"
     if s.kind == "matmul" and s.wgmma and s.vec == 4:
         if not tf32_operands(p):
             return "TF32 wgmma needs plain f32 operands contiguous along K, 16-byte aligned"

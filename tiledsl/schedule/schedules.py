@@ -81,6 +81,13 @@ of it: one compiled kernel serves every size of its class.
                                         copies in flight during this one's
                                         epilogue (583 -> 527 us on an H100; a
                                         tuner candidate: slower at 4096^3)
+    matmul wgmma tma=True specialized=True (tag _ws)  8192x8192x1024 f16: a
+                                        thread of the multiplying warpgroups
+                                        starts the copies after a block-wide
+                                        barrier per K tile -> a producer
+                                        warpgroup starts them as each stage is
+                                        released (607.5 -> 646.1 TFLOP/s,
+                                        persistent, H100; a tuner candidate)
 """
 from __future__ import annotations
 
@@ -110,7 +117,8 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
                "min_blocks", "unroll")
-_BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel")
+_BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel",
+                "specialized")
 
 
 def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
@@ -228,6 +236,10 @@ class Schedule:
     peel: bool = False          # reduce_row, looped, vec > 1: a row whose start breaks the vectors' alignment
                                 # (a length not a multiple of vec) is read in vectors from its first aligned
                                 # element; the few before it and after its last whole vector one at a time (_pe)
+    specialized: bool = False   # matmul (wgmma, TMA, unsplit): a producer warpgroup beside the multiplying ones
+                                # starts every copy, refilling a stage as soon as the tensor cores are done
+                                # with it (a second barrier per stage), with no block-wide barrier a K tile;
+                                # the block loops over output tiles as a persistent one does (tag _ws)
 
     def __post_init__(self):
         why = self.invalid()
@@ -270,6 +282,8 @@ class Schedule:
             return "only the warpgroup GEMM (wgmma) copies its tiles by TMA"
         if self.persistent and not (self.tma and not self.splits):
             return "only the TMA-fed warpgroup GEMM, unsplit, loops over its output tiles (persistent)"
+        if self.specialized and not (self.tma and not self.splits):
+            return "only the TMA-fed warpgroup GEMM, unsplit, has a producer warpgroup (specialized)"
         if self.kind == "reduce_row":
             if self.row_threads not in (1, 2, 4, 8, 16, 32, self.block):
                 return "row_threads must be 1, 2, 4, 8, 16, 32 (a row a part of a warp) or the block size"
@@ -303,8 +317,9 @@ class Schedule:
                 if bk != 8 * self.vec or bm not in (64, 128) or bn % 64 or not 64 <= bn <= 256:
                     return ("wgmma tiles are 64 or 128 rows by 64 to 256 columns (a multiple of 64), "
                             "with 128 bytes of K (BK = 64 16-bit or 32 TF32 values)")
-                if (tm, tn) != (64, bn) or self.block != 128 * (bm // 64):
-                    return "each warpgroup (128 threads) owns 64 rows and every column of the tile"
+                if (tm, tn) != (64, bn) or self.block != 128 * (bm // 64 + self.specialized):
+                    return ("each warpgroup (128 threads) owns 64 rows and every column of the tile"
+                            + (", and one more starts the copies (specialized)" if self.specialized else ""))
                 if self.shared_bytes > MAX_SHARED_BYTES:
                     return (f"{self.stages} stages of {bm}x{bn}x{bk} tiles need {self.shared_bytes // 1024} KB "
                             f"of shared memory, more than the {MAX_SHARED_BYTES // 1024} KB a block can have")
@@ -376,7 +391,11 @@ class Schedule:
             return 0
         bm, bn, bk = self.tile
         if self.wgmma:    # unpadded swizzled 128-byte rows, aligned to 1024 bytes in the kernel
-            return self.stages * (bm + bn) * 128 + 1024 + (8 * self.stages if self.tma else 0)  # + TMA's barriers
+            # + TMA's barriers: a stage's copies landed, and (specialized) its buffers are free again;
+            # a specialized block's 2-byte results leave through a buffer of their own, 128 columns
+            # at a time (128-byte aligned)
+            return (self.stages * (bm + bn) * 128 + 1024 + ((8 + 8 * self.specialized) * self.stages if self.tma else 0)
+                    + (bm * min(bn, 128) * 2 + 128 if self.specialized else 0))
         return self.stages * (_padded_tile(bm, bk) + _padded_tile(bn, bk)) * 2
 
     @property
@@ -397,6 +416,7 @@ class Schedule:
             if self.wgmma:
                 return (f"mm_wg{'_tf32' if self.vec == 4 else ''}_m{bm}n{bn}k{bk}_s{self.stages}_"
                         + ("tma_" if self.tma else "") + ("pst_" if self.persistent else "")
+                        + ("ws_" if self.specialized else "")
                         + (f"b{self.min_blocks}_" if self.min_blocks > 1 else "") + ("sk_" if self.splits else "")
                         + (f"g{self.group}_" if self.group else "") + ("x64" if self.index64 else "x32"))
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
