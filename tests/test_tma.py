@@ -231,6 +231,23 @@ def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
         assert not any(s.specialized for s in candidates(p2, k2.hints))
 
 
+@pytest.mark.parametrize("src,extents,specialized", [
+    (AB, dict(M=8192, N=8192, K=1024), True), (AB, dict(M=4096, N=4096, K=512), True),
+    (AB, dict(M=4096, N=4096, K=1000), True),
+    (AB, dict(M=4096, N=4096, K=4096), False),      # K of 64 tiles: the plain kernel
+    (AB, dict(M=4096, N=4096, K=256), False),       # 4 K tiles: two 128x128 blocks an SM
+    (AB, dict(M=1024, N=1024, K=1024), False),      # under two waves of 128x256 tiles
+    (ABT, dict(M=8192, N=8192, K=1024), False),     # f32 results would leave pair by pair
+    (BMM, dict(B=8, M=2048, N=2048, K=512), False),  # a batch
+])
+def test_short_k_products_default_to_a_persistent_block_with_a_producer(src, extents, specialized):
+    k, g, lay, p = _problem(src, extents)
+    s = default(p, k.hints)
+    assert s.specialized == s.persistent == specialized, s.tag
+    if specialized:
+        assert s.tag == "mm_wg_m128n256k64_s4_tma_pst_ws_g8_x32" and fits(p, s) == ""
+
+
 @pytest.mark.parametrize("why,fields", [
     ("specialized", dict(tma=False)), ("specialized", dict(splits=4)),
     ("one more starts the copies", dict(block=256)), ("shared memory", dict(stages=5)),
@@ -290,7 +307,7 @@ def test_a_persistent_grid_is_a_block_per_sm_or_one_per_tile(extents, tiles):
     from tiledsl.schedule.choose import launches
     k, g, lay, p = _problem(AB, extents)
     s = replace(default(p, k.hints), tile=(128, 256, 64), micro=(64, 256), block=256, stages=4, splits=0,
-                group=8, persistent=True)
+                group=8, persistent=True, specialized=False)
     [launch] = launches(p, s)
     assert launch.grid == (min(tiles, 132), 1, 1)
 

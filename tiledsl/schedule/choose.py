@@ -581,9 +581,10 @@ def _persistent_twins(p: Problem, warpgroup: list) -> list[Schedule]:
 
 
 # (BM, BN, stages) of the TMA-fed tiles the tuner also times with a producer warpgroup. Measured
-# (H100, 2026-11-26, scripts/gemm_sweep.py): level with the default's 128x256 tiles at 4096^3
-# (718.5 against 717.9 TFLOP/s), ahead where K is short (8192x8192x1024: 646.1 against 607.5);
-# 128x128 tiles behind everywhere measured but kept for the smaller products
+# (H100, 2026-11-26, scripts/gemm_sweep.py): level with the plain 128x256 tiles at 4096^3
+# (718.5 against 717.9 TFLOP/s), ahead where K is short (8192x8192x1024: 646.1 against 607.5;
+# the default there, _tensor_core_default); 128x128 tiles behind everywhere measured but kept
+# for the smaller products
 SPECIALIZED_TILES = ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6))
 
 
@@ -1080,6 +1081,15 @@ def uses_tensor_cores(p: Problem) -> bool:
     return mm.operands[0].dtype.name in ("f16", "bf16") and mm.dtype.name == "f32"
 
 
+def results_in_16_bit_rows(p: Problem) -> bool:
+    """Whether a GEMM's one result is 2 bytes an element and contiguous along N: a
+    specialized block's results then leave through shared memory in 16-byte rows
+    (the renderer's `wg_staged`), not pair by pair from registers."""
+    outs = p.layout.outputs
+    return (len(outs) == 1 and bool(outs[0].loops) and outs[0].loops[-1] == p.layout.n_kept - 1
+            and outs[0].dtype.itemsize == 2)
+
+
 def matmul_vector(p: Problem) -> int:
     """8 when both operands are plain 16-bit inputs that move in 16-byte
     vectors along their contiguous dim (a multiple of 8 long, 16-byte
@@ -1285,6 +1295,17 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # its loads in L2 (H100 11-23, µs, row-major / grouped: 128x8192x8192 at 8
         # stages 62.1 / 50.2, 200x6000x3000 32.5 / 30.7; 1000^3 12.9 / 13.1)
         grouped = -(-m // bm) > 1
+        if ((bm, bn, stages) == (128, 256, 4) and k <= 16 * 64 and matmul_shape(p)[0] == 1
+                and tma_operands(p) and waves(128, 256) >= 2 and results_in_16_bit_rows(p)):
+            # At most 16 K tiles: a tile's first copies and its epilogue weigh much. A block an
+            # SM loops over the tiles with a producer warpgroup, which copies the next tile's
+            # K tiles while this one's results leave (H100 2026-11-26, TFLOP/s, default /
+            # this: f16 4096x4096x1024 583.4 / 628.3, 8192x8192x1024 615.4 / 660.0 and
+            # 607.5 / 641.7, 8192x8192x512 493.3 / 572.8, 2048x8192x1024 580.4 / 621.7,
+            # relu(x @ w + b) 8192x4096x1024 583.6 / 617.5, bf16 8192x8192x1024 608.5 /
+            # 676.5; one loss, f16 16384x4096x512 526.6 / 508.0)
+            return replace(wgmma_schedule(p, 128, 256, 4, group=hints.group or 8),
+                           specialized=True, block=384, persistent=True)
         return wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if grouped else 0))
     if vec == 8:
         if waves(128, 256) >= 2 and k > 1024:

@@ -87,7 +87,8 @@ of it: one compiled kernel serves every size of its class.
                                         barrier per K tile -> a producer
                                         warpgroup starts them as each stage is
                                         released (607.5 -> 646.1 TFLOP/s,
-                                        persistent, H100; a tuner candidate)
+                                        persistent, H100; the default for
+                                        short K, elsewhere a tuner candidate)
 """
 from __future__ import annotations
 
