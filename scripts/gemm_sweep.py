@@ -25,6 +25,7 @@ KERNELS = {
     "abT": "kernel mm(a: {t}[M, K], b: {t}[N, K]) -> {t}[M, N] {{ return a @ b.T }}",
     "relu": "kernel mm(a: {t}[M, K], b: {t}[K, N], bias: f32[N]) -> {t}[M, N] {{ return relu(a @ b + bias) }}",
     "tf32": "kernel mm(a: {t}[M, K], b: {t}[N, K]) -> {t}[M, N] {{ return a @ b.T }}\nschedule mm {{ tf32(true) }}",
+    "abT32": "kernel mm(a: {t}[M, K], b: {t}[N, K]) -> f32[M, N] {{ return a @ b.T }}",    # f32 results
 }
 CASES = [("f32", "ab", (4096, 4096, 4096)), ("f32", "ab", (1000, 1000, 1000)), ("f32", "ab", (8192, 8192, 8192)),
          ("f32", "tf32", (4096, 4096, 4096)), ("f32", "tf32", (8192, 8192, 8192)), ("f16", "ab", (4096, 4096, 4096)), ("f16", "abT", (4096, 4096, 4096)),
@@ -46,7 +47,10 @@ CASES = [("f32", "ab", (4096, 4096, 4096)), ("f32", "ab", (1000, 1000, 1000)), (
          ("f16", "ab", (3000, 3000, 3000)), ("f16", "ab", (6144, 3072, 4096)),
          # 35-40: short K (16 K tiles or fewer), where a tile's prologue and epilogue weigh most
          ("f16", "ab", (4096, 4096, 1024)), ("f16", "ab", (16384, 4096, 512)), ("f16", "ab", (8192, 8192, 512)),
-         ("bf16", "ab", (8192, 8192, 1024)), ("f16", "relu", (8192, 4096, 1024)), ("f16", "ab", (2048, 8192, 1024))]
+         ("bf16", "ab", (8192, 8192, 1024)), ("f16", "relu", (8192, 4096, 1024)), ("f16", "ab", (2048, 8192, 1024)),
+         # 41-44: short K, f32 results
+         ("bf16", "abT32", (8192, 8192, 1024)), ("f16", "abT32", (4096, 4096, 1024)), ("f32", "tf32", (8192, 8192, 1024)),
+         ("f16", "abT32", (8192, 8192, 512))]
 
 
 def _label(s) -> str:
@@ -114,14 +118,14 @@ def main():
             import ml_dtypes
             np_t = ml_dtypes.bfloat16
         a = cp.asarray(rng.standard_normal((m, k)).astype(np_t))
-        b_shape = (k, n) if kind not in ("abT", "tf32") else (n, k)
+        b_shape = (k, n) if kind not in ("abT", "abT32", "tf32") else (n, k)
         b = cp.asarray(rng.standard_normal(b_shape).astype(np_t))
         extra = [cp.asarray(rng.standard_normal(n).astype(np.float32))] if kind == "relu" else []
-        bm = b if kind not in ("abT", "tf32") else b.T
+        bm = b if kind not in ("abT", "abT32", "tf32") else b.T
         ref = cp.matmul(a.astype(cp.float32), bm.astype(cp.float32))
         if kind == "relu":
             ref = cp.maximum(ref + extra[0], 0)
-        out = cp.empty((m, n), a.dtype)
+        out = cp.empty((m, n), cp.float32 if kind == "abT32" else a.dtype)
         flop = 2 * m * n * k
         if kind == "tf32":     # cuBLAS with TF32 allowed, through torch
             import torch
@@ -130,7 +134,8 @@ def main():
             tout = torch.empty((m, n), device="cuda")
             t_cublas = time_cuda(lambda i: torch.matmul(ta, tb, out=tout), repeats=10).median_us
         else:
-            t_cublas = time_cuda(lambda i: cp.matmul(a, bm, out=out), repeats=10).median_us
+            t_cublas = time_cuda(lambda i: cp.matmul(a, bm, out=out) if kind != "abT32"      # (16-bit results)
+                                 else cp.matmul(a, bm), repeats=10).median_us
         sets = [(a, b)] + [(a.copy(), b.copy()) for _ in range(args.sets - 1)]
         launcher = kern._launcher = launcher_for(kern)
         rows = []

@@ -237,7 +237,8 @@ def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
     (AB, dict(M=4096, N=4096, K=4096), False),      # K of 64 tiles: the plain kernel
     (AB, dict(M=4096, N=4096, K=256), False),       # 4 K tiles: two 128x128 blocks an SM
     (AB, dict(M=1024, N=1024, K=1024), False),      # under two waves of 128x256 tiles
-    (ABT, dict(M=8192, N=8192, K=1024), False),     # f32 results would leave pair by pair
+    (ABT, dict(M=8192, N=8192, K=1024), True),      # f32 results, 64 columns at a time
+    (TF32, dict(M=8192, N=8192, K=1024), True), (TF32, dict(M=8192, N=8192, K=1056), False),
     (BMM, dict(B=8, M=2048, N=2048, K=512), False),  # a batch
 ])
 def test_short_k_products_default_to_a_persistent_block_with_a_producer(src, extents, specialized):
@@ -245,7 +246,8 @@ def test_short_k_products_default_to_a_persistent_block_with_a_producer(src, ext
     s = default(p, k.hints)
     assert s.specialized == s.persistent == specialized, s.tag
     if specialized:
-        assert s.tag == "mm_wg_m128n256k64_s4_tma_pst_ws_g8_x32" and fits(p, s) == ""
+        assert s.tag.endswith("m128n256k64_s4_tma_pst_ws_g8_x32" if src != TF32 else
+                              "m128n256k32_s4_tma_pst_ws_g8_x32") and fits(p, s) == ""
 
 
 @pytest.mark.parametrize("why,fields", [
@@ -265,8 +267,8 @@ def test_only_an_unsplit_tma_gemm_with_a_warpgroup_more_is_specialized(why, fiel
 def test_a_specialized_kernel_copies_from_one_warpgroup_and_multiplies_in_the_others(src):
     """A producer warpgroup beside the multiplying ones: the same multiplies, TMA copies,
     no block-wide barrier in the K loop (one, after the barriers' setup), no spills,
-    and a block a tile or a persistent grid. 2-byte results (AB) leave through shared
-    memory (STS), each warpgroup's own; f32 results (ABT, TF32) from registers."""
+    and a block a tile or a persistent grid. The results leave through shared memory
+    (STS), each warpgroup's own buffer, 256 bytes of a row at a time."""
     from dataclasses import replace
     from tiledsl.schedule.choose import launches
     k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=4096))
@@ -287,9 +289,9 @@ def test_a_specialized_kernel_copies_from_one_warpgroup_and_multiplies_in_the_ot
     count = lambda label, prefix: sum(n for op, n in ops[label].items() if op.startswith(prefix))  # noqa: E731
     assert count("specialized", "HGMMA") == count("plain", "HGMMA")
     assert count("specialized", "UTMALDG") >= 2 and count("specialized", "LDGSTS") == 0
-    # the barriers' setup; two a 128-column half of the staged results
-    assert count("specialized", "BAR.SYNC.DEFER_BLOCKING") == 1 + 4 * (src == AB)
-    assert (count("specialized", "STS") > 0) == (src == AB)
+    # the barriers' setup; two for each 256 bytes of the staged rows (128 2-byte or 64 4-byte results)
+    assert count("specialized", "BAR.SYNC.DEFER_BLOCKING") == 1 + 2 * (s.tile[1] // (128 if src == AB else 64))
+    assert count("specialized", "STS") > 0
 
 
 @pytest.mark.parametrize("bad", [dict(tma=False), dict(splits=4)])

@@ -947,8 +947,8 @@ class _Renderer:
                                 and not (self.s.persistent or self.s.specialized)),
                         # a persistent block's warpgroups each stage their 64 rows in a spent stage's
                         # B buffer instead, where 2-byte results fill it exactly; a specialized block's
-                        # in a buffer of their own (Schedule.shared_bytes)
-                        wg_staged=(self.s.persistent or self.s.specialized) and op.dtype.itemsize == 2, ld=ld)
+                        # 2- or 4-byte results in a buffer of their own (Schedule.shared_bytes)
+                        wg_staged=(op.dtype.itemsize == 2 and self.s.persistent) or self.s.specialized, ld=ld)
         ctx["pair"] = pair
         ctx["acc_list"] = "{" + ", ".join(f"%{i}" for i in range(bn // 2)) + "}"
         ctx["acc_operands"] = ", ".join(f'"+f"(acc[{i}])' for i in range(bn // 2))

@@ -1081,13 +1081,32 @@ def uses_tensor_cores(p: Problem) -> bool:
     return mm.operands[0].dtype.name in ("f16", "bf16") and mm.dtype.name == "f32"
 
 
-def results_in_16_bit_rows(p: Problem) -> bool:
-    """Whether a GEMM's one result is 2 bytes an element and contiguous along N: a
-    specialized block's results then leave through shared memory in 16-byte rows
-    (the renderer's `wg_staged`), not pair by pair from registers."""
+def results_in_rows(p: Problem) -> bool:
+    """Whether a GEMM's one result is 2 or 4 bytes an element and contiguous along N:
+    a specialized block's results then leave through shared memory in 16-byte
+    pieces of rows (the renderer's `wg_staged`), not pair by pair from registers."""
     outs = p.layout.outputs
     return (len(outs) == 1 and bool(outs[0].loops) and outs[0].loops[-1] == p.layout.n_kept - 1
-            and outs[0].dtype.itemsize == 2)
+            and outs[0].dtype.itemsize in (2, 4))
+
+
+def short_k_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Schedule]:
+    """The default for a product of K at most 1024 (16 K tiles of 16-bit values, 32 of
+    TF32) that fills two or more waves of 128x256 tiles, unbatched, TMA-fed, its one result in rows, with
+    no split pinned: a tile's first copies and its epilogue weigh much there, so a
+    block an SM loops over the tiles with a producer warpgroup (`specialized`), which
+    copies the next tile's K tiles while this one's results leave. H100 2026-11-26
+    (scripts/gemm_sweep.py), TFLOP/s, the plain 128x256 tile / this: f16 4096x4096x1024
+    583.4 / 628.3, 8192x8192x1024 615.4 / 660.0 and 607.5 / 641.7, 8192x8192x512
+    493.3 / 572.8, 2048x8192x1024 580.4 / 621.7, relu(x @ w + b) 8192x4096x1024 583.6 /
+    617.5, bf16 8192x8192x1024 608.5 / 676.5; f32 results: bf16 8192x8192x1024 513.5 /
+    597.6, f16 4096x4096x1024 483.1 / 544.4, 8192x8192x512 347.8 / 448.0, TF32
+    8192x8192x1024 334.2 / 356.5. One loss: f16 16384x4096x512 526.6 / 508.0."""
+    if (matmul_shape(p)[3] > 1024 or matmul_shape(p)[0] != 1 or hints.split_k is not None
+            or not tma_operands(p) or output_tiles(p, 128, 256) < 2 * p.sm_count or not results_in_rows(p)):
+        return None
+    return replace(wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8),
+                   specialized=True, block=384, persistent=True)
 
 
 def matmul_vector(p: Problem) -> int:
@@ -1155,7 +1174,8 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
         # 4096^3 +3.8% and -0.7%, 8192^3 +4.1% and +6.3%)
         bm, bn, stages = (128, 256, 4) if output_tiles(p, 128, 256) >= p.sm_count else (64, 128, 5)
         group = hints.group or (8 if output_tiles(p, bm, bn) >= 2 * p.sm_count else 0)
-        return _tensor_core_split(p, hints, wgmma_schedule(p, bm, bn, stages, vec=4, group=group))
+        short = short_k_schedule(p, hints, vec=4) if (bm, bn) == (128, 256) and not hints.tile else None
+        return short or _tensor_core_split(p, hints, wgmma_schedule(p, bm, bn, stages, vec=4, group=group))
     pinned = bool(dict(hints.tile) or dict(hints.microtile) or hints.warps)
     auto_split = 0 if pinned or hints.split_k is not None else split_k_default(p)
     big = big or bool(auto_split)       # split-K fills the SMs with 128x128 tiles
@@ -1295,17 +1315,10 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # its loads in L2 (H100 11-23, µs, row-major / grouped: 128x8192x8192 at 8
         # stages 62.1 / 50.2, 200x6000x3000 32.5 / 30.7; 1000^3 12.9 / 13.1)
         grouped = -(-m // bm) > 1
-        if ((bm, bn, stages) == (128, 256, 4) and k <= 16 * 64 and matmul_shape(p)[0] == 1
-                and tma_operands(p) and waves(128, 256) >= 2 and results_in_16_bit_rows(p)):
-            # At most 16 K tiles: a tile's first copies and its epilogue weigh much. A block an
-            # SM loops over the tiles with a producer warpgroup, which copies the next tile's
-            # K tiles while this one's results leave (H100 2026-11-26, TFLOP/s, default /
-            # this: f16 4096x4096x1024 583.4 / 628.3, 8192x8192x1024 615.4 / 660.0 and
-            # 607.5 / 641.7, 8192x8192x512 493.3 / 572.8, 2048x8192x1024 580.4 / 621.7,
-            # relu(x @ w + b) 8192x4096x1024 583.6 / 617.5, bf16 8192x8192x1024 608.5 /
-            # 676.5; one loss, f16 16384x4096x512 526.6 / 508.0)
-            return replace(wgmma_schedule(p, 128, 256, 4, group=hints.group or 8),
-                           specialized=True, block=384, persistent=True)
+        if (bm, bn, stages) == (128, 256, 4):
+            short = short_k_schedule(p, hints, vec=8)
+            if short is not None:
+                return short
         return wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if grouped else 0))
     if vec == 8:
         if waves(128, 256) >= 2 and k > 1024:

@@ -393,10 +393,10 @@ class Schedule:
         bm, bn, bk = self.tile
         if self.wgmma:    # unpadded swizzled 128-byte rows, aligned to 1024 bytes in the kernel
             # + TMA's barriers: a stage's copies landed, and (specialized) its buffers are free again;
-            # a specialized block's 2-byte results leave through a buffer of their own, 128 columns
-            # at a time (128-byte aligned)
+            # a specialized block's results leave through a buffer of their own, 256 bytes of each
+            # row at a time (128-byte aligned)
             return (self.stages * (bm + bn) * 128 + 1024 + ((8 + 8 * self.specialized) * self.stages if self.tma else 0)
-                    + (bm * min(bn, 128) * 2 + 128 if self.specialized else 0))
+                    + (bm * 256 + 128 if self.specialized else 0))
         return self.stages * (_padded_tile(bm, bk) + _padded_tile(bn, bk)) * 2
 
     @property
