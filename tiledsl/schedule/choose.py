@@ -583,8 +583,8 @@ def _persistent_twins(p: Problem, warpgroup: list) -> list[Schedule]:
 # (BM, BN, stages) of the TMA-fed tiles the tuner also times with a producer warpgroup. Measured
 # (H100, 2026-11-26, scripts/gemm_sweep.py): level with the plain 128x256 tiles at 4096^3
 # (718.5 against 717.9 TFLOP/s), ahead where K is short (8192x8192x1024: 646.1 against 607.5;
-# the default there, _tensor_core_default); 128x128 tiles behind everywhere measured but kept
-# for the smaller products
+# the default there: short_k_schedule); 128x128 tiles behind everywhere measured but kept for
+# the smaller products
 SPECIALIZED_TILES = ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6))
 
 
@@ -1092,8 +1092,8 @@ def results_in_rows(p: Problem) -> bool:
 
 def short_k_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Schedule]:
     """The default for a product of K at most 1024 (16 K tiles of 16-bit values, 32 of
-    TF32) that fills two or more waves of 128x256 tiles, unbatched, TMA-fed, its one result in rows, with
-    no split pinned: a tile's first copies and its epilogue weigh much there, so a
+    TF32) that fills two or more waves of 128x256 tiles, unbatched, TMA-fed, its one
+    result in rows, with no split pinned: a tile's first copies and its epilogue weigh much there, so a
     block an SM loops over the tiles with a producer warpgroup (`specialized`), which
     copies the next tile's K tiles while this one's results leave. H100 2026-11-26
     (scripts/gemm_sweep.py), TFLOP/s, the plain 128x256 tile / this: f16 4096x4096x1024
@@ -1105,8 +1105,8 @@ def short_k_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Schedule]:
     if (matmul_shape(p)[3] > 1024 or matmul_shape(p)[0] != 1 or hints.split_k is not None
             or not tma_operands(p) or output_tiles(p, 128, 256) < 2 * p.sm_count or not results_in_rows(p)):
         return None
-    return replace(wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8),
-                   specialized=True, block=384, persistent=True)
+    s = wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8)
+    return replace(s, specialized=True, block=s.block + 128, persistent=True)     # + the producer
 
 
 def matmul_vector(p: Problem) -> int:
