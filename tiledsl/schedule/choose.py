@@ -1101,7 +1101,9 @@ def short_k_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Schedule]:
     493.3 / 572.8, 2048x8192x1024 580.4 / 621.7, relu(x @ w + b) 8192x4096x1024 583.6 /
     617.5, bf16 8192x8192x1024 608.5 / 676.5; f32 results: bf16 8192x8192x1024 513.5 /
     597.6, f16 4096x4096x1024 483.1 / 544.4, 8192x8192x512 347.8 / 448.0, TF32
-    8192x8192x1024 334.2 / 356.5. One loss: f16 16384x4096x512 526.6 / 508.0."""
+    8192x8192x1024 334.2 / 356.5. Tall ones (03:48, two sweeps): f16 16384x4096x512
+    523.1-524.7 / 576.0-577.6 (an earlier sweep had it 526.6 / 508.0), 16384x4096x1024
+    641.4-642.5 / 673.4-674.7, 32768x2048x512 526.0-527.5 / 574.1-576.0."""
     if (matmul_shape(p)[3] > 1024 or matmul_shape(p)[0] != 1 or hints.split_k is not None
             or not tma_operands(p) or output_tiles(p, 128, 256) < 2 * p.sm_count or not results_in_rows(p)):
         return None
