@@ -18,8 +18,8 @@ from ..dtypes import DType
 from ..errors import TdslCompileError, TdslError, TdslScheduleError
 from ..ir.graph import Graph, Value
 from ..resources import resource_dir
-from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, operand_input, peeled_operands,
-                               row_major, transposed_loop)
+from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
+                               peeled_operands, row_major, transposed_loop)
 from ..schedule.partition import Group, online_pairs, reduction_levels
 from ..schedule.schedules import (Schedule, budgeted_threads, column_vector, ring_refusal, stream_unroll_rule,
                                   stream_words)
@@ -930,11 +930,9 @@ class _Renderer:
             ctx["consumer_registers"] = min(256, (65536 // (128 * self.s.min_blocks) - 40) // consumers // 8 * 8)
         # Accumulators 2q and 2q + 1 are neighbours along N: where the only output is
         # N-contiguous, 2 or 4 bytes wide, a pair leaves in one store.
-        outs = self.layout.outputs
-        ln = ctx["ln"]
         pair = None
-        if len(outs) == 1 and outs[0].loops and outs[0].loops[-1] == ln and outs[0].dtype.itemsize in (2, 4):
-            op = outs[0]
+        op = gemm_result_in_rows(self.layout)
+        if op is not None:
             bm, bn, _ = self.s.tile
             ld = bn + 16 // op.dtype.itemsize     # rows padded 16 bytes: the pair stores miss each other's banks
             pair = dict(out=op.index, offset=self.offset(op), ctype=storage_type(op.dtype),

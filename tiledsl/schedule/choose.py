@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from .hints import Hints
-from .layout import across_operands, batched_operands, column_loop, operand_input, peeled_operands, Layout
+from .layout import (across_operands, batched_operands, column_loop, gemm_result_in_rows, operand_input,
+                     peeled_operands, Layout)
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, reduction_levels
@@ -1081,15 +1082,6 @@ def uses_tensor_cores(p: Problem) -> bool:
     return mm.operands[0].dtype.name in ("f16", "bf16") and mm.dtype.name == "f32"
 
 
-def results_in_rows(p: Problem) -> bool:
-    """Whether a GEMM's one result is 2 or 4 bytes an element and contiguous along N:
-    a specialized block's results then leave through shared memory in 16-byte
-    pieces of rows (the renderer's `wg_staged`), not pair by pair from registers."""
-    outs = p.layout.outputs
-    return (len(outs) == 1 and bool(outs[0].loops) and outs[0].loops[-1] == p.layout.n_kept - 1
-            and outs[0].dtype.itemsize in (2, 4))
-
-
 def short_k_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Schedule]:
     """The default for a product of K at most 1024 (16 K tiles of 16-bit values, 32 of
     TF32) that fills two or more waves of 128x256 tiles, unbatched, TMA-fed, its one
@@ -1105,7 +1097,7 @@ def short_k_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Schedule]:
     523.1-524.7 / 576.0-577.6 (an earlier sweep had it 526.6 / 508.0), 16384x4096x1024
     641.4-642.5 / 673.4-674.7, 32768x2048x512 526.0-527.5 / 574.1-576.0."""
     if (matmul_shape(p)[3] > 1024 or matmul_shape(p)[0] != 1 or hints.split_k is not None
-            or not tma_operands(p) or output_tiles(p, 128, 256) < 2 * p.sm_count or not results_in_rows(p)):
+            or not tma_operands(p) or output_tiles(p, 128, 256) < 2 * p.sm_count or gemm_result_in_rows(p.layout) is None):
         return None
     s = wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8)
     return replace(s, specialized=True, block=s.block + 128, persistent=True)     # + the producer

@@ -165,6 +165,17 @@ def column_loop(layout) -> Optional[int]:
     return kept[-1] if widest.loops and widest.loops[-1] == kept[-1] else None
 
 
+def gemm_result_in_rows(layout: Layout) -> Optional[Operand]:
+    """A GEMM group's one result where it is 2 or 4 bytes an element and contiguous
+    along N (the last kept loop): its accumulator pairs then leave in one store, and a
+    specialized block's through shared memory in 16-byte pieces of rows."""
+    outs = layout.outputs
+    if (len(outs) == 1 and outs[0].loops and outs[0].loops[-1] == layout.n_kept - 1
+            and outs[0].dtype.itemsize in (2, 4)):
+        return outs[0]
+    return None
+
+
 def peeled_operands(layout: Layout) -> Optional[tuple[list, list]]:
     """(whole, gathered): the operands along the row of a row reduction that can be peeled
     to aligned vectors (Schedule.peel), else None. Rows lie along the innermost loop,
