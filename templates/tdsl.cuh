@@ -352,6 +352,21 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaMap* map, uns
                  :: "r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
 }
 
+// The other way: the box at (c0, c1) of `map` from shared memory at `src`, in the
+// calling thread's bulk group; parts of the box out of bounds are not written. The
+// writes to `src` must be fenced to the async proxy first (fence_proxy_async).
+__device__ __forceinline__ void tma_store_2d(const TmaMap* map, unsigned src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                 :: "l"(map), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Until the calling thread's bulk stores have read their shared memory (it may be written again).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// Until they are done (before the block's shared memory goes away).
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// Generic-proxy writes to shared memory, made visible to the async proxy (TMA, wgmma).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // ---- vector memory access ----------------------------------------------------
 // N elements of T as one aligned access (16 bytes at most: LDG.128/STG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };

@@ -447,6 +447,47 @@ def test_every_persistent_schedule(src, schedule, extents):
         check(k, random_arguments(k.graph, extents), extents, out_kind, tolerance=tolerance)
 
 
+def _specialized_candidates():
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    sources = {"f16-abT": "kernel mm(a: f16[M, K], bt: f16[N, K]) -> f16[M, N] { return a @ bt.T }",
+               "bf16-abT": TMA_SOURCES["bf16-abT"]}
+    for label, src in sources.items():
+        k = tiledsl.compile(src)
+        launcher = launcher_for(k)
+        p = problem(launcher.groups[0], launcher.layouts[0], dict(M=2100, K=200, N=2056), frozenset(), 132, "sm_90a")
+        for s in candidates(p, k.hints):
+            if s.specialized:
+                yield pytest.param(src, s, id=f"{label}-{s.tag}")
+
+
+@pytest.mark.parametrize("src,schedule", list(_specialized_candidates()))
+def test_specialized_results_leave_by_tma_or_from_the_threads(src, schedule):
+    """A specialized block's results leave by TMA where its rows are whole 16 bytes and
+    the result starts on 16 bytes, else from its threads: N = 2052 and 2054 (rows 8
+    bytes over for 2- and for 4-byte results); one row (a box taller than the result);
+    130 rows (the second warpgroup's box mostly past the end); and out= one element
+    into a buffer (2 or 4 bytes off 16), every element poisoned and written."""
+    import cupy
+    import numpy as np
+    from tiledsl.inputs import relative_error
+    k, tolerance = _pinned(src, schedule)
+    for extents in (dict(M=1, K=64, N=2056), dict(M=130, K=200, N=2052), dict(M=300, K=520, N=2054),
+                    dict(M=130, K=200, N=264)):
+        check(k, random_arguments(k.graph, extents), extents, "out", tolerance=tolerance)
+    extents = dict(M=300, K=200, N=520)
+    host = random_arguments(k.graph, extents)
+    want = k.reference(*host, compute="f64")
+    result = k.graph.results[0]
+    flat = cupy.full(300 * 520 + 1, cupy.nan, dtype=result.dtype.numpy)
+    out = flat[1:].reshape(300, 520)
+    assert out.data.ptr % 16
+    k(*[cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host], out=out)
+    got = cupy.asnumpy(out).astype(np.float64)
+    assert not np.isnan(got).any() and np.isnan(float(flat[0])), "an element unwritten, or one before the result"
+    assert relative_error(got, want) <= (tolerance or TOLERANCE[result.dtype.name])
+
+
 def test_tma_maps_follow_each_calls_arrays():
     """A map holds its array's address: every call with new arrays (the pool hands
     freed addresses out again, with other contents) reads those arrays."""

@@ -99,8 +99,9 @@ def test_schedule_validation_refuses_tma_elsewhere(bad, why):
 @pytest.mark.parametrize("src", [AB, ABT, TF32])
 def test_the_tma_kernel_compiles_to_bulk_tensor_copies_without_spills(src):
     """One thread's UTMALDG copies replace every thread's LDGSTS, and the chunk
-    addresses and predicates leave the registers (219 to 154 for a plain a @ b at 4096^3)."""
-    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=4096))
+    addresses and predicates leave the registers (219 to 154 for a plain a @ b at 4096^3).
+    K = 8192: the plain kernel's default (shorter K takes a producer warpgroup)."""
+    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=8192))
     s = default(p, k.hints)
     usage, ops = {}, {}
     for label, sched in (("tma", s), ("cp.async", Schedule(**{**s.__dict__, "tma": False}))):
@@ -207,7 +208,7 @@ def test_the_tuner_times_persistent_loops_of_the_tma_tiles():
         {(bm, bn, st, grp) for bm, bn, st in PERSISTENT_TILES for grp in (0, 8)}
     assert all(s.tma and not s.splits and "_pst_" in s.tag for s in loops)
     assert {Schedule(**{**s.__dict__, "persistent": False}) for s in loops} <= set(cands)
-    assert not default(p, k.hints).persistent
+    assert not default(p, k.hints).persistent or default(p, k.hints).specialized   # (a producer's loop)
     for src, extents in ((BMM, dict(B=4, M=512, N=512, K=512)), (AB, dict(M=100, N=100, K=100))):
         k2, _, _, p2 = _problem(src, extents)
         assert not any(s.persistent for s in candidates(p2, k2.hints))
@@ -215,7 +216,7 @@ def test_the_tuner_times_persistent_loops_of_the_tma_tiles():
 
 def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
     """The tiles of SPECIALIZED_TILES again with a warpgroup more (the producer), a block
-    a tile and persistent, grouped or not; one product only, never the default."""
+    a tile and persistent, grouped or not; one product only; the default up to K = 6144 only."""
     from tiledsl.schedule.choose import SPECIALIZED_TILES
     k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
     cands = candidates(p, k.hints)
@@ -225,7 +226,8 @@ def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
     assert all(s.tma and not s.splits and "_ws_" in s.tag and s.block == 128 * (s.tile[0] // 64 + 1) for s in ws)
     assert {Schedule(**{**s.__dict__, "specialized": False, "persistent": False, "block": s.block - 128})
             for s in ws} <= set(cands)
-    assert not default(p, k.hints).specialized
+    assert default(p, k.hints).specialized
+    assert not default(_problem(AB, dict(M=4096, N=4096, K=8192))[3], k.hints).specialized
     for src, extents in ((BMM, dict(B=4, M=512, N=512, K=512)), (AB, dict(M=100, N=100, K=100))):
         k2, _, _, p2 = _problem(src, extents)
         assert not any(s.specialized for s in candidates(p2, k2.hints))
@@ -233,15 +235,18 @@ def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
 
 @pytest.mark.parametrize("src,extents,specialized", [
     (AB, dict(M=8192, N=8192, K=1024), True), (AB, dict(M=4096, N=4096, K=512), True),
-    (AB, dict(M=4096, N=4096, K=1000), True),
-    (AB, dict(M=4096, N=4096, K=4096), False),      # K of 64 tiles: the plain kernel
+    (AB, dict(M=4096, N=4096, K=1000), True), (AB, dict(M=4096, N=4096, K=4096), True),
+    (AB, dict(M=4096, N=4096, K=6144), True),
+    (AB, dict(M=4096, N=4096, K=6208), False),      # K of 97 tiles: the plain kernel
+    (AB, dict(M=8192, N=8192, K=8192), False),
     (AB, dict(M=4096, N=4096, K=256), False),       # 4 K tiles: two 128x128 blocks an SM
     (AB, dict(M=1024, N=1024, K=1024), False),      # under two waves of 128x256 tiles
     (ABT, dict(M=8192, N=8192, K=1024), True),      # f32 results, 64 columns at a time
-    (TF32, dict(M=8192, N=8192, K=1024), True), (TF32, dict(M=8192, N=8192, K=1056), False),
+    (TF32, dict(M=8192, N=8192, K=1024), True), (TF32, dict(M=8192, N=8192, K=6144), True),
+    (TF32, dict(M=8192, N=8192, K=6176), False),
     (BMM, dict(B=8, M=2048, N=2048, K=512), False),  # a batch
 ])
-def test_short_k_products_default_to_a_persistent_block_with_a_producer(src, extents, specialized):
+def test_products_up_to_k_6144_default_to_a_persistent_block_with_a_producer(src, extents, specialized):
     k, g, lay, p = _problem(src, extents)
     s = default(p, k.hints)
     assert s.specialized == s.persistent == specialized, s.tag
@@ -257,8 +262,9 @@ def test_short_k_products_default_to_a_persistent_block_with_a_producer(src, ext
 def test_only_an_unsplit_tma_gemm_with_a_warpgroup_more_is_specialized(why, fields):
     good = dict(kind="matmul", block=384, tile=(128, 256, 64), micro=(64, 256), mma=True, wgmma=True, vec=8,
                 stages=4, tma=True, specialized=True)
-    # the stages, their alignment, two barriers a stage, the results' buffer (128 columns) and its alignment
-    assert Schedule(**good).shared_bytes == 4 * 384 * 128 + 1024 + 16 * 4 + 128 * 128 * 2 + 128
+    # the stages, their alignment, two barriers a stage, the results' buffer (128 columns) and its
+    # alignment to TMA's swizzle
+    assert Schedule(**good).shared_bytes == 4 * 384 * 128 + 1024 + 16 * 4 + 128 * 128 * 2 + 1024
     with pytest.raises(TdslScheduleError, match=why):
         Schedule(**{**good, **fields})
 
@@ -268,10 +274,11 @@ def test_a_specialized_kernel_copies_from_one_warpgroup_and_multiplies_in_the_ot
     """A producer warpgroup beside the multiplying ones: the same multiplies, TMA copies,
     no block-wide barrier in the K loop (one, after the barriers' setup), no spills,
     and a block a tile or a persistent grid. The results leave through shared memory
-    (STS), each warpgroup's own buffer, 256 bytes of a row at a time."""
+    (STS), each warpgroup's own buffer, 256 bytes of a row at a time, stored from there
+    by TMA in boxes of 128 bytes by 64 rows (UTMASTG)."""
     from dataclasses import replace
     from tiledsl.schedule.choose import launches
-    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=4096))
+    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=8192))
     s = replace(default(p, k.hints), splits=0)
     ops = {}
     for label, sched in (("plain", s), ("specialized", replace(s, specialized=True, block=s.block + 128))):
@@ -292,6 +299,41 @@ def test_a_specialized_kernel_copies_from_one_warpgroup_and_multiplies_in_the_ot
     # the barriers' setup; two for each 256 bytes of the staged rows (128 2-byte or 64 4-byte results)
     assert count("specialized", "BAR.SYNC.DEFER_BLOCKING") == 1 + 2 * (s.tile[1] // (128 if src == AB else 64))
     assert count("specialized", "STS") > 0
+    result_bytes = 2 if src == AB else 4
+    assert count("specialized", "UTMASTG") == s.tile[1] * result_bytes // 128 and count("plain", "UTMASTG") == 0
+
+
+def test_a_specialized_launch_passes_the_result_map_third_and_its_spec():
+    """The result's map follows the operands' (the launcher's maps lead the parameters in
+    this order): raw 2- or 4-byte words, no TF32 rounding, a box of 128 bytes by 64 rows."""
+    from dataclasses import replace
+    from tiledsl.codegen.cuda import tma_stored_result
+    for src, word in ((AB, "u16"), (ABT, "u32"), (TF32, "u32")):
+        k, g, lay, p = _problem(src, dict(M=700, N=1000, K=520))
+        s = replace(default(p, k.hints), splits=0)
+        ws = replace(s, specialized=True, block=s.block + 128)
+        decls, args = kernel_params(g, lay, ws)
+        assert decls[2] == "const __grid_constant__ tdsl::TmaMap map_c" and args[:3] == [("tmap", 0), ("tmap", 1),
+                                                                                          ("tmap_out", 0)]
+        assert kernel_params(g, lay, s)[0][2:] == decls[3:] and tma_stored_result(lay, s) is None
+        *_, (key, out) = tensor_map_specs(g, lay, ws, tuple(p.loops))
+        size = 2 if word == "u16" else 4
+        assert key == ("out", 0) and out == MapSpec((1000, 700), 1000 * size, (128 // size, 64), word)
+        enc = _Encoder()
+        encode(0x1000, out, enc)
+        assert enc.calls[0]["dtype"] == {"u16": 1, "u32": 2}[word] and enc.calls[0]["swizzle"] == 3
+
+
+def test_a_result_map_is_zeros_where_the_kernel_stores_from_its_threads():
+    """Rows not a whole number of 16 bytes, or a pointer off 16 bytes: the driver would
+    refuse the map, and the kernel (which checks the same) never reads it."""
+    from tiledsl.runtime.tma import ResultMapCache
+    enc = _Encoder()
+    ragged = ResultMapCache(MapSpec((1001, 700), 2002, (64, 64), "u16"), encoder=enc)
+    assert ragged.template == bytes(128) and ctypes.string_at(ragged.address(0x1000), 128) == bytes(128)
+    whole = ResultMapCache(MapSpec((1000, 700), 2000, (64, 64), "u16"), encoder=enc)
+    assert ctypes.string_at(whole.address(0x1002), 128) == bytes(128) and not enc.calls
+    assert ctypes.string_at(whole.address(0x1000), 4) == (0x1000).to_bytes(4, "little") and enc.calls
 
 
 @pytest.mark.parametrize("bad", [dict(tma=False), dict(splits=4)])
@@ -321,7 +363,7 @@ def test_a_persistent_kernel_keeps_the_copies_and_multiplies_and_stages_2_byte_r
     persistent block's 2-byte results too, each warpgroup's 64 rows in a spent stage
     of its own, and its f32 results (TF32), twice as large, from registers."""
     from dataclasses import replace
-    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=4096))
+    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=8192))
     s = replace(default(p, k.hints), splits=0)
     ops = {}
     for label, sched in (("plain", s), ("persistent", replace(s, persistent=True))):

@@ -11,6 +11,7 @@ import contextlib
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Optional
 
 import numpy as np
 
@@ -946,7 +947,8 @@ class _Renderer:
                         # a persistent block's warpgroups each stage their 64 rows in a spent stage's
                         # B buffer instead, where 2-byte results fill it exactly; a specialized block's
                         # 2- or 4-byte results in a buffer of their own (Schedule.shared_bytes)
-                        wg_staged=(op.dtype.itemsize == 2 and self.s.persistent) or self.s.specialized, ld=ld)
+                        wg_staged=(op.dtype.itemsize == 2 and self.s.persistent) or self.s.specialized, ld=ld,
+                        tma_store=tma_stored_result(self.layout, self.s) is not None)
         ctx["pair"] = pair
         ctx["acc_list"] = "{" + ", ".join(f"%{i}" for i in range(bn // 2)) + "}"
         ctx["acc_operands"] = ", ".join(f'"+f"(acc[{i}])' for i in range(bn // 2))
@@ -1002,6 +1004,10 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
         for name, operand in zip(("map_a", "map_b"), mm.operands):
             decls.append(f"const __grid_constant__ tdsl::TmaMap {name}")
             args.append(("tmap", operand_input(layout, operand).index))
+        out = tma_stored_result(layout, schedule)
+        if out is not None:
+            decls.append("const __grid_constant__ tdsl::TmaMap map_c")
+            args.append(("tmap_out", out.index))
     for op in layout.inputs:
         decls.append(f"const {storage_type(op.dtype)}* __restrict__ in{op.index}")
         args.append(("in", op.index))
@@ -1047,6 +1053,16 @@ class MapSpec:
         return (self.row_bytes,) + ((self.batch_bytes,) if len(self.dims) == 3 else ())
 
 
+def tma_stored_result(layout: Layout, schedule: Schedule) -> Optional[Operand]:
+    """The result a specialized GEMM stores by TMA from its staging buffer (one thread
+    a box, so the multiplying warps go on to the next tile while the copy drains):
+    the one 2- or 4-byte result along N (`gemm_result_in_rows`), laid out [M, N]."""
+    op = gemm_result_in_rows(layout) if schedule.specialized else None
+    if op is not None and tuple(op.loops) == (layout.n_kept - 2, layout.n_kept - 1):
+        return op
+    return None
+
+
 def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_extents: tuple) -> list:
     """The tensor maps a TMA GEMM's launch passes (A's, then B's), as the
     template's copies read them: each operand a C-contiguous input, extents
@@ -1068,6 +1084,11 @@ def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_exte
             spec = MapSpec((inner, outer, math.prod(loop_extents[l] for l in op.loops[:-2])), spec.row_bytes,
                            box + (1,), spec.dtype, inner * outer * op.dtype.itemsize)
         specs.append((op.index, spec))
+    out = tma_stored_result(layout, schedule)
+    if out is not None:     # raw 2- or 4-byte words (no TF32 rounding), a warpgroup's 64 rows by 128 bytes
+        slow, fast = (loop_extents[l] for l in out.loops)
+        size = out.dtype.itemsize
+        specs.append((("out", out.index), MapSpec((fast, slow), fast * size, (128 // size, 64), f"u{8 * size}")))
     return specs
 
 

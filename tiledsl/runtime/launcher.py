@@ -418,7 +418,7 @@ class Program:
         self.graph_params = graph.params
         self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
         self.steps = []
-        self.maps = []             # per step: (value slot of the input's pointer, MapCache) of each tensor map
+        self.maps = []             # per step: (value slot of the array's pointer, MapCache) of each tensor map
         self.choices: dict = {}    # group index -> (Schedule, where it came from)
         self.slots = (len(constants), len(self.array_args), len(launcher.result_ids), len(temp_keys))
         for group_index, launch, fn, args in launches:
@@ -427,12 +427,14 @@ class Program:
             specs = {}
             if launch.schedule.tma and launch.stage == 1:
                 from ..codegen.cuda import tensor_map_specs
-                from .tma import MapCache
+                from .tma import MapCache, ResultMapCache
                 specs = dict(tensor_map_specs(launcher.groups[group_index], layout, launch.schedule,
                                               launch.loop_extents))
             for kind, ref in args:
                 if kind == "tmap":      # leads the parameters (codegen.kernel_params)
                     maps.append((slot[layout.inputs[ref].value.id], MapCache(specs[ref])))
+                elif kind == "tmap_out":    # after the operands' maps
+                    maps.append((slot[layout.outputs[ref].value.id], ResultMapCache(specs[("out", ref)])))
                 elif kind == "in":
                     picks.append(slot[layout.inputs[ref].value.id])
                 elif kind == "out":

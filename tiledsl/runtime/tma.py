@@ -17,7 +17,8 @@ from ..codegen.cuda import MapSpec
 from ..errors import TdslRuntimeError
 
 # CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h)
-DATA_TYPES = {"f16": 6, "bf16": 9, "f32": 11}     # f32 as TFLOAT32: wgmma reads it as TF32
+# f32 as TFLOAT32: wgmma reads it as TF32; u16, u32: results stored as they are
+DATA_TYPES = {"f16": 6, "bf16": 9, "f32": 11, "u16": 1, "u32": 2}
 SWIZZLE_128B = 3
 L2_PROMOTE = 2      # 128 bytes: 256 measured slower at 4096^3, 3000^3, 1000^3 (H200)
 
@@ -118,3 +119,21 @@ class MapCache:
         m = self._maps[ptr] = TensorMap(self.map_bytes(ptr))
         self.addresses[ptr] = m.address
         return m.address
+
+
+class ResultMapCache(MapCache):
+    """Maps of a result a kernel stores by TMA (codegen.tma_stored_result) where it
+    can: a 16-byte aligned pointer and rows a multiple of 16 bytes, which the kernel
+    checks itself before it reads the map. Elsewhere its threads store the result,
+    and the map's slot holds zeros (the driver would refuse to encode it)."""
+
+    def __init__(self, spec: MapSpec, limit: int = 1024, encoder=None):
+        super().__init__(spec, limit, encoder)
+        self.storable = spec.row_bytes % 16 == 0
+        if not self.storable:
+            self.template, self._checked = bytes(128), True
+
+    def map_bytes(self, ptr: int) -> bytes:
+        if not self.storable or ptr % 16:
+            return bytes(128)
+        return super().map_bytes(ptr)

@@ -582,10 +582,9 @@ def _persistent_twins(p: Problem, warpgroup: list) -> list[Schedule]:
 
 
 # (BM, BN, stages) of the TMA-fed tiles the tuner also times with a producer warpgroup. Measured
-# (H100, 2026-11-26, scripts/gemm_sweep.py): level with the plain 128x256 tiles at 4096^3
-# (718.5 against 717.9 TFLOP/s), ahead where K is short (8192x8192x1024: 646.1 against 607.5;
-# the default there: short_k_schedule); 128x128 tiles behind everywhere measured but kept for
-# the smaller products
+# (H100, 2026-11-26, scripts/gemm_sweep.py): the 128x256 tile, persistent, ahead of the plain one
+# up to K = 6144 (the default there: producer_loop_schedule); 128x128 tiles behind everywhere
+# measured but kept for the smaller products
 SPECIALIZED_TILES = ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6))
 
 
@@ -1082,21 +1081,29 @@ def uses_tensor_cores(p: Problem) -> bool:
     return mm.operands[0].dtype.name in ("f16", "bf16") and mm.dtype.name == "f32"
 
 
-def short_k_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Schedule]:
-    """The default for a product of K at most 1024 (16 K tiles of 16-bit values, 32 of
+def producer_loop_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Schedule]:
+    """The default for a product of K at most 6144 (96 K tiles of 16-bit values, 192 of
     TF32) that fills two or more waves of 128x256 tiles, unbatched, TMA-fed, its one
-    result in rows, with no split pinned: a tile's first copies and its epilogue weigh much there, so a
-    block an SM loops over the tiles with a producer warpgroup (`specialized`), which
-    copies the next tile's K tiles while this one's results leave. H100 2026-11-26
-    (scripts/gemm_sweep.py), TFLOP/s, the plain 128x256 tile / this: f16 4096x4096x1024
-    583.4 / 628.3, 8192x8192x1024 615.4 / 660.0 and 607.5 / 641.7, 8192x8192x512
-    493.3 / 572.8, 2048x8192x1024 580.4 / 621.7, relu(x @ w + b) 8192x4096x1024 583.6 /
-    617.5, bf16 8192x8192x1024 608.5 / 676.5; f32 results: bf16 8192x8192x1024 513.5 /
-    597.6, f16 4096x4096x1024 483.1 / 544.4, 8192x8192x512 347.8 / 448.0, TF32
-    8192x8192x1024 334.2 / 356.5. Tall ones (03:48, two sweeps): f16 16384x4096x512
-    523.1-524.7 / 576.0-577.6 (an earlier sweep had it 526.6 / 508.0), 16384x4096x1024
-    641.4-642.5 / 673.4-674.7, 32768x2048x512 526.0-527.5 / 574.1-576.0."""
-    if (matmul_shape(p)[3] > 1024 or matmul_shape(p)[0] != 1 or hints.split_k is not None
+    result in rows, with no split pinned: a block an SM loops over the tiles with a
+    producer warpgroup (`specialized`), which copies the next tile's K tiles while this
+    one's results leave by TMA, so a tile's first copies and its epilogue cost the
+    tensor cores little. The shorter K, the more that weighs.
+    H100 2026-11-26, TFLOP/s, the plain 128x256 tile / this (scripts/gemm_sweep.py):
+    - K <= 1024 (02:45-03:48, results stored from the threads then): f16 4096x4096x1024
+      583.4 / 628.3, 8192x8192x1024 615.4 / 660.0, 8192x8192x512 493.3 / 572.8,
+      2048x8192x1024 580.4 / 621.7, 16384x4096x512 523.1 / 576.0, relu(x @ w + b)
+      8192x4096x1024 583.6 / 617.5, bf16 8192x8192x1024 608.5 / 676.5; f32 results:
+      bf16 8192x8192x1024 513.5 / 597.6, f16 8192x8192x512 347.8 / 448.0, TF32
+      8192x8192x1024 334.2 / 356.5. Results stored by TMA (05:15-05:20) gained 2-5%
+      more on every 16-bit one (8192x8192x1024 679 -> 695-698, 16384x4096x512 586-590
+      -> 619-620) and 0.5% with f32 results.
+    - Longer K, with TMA stores (05:20-05:23, two sweeps): f16 4096^3 748-750 /
+      763-766, 8192x8192x2048 704-705 / 739-742, 4096x4096x3072 729-730 / 750-751,
+      6144x6144x4096 748-750 / 763, 4096x4096x6144 767-768 / 776; bf16 4096^3 765 / 788;
+      bf16 -> f32 4096^3 719-721 / 760-763; relu(x @ w + b) 8192x8192x4096 737-738 /
+      755-757; TF32 4096^3 398 / 417, 8192x8192x4096 403 / 410-412. At K = 8192 the
+      plain tile stays ahead: 8192^3 775-782 / 768-776, 2048x2048x8192 781-785 / 776-781."""
+    if (matmul_shape(p)[3] > 6144 or matmul_shape(p)[0] != 1 or hints.split_k is not None
             or not tma_operands(p) or output_tiles(p, 128, 256) < 2 * p.sm_count or gemm_result_in_rows(p.layout) is None):
         return None
     s = wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8)
@@ -1168,7 +1175,7 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
         # 4096^3 +3.8% and -0.7%, 8192^3 +4.1% and +6.3%)
         bm, bn, stages = (128, 256, 4) if output_tiles(p, 128, 256) >= p.sm_count else (64, 128, 5)
         group = hints.group or (8 if output_tiles(p, bm, bn) >= 2 * p.sm_count else 0)
-        short = short_k_schedule(p, hints, vec=4) if (bm, bn) == (128, 256) and not hints.tile else None
+        short = producer_loop_schedule(p, hints, vec=4) if (bm, bn) == (128, 256) and not hints.tile else None
         return short or _tensor_core_split(p, hints, wgmma_schedule(p, bm, bn, stages, vec=4, group=group))
     pinned = bool(dict(hints.tile) or dict(hints.microtile) or hints.warps)
     auto_split = 0 if pinned or hints.split_k is not None else split_k_default(p)
@@ -1310,7 +1317,7 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # stages 62.1 / 50.2, 200x6000x3000 32.5 / 30.7; 1000^3 12.9 / 13.1)
         grouped = -(-m // bm) > 1
         if (bm, bn, stages) == (128, 256, 4):
-            short = short_k_schedule(p, hints, vec=8)
+            short = producer_loop_schedule(p, hints, vec=8)
             if short is not None:
                 return short
         return wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if grouped else 0))

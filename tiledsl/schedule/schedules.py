@@ -84,11 +84,14 @@ of it: one compiled kernel serves every size of its class.
     matmul wgmma tma=True specialized=True (tag _ws)  8192x8192x1024 f16: a
                                         thread of the multiplying warpgroups
                                         starts the copies after a block-wide
-                                        barrier per K tile -> a producer
+                                        barrier per K tile, and the results
+                                        leave from every thread -> a producer
                                         warpgroup starts them as each stage is
-                                        released (607.5 -> 646.1 TFLOP/s,
-                                        persistent, H100; the default for
-                                        short K, elsewhere a tuner candidate)
+                                        released, and the results leave by TMA
+                                        from shared memory (607.5 -> 695-698
+                                        TFLOP/s, persistent, H100; the default
+                                        for K <= 6144, elsewhere a tuner
+                                        candidate)
 """
 from __future__ import annotations
 
@@ -394,9 +397,9 @@ class Schedule:
         if self.wgmma:    # unpadded swizzled 128-byte rows, aligned to 1024 bytes in the kernel
             # + TMA's barriers: a stage's copies landed, and (specialized) its buffers are free again;
             # a specialized block's results leave through a buffer of their own, 256 bytes of each
-            # row at a time (128-byte aligned)
+            # row at a time (1024-byte aligned: TMA stores them in the 128-byte swizzle)
             return (self.stages * (bm + bn) * 128 + 1024 + ((8 + 8 * self.specialized) * self.stages if self.tma else 0)
-                    + (bm * 256 + 128 if self.specialized else 0))
+                    + (bm * 256 + 1024 if self.specialized else 0))
         return self.stages * (_padded_tile(bm, bk) + _padded_tile(bn, bk)) * 2
 
     @property
