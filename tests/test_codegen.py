@@ -440,7 +440,7 @@ def test_tf32_is_opt_in_and_reads_its_operands_along_k(weight, arch):
         assert opted.schedule == exact.schedule
 
 
-@pytest.mark.parametrize("extents", [dict(M=1, K=4, N=4096), dict(M=4096, K=4096, N=4096)])
+@pytest.mark.parametrize("extents", [dict(M=1, K=4, N=4096), dict(M=4096, K=8192, N=4096)])
 def test_tf32_tiles_copied_by_cp_async_are_rounded_to_nearest_as_tma_rounds_them(extents):
     """wgmma truncates raw f32 to TF32; TMA's TFLOAT32 maps round to nearest. A TF32
     tile that cp.async copies (K within one tile, or the tuner's cp.async twin) is
