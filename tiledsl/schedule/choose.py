@@ -1175,8 +1175,8 @@ def matmul_default(p: Problem, hints: Hints) -> Schedule:
         # 4096^3 +3.8% and -0.7%, 8192^3 +4.1% and +6.3%)
         bm, bn, stages = (128, 256, 4) if output_tiles(p, 128, 256) >= p.sm_count else (64, 128, 5)
         group = hints.group or (8 if output_tiles(p, bm, bn) >= 2 * p.sm_count else 0)
-        short = producer_loop_schedule(p, hints, vec=4) if (bm, bn) == (128, 256) and not hints.tile else None
-        return short or _tensor_core_split(p, hints, wgmma_schedule(p, bm, bn, stages, vec=4, group=group))
+        looped = producer_loop_schedule(p, hints, vec=4) if (bm, bn) == (128, 256) and not hints.tile else None
+        return looped or _tensor_core_split(p, hints, wgmma_schedule(p, bm, bn, stages, vec=4, group=group))
     pinned = bool(dict(hints.tile) or dict(hints.microtile) or hints.warps)
     auto_split = 0 if pinned or hints.split_k is not None else split_k_default(p)
     big = big or bool(auto_split)       # split-K fills the SMs with 128x128 tiles
@@ -1317,9 +1317,9 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # stages 62.1 / 50.2, 200x6000x3000 32.5 / 30.7; 1000^3 12.9 / 13.1)
         grouped = -(-m // bm) > 1
         if (bm, bn, stages) == (128, 256, 4):
-            short = producer_loop_schedule(p, hints, vec=8)
-            if short is not None:
-                return short
+            looped = producer_loop_schedule(p, hints, vec=8)
+            if looped is not None:
+                return looped
         return wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if grouped else 0))
     if vec == 8:
         if waves(128, 256) >= 2 and k > 1024:
