@@ -12,13 +12,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np, cupy
 import tiledsl
-import tiledsl.codegen.cuda as cg
-import tiledsl.runtime.launcher as L
 from benchmarks.bench_memory import LAYERNORM16_TDSL
-from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda
-from tiledsl.inputs import random_arguments, relative_error
-from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides
-from tiledsl.schedule.choose import candidates, default, problem
+from benchmarks.common import copy_bandwidth, input_sets_needed
+from tiledsl.inputs import random_arguments
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from text_patch import install, schedules, time_both  # noqa: E402
 
 HELPER = r'''
 __device__ __forceinline__ void chan_merge(float& n, float& m, float& q, float n2, float m2, float q2) {
@@ -53,8 +52,6 @@ __device__ __forceinline__ void chan_block(float& n, float& m, float& q, float (
     q = __shfl_sync(0xffffffffu, q, 0);
 }
 '''
-FLAG = {"on": False}
-
 
 def chan(src: str, items: int, vec: int) -> str:
     red = r"(acc(\d+)) = tdsl::block_reduce<tdsl::Sum, (\d+)>\(acc\2, scratch\2\[flip\]\);\n(\s*)const float v(\d+) = acc\2 / \(float\)\(n1\);"
@@ -79,15 +76,7 @@ def chan(src: str, items: int, vec: int) -> str:
     return out
 
 
-_render = cg.render
-def render(graph, group, layout, schedule, stage=1):
-    ks = _render(graph, group, layout, schedule, stage)
-    if not FLAG["on"]:
-        return ks
-    return cg.KernelSource(ks.name, chan(ks.source, schedule.items, schedule.vec), ks.schedule, ks.layout)
-cg.render = render
-_kp = L.kernel_key_parts
-L.kernel_key_parts = lambda *a: _kp(*a) + (("chan",) if FLAG["on"] else ())
+FLAG = install("chan", lambda src, schedule: chan(src, schedule.items, schedule.vec))
 
 LN = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "layernorm.tdsl")).read()
 CASES = [("layernorm", LN, 4096, 8192, ["p_x32$", "nh_r40_x32$"]),
@@ -95,7 +84,6 @@ CASES = [("layernorm", LN, 4096, 8192, ["p_x32$", "nh_r40_x32$"]),
          ("layernorm", LN, 16384, 4096, ["DEFAULT"]),
          ("layernorm", LN, 65536, 1024, ["DEFAULT"]),
          ("layernorm16", LAYERNORM16_TDSL, 65536, 1024, ["DEFAULT"])]
-sm = cupy.cuda.runtime.deviceGetAttribute(16, 0)
 ref_copy = copy_bandwidth()["gbps"]
 print(f"copy 1 GiB: {ref_copy:.0f} GB/s", flush=True)
 for name, src, M, N, pats in CASES:
@@ -107,35 +95,12 @@ for name, src, M, N, pats in CASES:
     n_sets = input_sets_needed(nbytes)
     sets = [[cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host] for _ in range(n_sets)]
     same = copy_bandwidth(nbytes // 2, repeats=30, rotate=True, warmup_ms=100)["gbps"]
-    k0 = ks[False]; k0(*sets[0])
-    p = problem(k0._launcher.groups[0], k0._launcher.layouts[0], dict(M=M, N=N), frozenset(), sm, "sm_90a", hbm_bandwidth(0))
-    base = default(p, k0.hints)
-    cands = candidates(p, k0.hints)
-    chosen = []
-    for pat in pats:
-        if pat == "DEFAULT":
-            chosen.append(base); continue
-        chosen += [s for s in cands if re.search(pat, s.tag) and s.vec == 8 and s.block == base.block][:2]
+    ks[False](*sets[0])
+    base, chosen = schedules(ks[False], dict(M=M, N=N), pats, per_pattern=2,
+                             same=lambda s, b: s.vec == 8 and s.block == b.block)
     print(f"\n## {name} {M}x{N}: copy of same bytes {same:.0f} GB/s ({same / ref_copy:.3f}x)", flush=True)
     for s in chosen:
-        res = {False: [], True: []}
-        outs = {}
-        for on in (False, True):
-            FLAG["on"] = on
-            k = ks[on]
-            k(*sets[0])
-            set_overrides(k._launcher, {0: s})
-            outs[on] = cupy.full(want.shape, cupy.nan, dtype=sets[0][0].dtype)
-            got = k(*sets[0], out=outs[on])
-            g = cupy.asnumpy(got)
-            assert not np.isnan(g).any()
-            res[on].append(relative_error(g, want))
-        FLAG["on"] = False
-        for rnd in range(3):
-            for on in (False, True):
-                k = ks[on]
-                t = time_cuda(lambda i: k(*sets[i], out=outs[on]), n_sets=n_sets, repeats=40, warmup_ms=60)
-                res[on].append(t.median_us)
+        res = time_both(ks, FLAG, s, sets, n_sets, want)
         for on in (False, True):
             err, *ts = res[on]
             us = min(ts)

@@ -14,13 +14,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np, cupy
 import tiledsl
-import tiledsl.codegen.cuda as cg
-import tiledsl.runtime.launcher as L
 from benchmarks.bench_memory import LAYERNORM16_TDSL
-from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda
-from tiledsl.inputs import random_arguments, relative_error
-from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides
-from tiledsl.schedule.choose import candidates, default, problem
+from benchmarks.common import copy_bandwidth, input_sets_needed
+from tiledsl.inputs import random_arguments
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from text_patch import install, schedules, time_both  # noqa: E402
 
 HELPER = r'''
 template <int threads>
@@ -37,8 +36,6 @@ __device__ __forceinline__ void pair_block_reduce(float& a, float& b, float* sa,
     for (int o = warps / 2; o > 0; o /= 2) { a += __shfl_xor_sync(0xffffffffu, a, o); b += __shfl_xor_sync(0xffffffffu, b, o); }
 }
 '''
-FLAG = {"on": False}
-
 
 def moments(src: str) -> str:
     first = re.search(r"(float acc(\d+) = 0x0\.0p\+0f;\n)", src)
@@ -66,15 +63,7 @@ def moments(src: str) -> str:
     return out
 
 
-_render = cg.render
-def render(graph, group, layout, schedule, stage=1):
-    ks = _render(graph, group, layout, schedule, stage)
-    if not FLAG["on"]:
-        return ks
-    return cg.KernelSource(ks.name, moments(ks.source), ks.schedule, ks.layout)
-cg.render = render
-_kp = L.kernel_key_parts
-L.kernel_key_parts = lambda *a: _kp(*a) + (("moments",) if FLAG["on"] else ())
+FLAG = install("moments", lambda src, schedule: moments(src))
 
 LN = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "layernorm.tdsl")).read()
 CASES = [("layernorm", LN, 4096, 8192, ["DEFAULT", "nh_r40_x32$"]),
@@ -84,7 +73,6 @@ CASES = [("layernorm", LN, 4096, 8192, ["DEFAULT", "nh_r40_x32$"]),
          ("layernorm16", LAYERNORM16_TDSL, 65536, 1024, ["DEFAULT"]),
          ("layernorm16", LAYERNORM16_TDSL, 16384, 4096, ["DEFAULT"])]
 only = sys.argv[1:]
-sm = cupy.cuda.runtime.deviceGetAttribute(16, 0)
 ref_copy = copy_bandwidth()["gbps"]
 print(f"copy 1 GiB: {ref_copy:.0f} GB/s", flush=True)
 for name, src, M, N, pats in CASES:
@@ -97,37 +85,14 @@ for name, src, M, N, pats in CASES:
     nbytes = host[0].nbytes * 2 + host[1].nbytes + host[2].nbytes
     n_sets = input_sets_needed(nbytes)
     same = copy_bandwidth(nbytes // 2, repeats=30, rotate=True, warmup_ms=100)["gbps"]
-    k0 = ks[False]; k0(*[cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host])
-    p = problem(k0._launcher.groups[0], k0._launcher.layouts[0], dict(M=M, N=N), frozenset(), sm, "sm_90a", hbm_bandwidth(0))
-    base = default(p, k0.hints)
-    cands = candidates(p, k0.hints)
-    chosen = []
-    for pat in pats:
-        if pat == "DEFAULT":
-            chosen.append(base); continue
-        chosen += [s for s in cands if re.search(pat, s.tag) and s.vec == base.vec and s != base][:1]
+    ks[False](*[cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host])
+    base, chosen = schedules(ks[False], dict(M=M, N=N), pats, same=lambda s, b: s.vec == b.vec and s != b)
     print(f"\n## {name} {M}x{N}: copy of same bytes {same:.0f} GB/s ({same / ref_copy:.3f}x)", flush=True)
     for data_name, data in (("near 0", host), ("far", far)):
         want = ks[False].reference(*data, compute="f64")
         sets = [[cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in data] for _ in range(n_sets)]
         for s in chosen:
-            res = {False: [], True: []}
-            outs = {}
-            for on in (False, True):
-                FLAG["on"] = on
-                k = ks[on]
-                k(*sets[0])
-                set_overrides(k._launcher, {0: s})
-                outs[on] = cupy.full(want.shape, cupy.nan, dtype=sets[0][0].dtype)
-                g = cupy.asnumpy(k(*sets[0], out=outs[on]))
-                assert not np.isnan(g).any()
-                res[on].append(relative_error(g, want))
-            FLAG["on"] = False
-            for rnd in range(3):
-                for on in ((False, True) if rnd % 2 == 0 else (True, False)):
-                    k = ks[on]
-                    t = time_cuda(lambda i: k(*sets[i], out=outs[on]), n_sets=n_sets, repeats=40, warmup_ms=60)
-                    res[on].append(t.median_us)
+            res = time_both(ks, FLAG, s, sets, n_sets, want)
             for on in (False, True):
                 err, *ts = res[on]
                 us = min(ts)
