@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import math
 import os
+import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -660,14 +661,16 @@ def run_workload(ctx: Ctx, w: Workload, seed: int) -> list[GemmRow]:
         C.free_pools()
         return rows
 
+    # Built and checked one after another, then timed in rounds, each round every implementation
+    # in turn (a different one first each round): the GPU's clock drifts under sustained load, and
+    # a median of the rounds' medians leaves no implementation timed only at one end of it.
+    ready = []      # (row, runners, impl)
     for impl in impls:
         row = new_row(impl)
         row.ref = ref_what
         ctx.notes = []
-        runners = None
         try:
-            mode = impl.mode(ctx) if impl.mode else contextlib.nullcontext()
-            with mode:
+            with impl.mode(ctx) if impl.mode else contextlib.nullcontext():
                 runners = [impl.build(ctx, w, s) for s in sets]
                 t0 = time.perf_counter()
                 result = runners[0]()
@@ -681,33 +684,49 @@ def run_workload(ctx: Ctx, w: Workload, seed: int) -> list[GemmRow]:
                         row.schedule = impl.tag(ctx, w)
                     except Exception as err:  # noqa: BLE001
                         row.schedule = f"? ({type(err).__name__})"
-                timing = C.time_cuda(lambda i: runners[i](), n_sets=n_sets, warmup=args.warmup,
-                                     warmup_ms=args.warmup_ms, repeats=args.repeats)
-            row.time_us, row.min_us = timing.median_us, timing.min_us
-            notes = list(dict.fromkeys(ctx.notes))      # each builder call may add the same note
-            if not impl.check:
-                notes.append("GEMM alone, not the full result: the × cuBLAS baseline")
-            elif row.rel_err is not None and not row.rel_err <= tol:
-                if impl.role == "tiledsl":
-                    row.wrong = True
-                    notes.insert(0, f"WRONG rel err {row.rel_err:.1e} (tol {tol:g})")
-                else:
-                    notes.append(f"exceeds {w.dtype} tol {tol:g}")
-            if w.dtype == "tf32" and impl.role in ("cublas", "tiledsl") and row.rel_err is not None \
-                    and row.rel_err < 1e-5:
-                notes.append("error looks like full f32: TF32 apparently not used")
-            row.note = "; ".join(notes)
+            row.note = "; ".join(_notes(row, impl, w, tol, list(dict.fromkeys(ctx.notes))))
+            ready.append((row, runners, impl))
         except NotApplicable as why:
             row.note = str(why)
         except Exception as err:  # noqa: BLE001 - report and go on
             row.note = f"n/a: {_short(err)}"
-        finally:
-            runners = None
         rows.append(row)
+    medians: dict[int, list] = {id(row): [] for row, _, _ in ready}
+    for rnd in range(args.rounds):
+        shift = rnd % max(1, len(ready))
+        for row, runners, impl in ready[shift:] + ready[:shift]:
+            try:
+                with impl.mode(ctx) if impl.mode else contextlib.nullcontext():
+                    timing = C.time_cuda(lambda i: runners[i](), n_sets=n_sets, warmup=args.warmup,
+                                         warmup_ms=args.warmup_ms, repeats=args.repeats)
+                medians[id(row)].append(timing.median_us)
+                row.min_us = timing.min_us if row.min_us is None else min(row.min_us, timing.min_us)
+            except Exception as err:  # noqa: BLE001 - report and go on
+                row.note = f"n/a: {_short(err)}"
+    for row, _, _ in ready:
+        if medians[id(row)] and not row.note.startswith("n/a"):
+            row.time_us = statistics.median(medians[id(row)])
+    ready = None
+    for row in rows:
         _print_row(row)
     del sets, first, ref
     C.free_pools()
     return rows
+
+
+def _notes(row: GemmRow, impl: Impl, w: Workload, tol: float, notes: list) -> list:
+    """A checked row's notes: a wrong tiledsl result first, then what the builders said."""
+    if not impl.check:
+        notes.append("GEMM alone, not the full result: the × cuBLAS baseline")
+    elif row.rel_err is not None and not row.rel_err <= tol:
+        if impl.role == "tiledsl":
+            row.wrong = True
+            notes.insert(0, f"WRONG rel err {row.rel_err:.1e} (tol {tol:g})")
+        else:
+            notes.append(f"exceeds {w.dtype} tol {tol:g}")
+    if w.dtype == "tf32" and impl.role in ("cublas", "tiledsl") and row.rel_err is not None and row.rel_err < 1e-5:
+        notes.append("error looks like full f32: TF32 apparently not used")
+    return notes
 
 
 def _short(err: BaseException) -> str:
@@ -877,6 +896,9 @@ def main(argv: Optional[list] = None) -> int:
     # 5 runs, 0.96-1.02x where each side had warmed alike (H100 2026-11-26)
     C.add_run_options(p, quick_repeats=10, quick_warmup=3, warmup_ms=200.0)
     p.add_argument("--no-triton", action="store_true", help="leave out the Triton peers (no autotuning)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="timing rounds per workload, every implementation in each (default 3): the median of "
+                        "the rounds' medians")
     p.add_argument("--ref64-max-gflop", type=float, default=2 * 4096 ** 3 / 1e9,
                    help="float64 reference up to this many GFLOP (default: 4096³), float32 cuBLAS above")
     args = C.parse_run_options(p, argv)
@@ -915,7 +937,8 @@ def main(argv: Optional[list] = None) -> int:
         f"L2 {dev['l2_bytes'] / 2**20:.0f} MiB, {dev['memory_bytes'] / 2**30:.0f} GiB); tiledsl arch {arch}",
         "versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()),
         f"timing: CUDA events, median of {args.repeats} runs after {args.warmup} warm-up runs "
-        f"and more to {args.warmup_ms:g} ms; inputs "
+        f"and more to {args.warmup_ms:g} ms, in {args.rounds} rounds (each implementation in turn, the median "
+        f"of the rounds' medians); inputs "
         f"rotated among sets totalling ≥ 3× L2; outputs preallocated (tiledsl out=); input seed {seed}",
         f"reference: float64 (CuPy) up to {args.ref64_max_gflop:.0f} GFLOP, float32 cuBLAS with TF32 off above",
         f"CuPy float32 matmul compute type at start: {cupy_compute_type_text()} "
