@@ -59,7 +59,17 @@ CASES = [("f32", "ab", (4096, 4096, 4096)), ("f32", "ab", (1000, 1000, 1000)), (
          ("f16", "ab", (6144, 6144, 4096)), ("f16", "ab", (4096, 4096, 6144)),
          # 55-58: which of 3000^3's dimensions costs it (0.65x cuBLAS; rows of 6000 bytes)
          ("f16", "ab", (3072, 3072, 3072)), ("f16", "ab", (3000, 3072, 3072)), ("f16", "ab", (3072, 3000, 3072)),
-         ("f16", "ab", (3072, 3072, 3000)), ("f16", "abT", (3072, 3000, 3072)), ("f16", "abT", (3000, 3000, 3000))]
+         ("f16", "ab", (3072, 3072, 3000)), ("f16", "abT", (3072, 3000, 3072)), ("f16", "abT", (3000, 3000, 3000)),
+         # 61-62: one tile an SM or fewer, long K (a producer warpgroup beside one multiplying warpgroup?)
+         ("f16", "ab", (1024, 1024, 8192)), ("f16", "ab", (1024, 2048, 4096)),
+         # 63-68: the 64x128 8-stage tile's shapes, with and without a producer warpgroup
+         ("bf16", "ab", (1024, 1024, 8192)), ("f16", "abT", (768, 768, 8192)), ("f16", "ab", (128, 4096, 4096)),
+         ("f16", "ab", (256, 4096, 4096)), ("f16", "abT32", (1024, 1024, 8192)), ("f16", "relu", (1000, 1000, 4096)),
+         # 69-72: which of relu(x @ w + b) 1000x1000x4096's dimensions the producer loses on
+         ("f16", "ab", (1000, 1000, 4096)), ("f16", "ab", (1024, 1000, 4096)), ("f16", "relu", (1024, 1024, 4096)),
+         ("f16", "abT", (1024, 1000, 4096)),
+         # 73: the producer loop's tile where the result's rows are 16 bytes past a multiple of 32
+         ("f16", "abT", (8192, 8200, 1024))]
 
 
 def _label(s) -> str:

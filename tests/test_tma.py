@@ -255,6 +255,34 @@ def test_products_up_to_k_6144_default_to_a_persistent_block_with_a_producer(src
                               "m128n256k32_s4_tma_pst_ws_g8_x32") and fits(p, s) == ""
 
 
+ABT16 = "kernel mm(a: f16[M, K], bt: f16[N, K]) -> f16[M, N] { return a @ bt.T }"
+
+
+@pytest.mark.parametrize("src,extents,specialized", [
+    (AB, dict(M=1024, N=1024, K=8192), True), (AB, dict(M=1024, N=1024, K=2048), True),
+    (AB, dict(M=128, N=4096, K=4096), True), (ABT, dict(M=1024, N=1024, K=8192), True),
+    (AB, dict(M=1024, N=1024, K=1024), False),      # under 32 K tiles: 5 stages, no producer
+    (ABT16, dict(M=1024, N=1000, K=4096), False),   # result rows of 2000 bytes: 16 past a multiple of 32
+    (BMM, dict(B=2, M=1024, N=1024, K=4096), False),
+])
+def test_few_tiles_over_a_long_k_take_a_producer_beside_one_multiplying_warpgroup(src, extents, specialized):
+    """The 64x128 tile with 8 stages (few tiles, K of 32 tiles or more) takes a producer
+    warpgroup, a block a tile, where its result rows are a multiple of 32 bytes."""
+    k, g, lay, p = _problem(src, extents)
+    s = default(p, k.hints)
+    assert s.specialized == specialized and not s.persistent, s.tag
+    if specialized:
+        assert s.tile[:2] == (64, 128) and s.stages == 8 and s.block == 256 and fits(p, s) == "", s.tag
+        assert "_tma_ws_" in s.tag
+        ks = render(k.graph, g, lay, s)
+        compiled = toolchain.compile_cuda(ks.source, arch="sm_90a")
+        usage = compiled.resources[ks.name]
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+        ops = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+        result_bytes = 4 if src == ABT else 2
+        assert sum(n for op, n in ops.items() if op.startswith("UTMASTG")) == 128 * result_bytes // 128
+
+
 @pytest.mark.parametrize("why,fields", [
     ("specialized", dict(tma=False)), ("specialized", dict(splits=4)),
     ("one more starts the copies", dict(block=256)), ("shared memory", dict(stages=5)),

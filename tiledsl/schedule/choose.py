@@ -583,9 +583,10 @@ def _persistent_twins(p: Problem, warpgroup: list) -> list[Schedule]:
 
 # (BM, BN, stages) of the TMA-fed tiles the tuner also times with a producer warpgroup. Measured
 # (H100, 2026-11-26, scripts/gemm_sweep.py): the 128x256 tile, persistent, ahead of the plain one
-# up to K = 6144 (the default there: producer_loop_schedule); 128x128 tiles behind everywhere
-# measured but kept for the smaller products
-SPECIALIZED_TILES = ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6))
+# up to K = 6144 (the default there: producer_loop_schedule); 64x128 with 8 stages, a block a
+# tile, ahead where few tiles meet a long K (the default there too: _tensor_core_default); 128x128
+# tiles behind everywhere measured but kept for the smaller products
+SPECIALIZED_TILES = ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6), (64, 128, 8), (64, 128, 6))
 
 
 def _specialized_twins(p: Problem, warpgroup: list) -> list[Schedule]:
@@ -594,7 +595,7 @@ def _specialized_twins(p: Problem, warpgroup: list) -> list[Schedule]:
     for the tuner; one product only."""
     if matmul_shape(p)[0] > 1:
         return []
-    twins = [replace(s, specialized=True, block=s.block + 128, persistent=persistent) for s in warpgroup
+    twins = [with_producer(s, persistent) for s in warpgroup
              if s.tma and not s.splits and s.min_blocks == 1 and (s.tile[0], s.tile[1], s.stages) in SPECIALIZED_TILES
              for persistent in (True, False)]
     # in the order of SPECIALIZED_TILES, grouped blocks first: a capped search meets the likeliest first
@@ -1103,11 +1104,28 @@ def producer_loop_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Sched
       bf16 -> f32 4096^3 719-721 / 760-763; relu(x @ w + b) 8192x8192x4096 737-738 /
       755-757; TF32 4096^3 398 / 417, 8192x8192x4096 403 / 410-412. At K = 8192 the
       plain tile stays ahead: 8192^3 775-782 / 768-776, 2048x2048x8192 781-785 / 776-781."""
-    if (matmul_shape(p)[3] > 6144 or matmul_shape(p)[0] != 1 or hints.split_k is not None
-            or not tma_operands(p) or output_tiles(p, 128, 256) < 2 * p.sm_count or gemm_result_in_rows(p.layout) is None):
+    if matmul_shape(p)[3] > 6144 or output_tiles(p, 128, 256) < 2 * p.sm_count or not producer_allowed(p, hints):
         return None
-    s = wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8)
-    return replace(s, specialized=True, block=s.block + 128, persistent=True)     # + the producer
+    return with_producer(wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8), persistent=True)
+
+
+def producer_allowed(p: Problem, hints: Hints) -> bool:
+    """Whether a default may take a producer warpgroup (`specialized`): one product,
+    TMA-fed, no split pinned, its one result in rows (stored by TMA)."""
+    return (matmul_shape(p)[0] == 1 and hints.split_k is None and tma_operands(p)
+            and gemm_result_in_rows(p.layout) is not None)
+
+
+def result_rows_of_32_bytes(p: Problem) -> bool:
+    """Whether the GEMM's result rows are a multiple of 32 bytes long (where it has one
+    result in rows)."""
+    out = gemm_result_in_rows(p.layout)
+    return out is not None and matmul_shape(p)[2] * out.dtype.itemsize % 32 == 0
+
+
+def with_producer(s: Schedule, persistent: bool = False) -> Schedule:
+    """`s` with a warpgroup more, which starts the TMA copies (`specialized`)."""
+    return replace(s, specialized=True, block=s.block + 128, persistent=persistent)
 
 
 def matmul_vector(p: Problem) -> int:
@@ -1316,6 +1334,19 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # its loads in L2 (H100 11-23, µs, row-major / grouped: 128x8192x8192 at 8
         # stages 62.1 / 50.2, 200x6000x3000 32.5 / 30.7; 1000^3 12.9 / 13.1)
         grouped = -(-m // bm) > 1
+        if (bm, bn, stages) == (64, 128, 8) and producer_allowed(p, hints) and result_rows_of_32_bytes(p):
+            # and a producer warpgroup beside the multiplying one: it starts the copies, and
+            # the results leave by TMA. H100 2026-11-26 (gemm_sweep, two sweeps, TFLOP/s,
+            # without / with): f16 1024x1024x8192 485.6-500.6 / 534.2-545.9, 1024x1024x4096
+            # 427.4-440.8 / 457.7-474.7, bf16 1024x1024x8192 488.1-493.4 / 532.9-534.7,
+            # a @ b.T 768x768x8192 312.0-312.6 / 344.0-344.7, 128x4096x4096 213.4-213.9 /
+            # 228.3-230.4, 256x4096x4096 418.8-421.7 / 433.7-436.8, relu(x @ w + b)
+            # 1024x1024x4096 423.4-430.2 / 459.3-462.0; f32 results 1024x1024x8192
+            # 527.1 / 515.0-555.8. Not where result rows are 16 bytes past a multiple of 32:
+            # a @ b.T 1024x1000x4096 (rows of 2000 bytes) 428.3-437.3 / 375.3-385.8 (the
+            # producer loop's 128x256 tile gains there all the same: 8192x8200x1024
+            # 606.6-606.9 / 672.7-673.7)
+            return with_producer(wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if grouped else 0)))
         if (bm, bn, stages) == (128, 256, 4):
             looped = producer_loop_schedule(p, hints, vec=8)
             if looped is not None:
