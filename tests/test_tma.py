@@ -255,6 +255,25 @@ def test_products_up_to_k_6144_default_to_a_persistent_block_with_a_producer(src
                               "m128n256k32_s4_tma_pst_ws_g8_x32") and fits(p, s) == ""
 
 
+@pytest.mark.parametrize("src,size", [(AB, 2), (ABT, 4)])
+def test_a_specialized_tile_of_192_columns_stages_them_in_pieces_that_divide_it(src, size):
+    """256 bytes of a row at a time would be 128 f16 columns, which do not divide 192:
+    64 at a time then (one box each), 64 f32 columns as ever (the buffer's width)."""
+    from dataclasses import replace
+    from tiledsl.codegen.cuda import staged_columns
+    from tiledsl.schedule.choose import with_producer
+    assert (staged_columns(192, 2), staged_columns(192, 4), staged_columns(256, 2), staged_columns(128, 4)) == \
+        (64, 64, 128, 64)
+    k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=4096))
+    plain = replace(default(p, k.hints), specialized=False, persistent=False, block=256, tile=(128, 192, 64),
+                    micro=(64, 192))
+    ks = render(k.graph, g, lay, with_producer(plain))
+    compiled = toolchain.compile_cuda(ks.source, arch="sm_90a")
+    assert compiled.resources[ks.name].spill_stores == 0
+    ops = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+    assert sum(n for op, n in ops.items() if op.startswith("UTMASTG")) == 192 * size // 128
+
+
 ABT16 = "kernel mm(a: f16[M, K], bt: f16[N, K]) -> f16[M, N] { return a @ bt.T }"
 
 

@@ -948,7 +948,8 @@ class _Renderer:
                         # B buffer instead, where 2-byte results fill it exactly; a specialized block's
                         # 2- or 4-byte results in a buffer of their own (Schedule.shared_bytes)
                         wg_staged=(op.dtype.itemsize == 2 and self.s.persistent) or self.s.specialized, ld=ld,
-                        tma_store=tma_stored_result(self.layout, self.s) is not None)
+                        tma_store=tma_stored_result(self.layout, self.s) is not None,
+                        cw=staged_columns(bn, op.dtype.itemsize) if self.s.specialized else bn)
         ctx["pair"] = pair
         ctx["acc_list"] = "{" + ", ".join(f"%{i}" for i in range(bn // 2)) + "}"
         ctx["acc_operands"] = ", ".join(f'"+f"(acc[{i}])' for i in range(bn // 2))
@@ -1051,6 +1052,15 @@ class MapSpec:
     def strides(self) -> tuple:
         """The byte pitch of each dim past the innermost."""
         return (self.row_bytes,) + ((self.batch_bytes,) if len(self.dims) == 3 else ())
+
+
+def staged_columns(bn: int, size: int) -> int:
+    """Columns of a specialized block's results staged at a time: 256 bytes of a row
+    (its buffer's width), fewer where that does not divide the tile (128x192: 64 of f16)."""
+    cw = min(bn, 256 // size)
+    while bn % cw:
+        cw //= 2
+    return cw
 
 
 def tma_stored_result(layout: Layout, schedule: Schedule) -> Optional[Operand]:
