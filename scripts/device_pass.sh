@@ -17,7 +17,7 @@ for phase in "$@"; do
     ktests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/ -k "$K" -p no:cacheprovider -p no:benchmark 2>&1 | tail -12 ;;   # K="expression"
     oddwarps) timeout 200 python3 -m pytest -q -n 8 -m gpu tests/test_gpu_memory.py -k any_warp_count -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     rowtests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_memory.py -k every_row_reduction -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;
-    mmtests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
+    mmtests) timeout 420 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     probe) timeout 300 python3 scripts/probe_rows.py ;;
     peel) timeout 400 python3 scripts/probe_peel.py $PEEL ;;   # PEEL="names to keep", PEEL_UNROLLS="0 2 4"
     columns) timeout 300 python3 scripts/probe_columns.py $COLUMNS ;;   # COLUMNS="names to keep"
