@@ -103,6 +103,8 @@ def main():
     ap.add_argument("--cases", help="indices into CASES, e.g. 0,1,2")
     ap.add_argument("--compile-only", action="store_true", help="no GPU needed")
     ap.add_argument("--sets", type=int, default=1, help="input sets to rotate among (past L2)")
+    ap.add_argument("--warmup-ms", type=float, default=0.0,
+                    help="warm-up per candidate in ms: 200 reaches the clock an H100 holds under sustained load")
     ap.add_argument("--match", help="only candidates whose tag (plus ' sp<n>' when split) this regular "
                                     "expression finds, and the default")
     args = ap.parse_args()
@@ -151,10 +153,10 @@ def main():
             torch.backends.cuda.matmul.allow_tf32 = True
             ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(bm, device="cuda")
             tout = torch.empty((m, n), device="cuda")
-            t_cublas = time_cuda(lambda i: torch.matmul(ta, tb, out=tout), repeats=10).median_us
+            t_cublas = time_cuda(lambda i: torch.matmul(ta, tb, out=tout), repeats=10, warmup_ms=args.warmup_ms).median_us
         else:
             t_cublas = time_cuda(lambda i: cp.matmul(a, bm, out=out) if kind != "abT32"      # (16-bit results)
-                                 else cp.matmul(a, bm), repeats=10).median_us
+                                 else cp.matmul(a, bm), repeats=10, warmup_ms=args.warmup_ms).median_us
         sets = [(a, b)] + [(a.copy(), b.copy()) for _ in range(args.sets - 1)]
         launcher = kern._launcher = launcher_for(kern)
         rows = []
@@ -166,7 +168,7 @@ def main():
                 err = float(cp.linalg.norm(out.astype(cp.float32) - ref) / cp.linalg.norm(ref))
                 ok = err <= (1e-3 if kind == "tf32" else {"f16": 2e-3, "bf16": 1e-2, "f32": 1e-5}[dtype])
                 t = time_cuda(lambda i: kern(*sets[i % len(sets)], *extra, out=out), repeats=10,
-                              n_sets=len(sets)).median_us
+                              n_sets=len(sets), warmup_ms=args.warmup_ms).median_us
                 rows.append((t, _label(s) + ("" if ok else f" WRONG err={err:.1e}"), s == base))
             except Exception as err:  # noqa: BLE001
                 rows.append((float("inf"), _label(s) + " FAILED " + str(err).splitlines()[0][:90], s == base))

@@ -216,7 +216,7 @@ def test_the_tuner_times_persistent_loops_of_the_tma_tiles():
 
 def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
     """The tiles of SPECIALIZED_TILES again with a warpgroup more (the producer), a block
-    a tile and persistent, grouped or not; one product only; the default up to K = 6144 only."""
+    a tile and persistent, grouped or not; one product only; the default up to K = 2048 only."""
     from tiledsl.schedule.choose import SPECIALIZED_TILES
     k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
     cands = candidates(p, k.hints)
@@ -226,8 +226,8 @@ def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
     assert all(s.tma and not s.splits and "_ws_" in s.tag and s.block == 128 * (s.tile[0] // 64 + 1) for s in ws)
     assert {Schedule(**{**s.__dict__, "specialized": False, "persistent": False, "block": s.block - 128})
             for s in ws} <= set(cands)
-    assert default(p, k.hints).specialized
-    assert not default(_problem(AB, dict(M=4096, N=4096, K=8192))[3], k.hints).specialized
+    assert not default(p, k.hints).specialized
+    assert default(_problem(AB, dict(M=4096, N=4096, K=2048))[3], k.hints).specialized
     for src, extents in ((BMM, dict(B=4, M=512, N=512, K=512)), (AB, dict(M=100, N=100, K=100))):
         k2, _, _, p2 = _problem(src, extents)
         assert not any(s.specialized for s in candidates(p2, k2.hints))
@@ -235,18 +235,17 @@ def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
 
 @pytest.mark.parametrize("src,extents,specialized", [
     (AB, dict(M=8192, N=8192, K=1024), True), (AB, dict(M=4096, N=4096, K=512), True),
-    (AB, dict(M=4096, N=4096, K=1000), True), (AB, dict(M=4096, N=4096, K=4096), True),
-    (AB, dict(M=4096, N=4096, K=6144), True),
-    (AB, dict(M=4096, N=4096, K=6208), False),      # K of 97 tiles: the plain kernel
-    (AB, dict(M=8192, N=8192, K=8192), False),
+    (AB, dict(M=4096, N=4096, K=1000), True), (AB, dict(M=8192, N=8192, K=2048), True),
+    (AB, dict(M=4096, N=4096, K=2112), False),      # K of 33 tiles: the plain kernel
+    (AB, dict(M=4096, N=4096, K=4096), False), (AB, dict(M=8192, N=8192, K=8192), False),
     (AB, dict(M=4096, N=4096, K=256), False),       # 4 K tiles: two 128x128 blocks an SM
     (AB, dict(M=1024, N=1024, K=1024), False),      # under two waves of 128x256 tiles
     (ABT, dict(M=8192, N=8192, K=1024), True),      # f32 results, 64 columns at a time
-    (TF32, dict(M=8192, N=8192, K=1024), True), (TF32, dict(M=8192, N=8192, K=6144), True),
-    (TF32, dict(M=8192, N=8192, K=6176), False),
+    (TF32, dict(M=8192, N=8192, K=1024), True), (TF32, dict(M=8192, N=8192, K=2048), True),
+    (TF32, dict(M=8192, N=8192, K=2080), False),
     (BMM, dict(B=8, M=2048, N=2048, K=512), False),  # a batch
 ])
-def test_products_up_to_k_6144_default_to_a_persistent_block_with_a_producer(src, extents, specialized):
+def test_products_up_to_k_2048_default_to_a_persistent_block_with_a_producer(src, extents, specialized):
     k, g, lay, p = _problem(src, extents)
     s = default(p, k.hints)
     assert s.specialized == s.persistent == specialized, s.tag

@@ -583,7 +583,8 @@ def _persistent_twins(p: Problem, warpgroup: list) -> list[Schedule]:
 
 # (BM, BN, stages) of the TMA-fed tiles the tuner also times with a producer warpgroup. Measured
 # (H100, 2026-11-26, scripts/gemm_sweep.py): the 128x256 tile, persistent, ahead of the plain one
-# up to K = 6144 (the default there: producer_loop_schedule); 64x128 with 8 stages, a block a
+# up to K = 6144 in short sweeps and up to 2048 under sustained load (the default there:
+# producer_loop_schedule); 64x128 with 8 stages, a block a
 # tile, ahead where few tiles meet a long K (the default there too: _tensor_core_default); 128x128
 # tiles behind everywhere measured but kept for the smaller products; 128x192 level or ahead
 # (6144x3072x4096 722-724 against 703-704 TFLOP/s, 1536x1536x4096 level)
@@ -1085,7 +1086,7 @@ def uses_tensor_cores(p: Problem) -> bool:
 
 
 def producer_loop_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Schedule]:
-    """The default for a product of K at most 6144 (96 K tiles of 16-bit values, 192 of
+    """The default for a product of K at most 2048 (32 K tiles of 16-bit values, 64 of
     TF32) that fills two or more waves of 128x256 tiles, unbatched, TMA-fed, its one
     result in rows, with no split pinned: a block an SM loops over the tiles with a
     producer warpgroup (`specialized`), which copies the next tile's K tiles while this
@@ -1105,8 +1106,13 @@ def producer_loop_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Sched
       6144x6144x4096 748-750 / 763, 4096x4096x6144 767-768 / 776; bf16 4096^3 765 / 788;
       bf16 -> f32 4096^3 719-721 / 760-763; relu(x @ w + b) 8192x8192x4096 737-738 /
       755-757; TF32 4096^3 398 / 417, 8192x8192x4096 403 / 410-412. At K = 8192 the
-      plain tile stays ahead: 8192^3 775-782 / 768-776, 2048x2048x8192 781-785 / 776-781."""
-    if matmul_shape(p)[3] > 6144 or output_tiles(p, 128, 256) < 2 * p.sm_count or not producer_allowed(p, hints):
+      plain tile stays ahead: 8192^3 775-782 / 768-776, 2048x2048x8192 781-785 / 776-781.
+    - Those sweeps time each kernel briefly, at full clock. Under sustained load (200 ms of
+      warm-up, the board at its 700 W and the SMs near 1300 MHz; scripts/probe_sustained.py,
+      five interleaved rounds, medians) the loop gains up to K = 2048 and loses beyond:
+      8192x8192x1024 555.4 / 571.9, 8192x8192x2048 605.6 / 623.7, 4096^3 624.0 / 604.6.
+      So the bound is K = 2048, where both agree."""
+    if matmul_shape(p)[3] > 2048 or output_tiles(p, 128, 256) < 2 * p.sm_count or not producer_allowed(p, hints):
         return None
     return with_producer(wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8), persistent=True)
 

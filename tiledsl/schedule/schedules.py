@@ -90,7 +90,7 @@ of it: one compiled kernel serves every size of its class.
                                         released, and the results leave by TMA
                                         from shared memory (607.5 -> 695-698
                                         TFLOP/s, persistent, H100; the default
-                                        for K <= 6144, elsewhere a tuner
+                                        for K <= 2048, elsewhere a tuner
                                         candidate)
 """
 from __future__ import annotations
