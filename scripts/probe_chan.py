@@ -17,7 +17,7 @@ from benchmarks.common import copy_bandwidth, input_sets_needed
 from tiledsl.inputs import random_arguments
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from text_patch import install, schedules, time_both  # noqa: E402
+from text_patch import install, report, schedules, time_both  # noqa: E402
 
 HELPER = r'''
 __device__ __forceinline__ void chan_merge(float& n, float& m, float& q, float n2, float m2, float q2) {
@@ -100,10 +100,4 @@ for name, src, M, N, pats in CASES:
                              same=lambda s, b: s.vec == 8 and s.block == b.block)
     print(f"\n## {name} {M}x{N}: copy of same bytes {same:.0f} GB/s ({same / ref_copy:.3f}x)", flush=True)
     for s in chosen:
-        res = time_both(ks, FLAG, s, sets, n_sets, want)
-        for on in (False, True):
-            err, *ts = res[on]
-            us = min(ts)
-            print(f"  {'chan' if on else 'two '} {s.tag:36s} ps{s.blocks_per_sm} {'DEF' if s == base else '   '} "
-                  f"{' '.join('%.1f' % t for t in ts)} us  best {us:.1f}  {nbytes / us / 1e3 / ref_copy:.3f}x copy  "
-                  f"{nbytes / us / 1e3 / same:.3f}x same  err {err:.1e}", flush=True)
+        report(time_both(ks, FLAG, s, sets, n_sets, want), ("two ", "chan"), s, base, nbytes, ref_copy, same)

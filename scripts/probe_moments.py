@@ -19,7 +19,7 @@ from benchmarks.common import copy_bandwidth, input_sets_needed
 from tiledsl.inputs import random_arguments
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from text_patch import install, schedules, time_both  # noqa: E402
+from text_patch import install, report, schedules, time_both  # noqa: E402
 
 HELPER = r'''
 template <int threads>
@@ -92,10 +92,5 @@ for name, src, M, N, pats in CASES:
         want = ks[False].reference(*data, compute="f64")
         sets = [[cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in data] for _ in range(n_sets)]
         for s in chosen:
-            res = time_both(ks, FLAG, s, sets, n_sets, want)
-            for on in (False, True):
-                err, *ts = res[on]
-                us = min(ts)
-                print(f"  {data_name:6s} {'one ' if on else 'two '} {s.tag:36s} {'DEF' if s == base else '   '} "
-                      f"{' '.join('%.1f' % t for t in ts)} us  best {us:.1f}  {nbytes / us / 1e3 / ref_copy:.3f}x copy  "
-                      f"{nbytes / us / 1e3 / same:.3f}x same  err {err:.1e}", flush=True)
+            report(time_both(ks, FLAG, s, sets, n_sets, want), (f"{data_name:6s} two", f"{data_name:6s} one"), s, base,
+                   nbytes, ref_copy, same)

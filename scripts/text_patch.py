@@ -66,3 +66,14 @@ def time_both(kernels: dict, flag: dict, schedule, sets: list, n_sets: int, want
             t = time_cuda(lambda i: k(*sets[i], out=outs[on]), n_sets=n_sets, repeats=40, warmup_ms=60)
             res[on].append(t.median_us)
     return res
+
+
+def report(res: dict, labels: tuple, schedule, base, nbytes: int, ref_copy: float, same: float) -> None:
+    """One line per version of time_both's result: its rounds, the best, and that as a
+    share of the reference copy and of a copy of the same bytes."""
+    for on in (False, True):
+        err, *ts = res[on]
+        us = min(ts)
+        print(f"  {labels[on]} {schedule.tag:36s} ps{schedule.blocks_per_sm} {'DEF' if schedule == base else '   '} "
+              f"{' '.join('%.1f' % t for t in ts)} us  best {us:.1f}  {nbytes / us / 1e3 / ref_copy:.3f}x copy  "
+              f"{nbytes / us / 1e3 / same:.3f}x same  err {err:.1e}", flush=True)
