@@ -1342,6 +1342,11 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # its loads in L2 (H100 11-23, µs, row-major / grouped: 128x8192x8192 at 8
         # stages 62.1 / 50.2, 200x6000x3000 32.5 / 30.7; 1000^3 12.9 / 13.1)
         grouped = -(-m // bm) > 1
+        if (bm, bn, stages) == (128, 256, 4):
+            looped = producer_loop_schedule(p, hints, vec=8)
+            if looped is not None:
+                return looped
+        s = wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if grouped else 0))
         if (bm, bn, stages) == (64, 128, 8) and producer_allowed(p, hints) and result_rows_of_32_bytes(p):
             # and a producer warpgroup beside the multiplying one: it starts the copies, and
             # the results leave by TMA. H100 2026-11-26 (gemm_sweep, two sweeps, TFLOP/s,
@@ -1354,12 +1359,8 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
             # a @ b.T 1024x1000x4096 (rows of 2000 bytes) 428.3-437.3 / 375.3-385.8 (the
             # producer loop's 128x256 tile gains there all the same: 8192x8200x1024
             # 606.6-606.9 / 672.7-673.7)
-            return with_producer(wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if grouped else 0)))
-        if (bm, bn, stages) == (128, 256, 4):
-            looped = producer_loop_schedule(p, hints, vec=8)
-            if looped is not None:
-                return looped
-        return wgmma_schedule(p, bm, bn, stages, group=hints.group or (8 if grouped else 0))
+            return with_producer(s)
+        return s
     if vec == 8:
         if waves(128, 256) >= 2 and k > 1024:
             tile, warp, stages = (128, 256, 32), (64, 64), 3
