@@ -661,9 +661,7 @@ def run_workload(ctx: Ctx, w: Workload, seed: int) -> list[GemmRow]:
         C.free_pools()
         return rows
 
-    # Built and checked one after another, then timed in rounds, each round every implementation
-    # in turn (a different one first each round): the GPU's clock drifts under sustained load, and
-    # a median of the rounds' medians leaves no implementation timed only at one end of it.
+    # Built and checked one after another, then timed in rounds (C.round_orders).
     ready = []      # (row, runners, impl)
     for impl in impls:
         row = new_row(impl)
@@ -692,9 +690,8 @@ def run_workload(ctx: Ctx, w: Workload, seed: int) -> list[GemmRow]:
             row.note = f"n/a: {_short(err)}"
         rows.append(row)
     medians: dict[int, list] = {id(row): [] for row, _, _ in ready}
-    for rnd in range(args.rounds):
-        shift = rnd % max(1, len(ready))
-        for row, runners, impl in ready[shift:] + ready[:shift]:
+    for order in C.round_orders(len(ready), args.rounds):
+        for row, runners, impl in (ready[i] for i in order):
             try:
                 with impl.mode(ctx) if impl.mode else contextlib.nullcontext():
                     timing = C.time_cuda(lambda i: runners[i](), n_sets=n_sets, warmup=args.warmup,
@@ -896,9 +893,6 @@ def main(argv: Optional[list] = None) -> int:
     # 5 runs, 0.96-1.02x where each side had warmed alike (H100 2026-11-26)
     C.add_run_options(p, quick_repeats=10, quick_warmup=3, warmup_ms=200.0)
     p.add_argument("--no-triton", action="store_true", help="leave out the Triton peers (no autotuning)")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="timing rounds per workload, every implementation in each (default 3): the median of "
-                        "the rounds' medians")
     p.add_argument("--ref64-max-gflop", type=float, default=2 * 4096 ** 3 / 1e9,
                    help="float64 reference up to this many GFLOP (default: 4096³), float32 cuBLAS above")
     args = C.parse_run_options(p, argv)

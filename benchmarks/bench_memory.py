@@ -13,6 +13,7 @@ compile-time numbers. --json saves all of it. See benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -515,10 +516,14 @@ def run_family(ctx: Ctx, fam: Family, shape: tuple, args, l2_bytes: int, seed: i
     ref = fam.ref64(cp, first)
     flush = C.L2Flusher() if args.flush_l2 else None
     tol = TOLERANCE[fam.out_dtype]
+    # Built and checked one after another, then timed in rounds (C.round_orders): each round
+    # every implementation in turn, a different one first, and the median of its rounds' medians.
+    ready = []      # (row, runners)
     for impl, build in fam.impls:
         if args.impl and not any(s in impl for s in args.impl):
             continue
         row = C.Row(fam.name, shape_text, fam.dtype, impl, bytes=in_bytes + out_bytes)
+        rows.append(row)
         ctx.notes = {}
         try:
             runners = [build(ctx, s) for s in sets]
@@ -526,21 +531,33 @@ def run_family(ctx: Ctx, fam: Family, shape: tuple, args, l2_bytes: int, seed: i
             C.synchronize()
             row.rel_err = C.device_rel_error(result, ref)
             del result
-            timing = C.time_cuda(lambda i: runners[i](), n_sets=n_sets, warmup=args.warmup,
-                                 warmup_ms=args.warmup_ms, repeats=args.repeats, flush=flush)
-            row.time_us, row.min_us = timing.median_us, timing.min_us
             notes = list(ctx.notes.values())
             if row.rel_err is not None and not row.rel_err <= tol:
                 notes.append(f"EXCEEDS {fam.out_dtype} tolerance {tol:g}")
             row.note = "; ".join(notes)
+            ready.append((row, runners))
         except NotApplicable as why:
             row.note = str(why)
         except Exception as err:  # noqa: BLE001 - report and go on
             row.note = C.short_error(err)
-        finally:
-            runners = None
-        rows.append(row)
-        print(f"  {fam.name:28s} {shape_text:>12s} {impl:26s} "
+    medians: dict = {id(row): [] for row, _ in ready}
+    for order in C.round_orders(len(ready), args.rounds):
+        for row, runners in (ready[i] for i in order):
+            if row.note.startswith("n/a"):
+                continue
+            try:
+                timing = C.time_cuda(lambda i: runners[i](), n_sets=n_sets, warmup=args.warmup,
+                                     warmup_ms=args.warmup_ms, repeats=args.repeats, flush=flush)
+                medians[id(row)].append(timing.median_us)
+                row.min_us = timing.min_us if row.min_us is None else min(row.min_us, timing.min_us)
+            except Exception as err:  # noqa: BLE001 - report and go on
+                row.note = "n/a: " + C.short_error(err)
+    for row, _ in ready:
+        if medians[id(row)] and not row.note.startswith("n/a"):
+            row.time_us = statistics.median(medians[id(row)])
+    ready = None
+    for row in rows:
+        print(f"  {fam.name:28s} {shape_text:>12s} {row.impl:26s} "
               f"{'' if row.time_us is None else f'{row.time_us:10.1f} µs'} "
               f"{'' if row.rel_err is None else f'err {row.rel_err:.1e}'} {row.note}", flush=True)
     del sets, first, ref, flush
@@ -618,7 +635,8 @@ def main(argv: Optional[list] = None) -> int:
           f"L2 {dev['l2_bytes'] / 2**20:.0f} MiB, {dev['memory_bytes'] / 2**30:.0f} GiB)")
     print("- versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
     print(f"- timing: CUDA events, median of {args.repeats} runs after {args.warmup} warm-up runs "
-          f"and more to {args.warmup_ms:g} ms; "
+          f"and more to {args.warmup_ms:g} ms, in {args.rounds} rounds (each implementation in turn, "
+          f"the median of the rounds' medians); "
           f"inputs rotated among sets totalling ≥ 3× L2{'; L2 flushed before each run' if args.flush_l2 else ''}; "
           f"input seed {seed}")
     print(f"- streams: {C.streams_note()}")

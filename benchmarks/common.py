@@ -276,9 +276,19 @@ def add_run_options(p, quick_repeats: int, quick_warmup: int, warmup_ms: float =
     p.add_argument("--warmup-ms", type=float, default=warmup_ms,
                    help=f"then more untimed runs until this many milliseconds have passed (default {warmup_ms:g}): "
                         "the GPU's clocks back up after the host's pauses")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="timing rounds per workload, every implementation in each (default 3): the median of "
+                        "the rounds' medians")
     p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
     p.add_argument("--tuning-db", default="off", metavar="PATH",
                    help="tuning database tiledsl's calls read (default off: the untuned defaults are measured)")
+
+
+def round_orders(n: int, rounds: int) -> list[list[int]]:
+    """The order n implementations are timed in, round by round: each round all of them, a
+    different one first. The GPU's clock drifts (a host pause, sustained power), and a median
+    of the rounds' medians leaves no implementation timed only at one end of the drift."""
+    return [[(r + i) % n for i in range(n)] for r in range(rounds)] if n else []
 
 
 def parse_run_options(p, argv):
