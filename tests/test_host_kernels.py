@@ -55,6 +55,9 @@ PROGRAMS = [
      dict(M=13, N=1001)),
     ("pointwise transposes", "kernel t(x: f16[M, N], b: f32[N], y: bf16[N, M]) -> (f32[N, M], f16[M, N]) "
      "{ z = x * b + y.T\n return z.T, f16(z) }", dict(M=67, N=130)),
+    # f32 tiles in 16-byte vectors, through 16-byte aligned shared arrays (`__shared__ __align__(16)`)
+    ("f32 product in vectors", "kernel m(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }",
+     dict(M=70, N=132, K=36)),
 ]
 
 

@@ -25,7 +25,7 @@ using std::min;
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __shared__ static          // one block at a time: a static is that block's
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))   // (alignas may not follow `static`)
 #define __grid_constant__
 
 namespace tdsl_host {
