@@ -42,7 +42,8 @@ for phase in "$@"; do
     relu) timeout 200 python3 benchmarks/bench_gemm.py --only relu --no-triton ;;
     # the tests over 2^31 elements (marked slow) after the rest, one at a time: beside 11 other
     # workers' memory pools they found too little free memory and skipped
-    gpu) timeout 430 python3 -m pytest -q -rfs -n 12 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -22
+    gpu) timeout 560 python3 -m pytest -q -rfs -n 14 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
+         grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests.log | tail -22
          timeout 160 python3 -m pytest -q -m "gpu and slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -4 ;;
     memory) timeout 300 python3 benchmarks/bench_memory.py --json $OUT/memory.json ;;
     launchbench) timeout 300 python3 benchmarks/bench_memory.py --only nothing-at-all --skip-compile --json $OUT/launch.json ;;

@@ -1,9 +1,13 @@
-"""Probe (device run): GEMM schedules under sustained load, in alternation: each
-of the default, the plain TMA tile and cuBLAS timed after 200 ms of warm-up, in
-turn, for several rounds (an H100 at its 700 W holds about two thirds of its
+"""Probe (device run): GEMM schedules under sustained load, in alternation: the
+default, each schedule a regular expression picks (the first candidate whose tag
+it finds) and cuBLAS, each timed after 200 ms of warm-up, in turn, for several
+rounds in rotating order (an H100 at its 700 W holds about two thirds of its
 clock; short sweeps time it at full clock).
 
-    python scripts/probe_sustained.py [--rounds 4]
+    python scripts/probe_sustained.py [--rounds 5] [--case 4096x4096x4096[:abT] ...] [--alt REGEX ...]
+
+Without --case and --alt: the shapes and plain tiles that bounded the producer loop
+at K = 2048 (2026-11-26).
 """
 import argparse
 import os
@@ -14,42 +18,54 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cupy as cp  # noqa: E402
 
 import tiledsl  # noqa: E402
-from benchmarks.common import time_cuda  # noqa: E402
+from benchmarks.common import round_orders, time_cuda  # noqa: E402
 from tiledsl.runtime import launcher_for  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--rounds", type=int, default=4)
+ap.add_argument("--rounds", type=int, default=5)
+ap.add_argument("--case", action="append", default=[], help="MxNxK, with ':abT' for a @ b.T (repeatable)")
+ap.add_argument("--alt", action="append", default=[], help="a schedule to time beside the default (tag regex)")
 args = ap.parse_args()
-SRC = "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }"
-SHAPES = [((8192, 8192, 1024), r"m128n256k64_s4_tma_g8_x32$"), ((4096, 4096, 4096), r"m128n256k64_s4_tma_g8_x32$"),
-          ((8192, 8192, 2048), r"m128n256k64_s4_tma_g8_x32$"), ((1024, 1024, 8192), r"m64n128k64_s8_tma_g8_x32$")]
-for (m, n, k), plain_tag in SHAPES:
+SOURCES = {"ab": "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }",
+           "abT": "kernel mm(a: f16[M, K], b: f16[N, K]) -> f16[M, N] { return a @ b.T }"}
+PLAIN = r"m128n256k64_s4_tma_g8_x32$"
+CASES = ([(c.split(":")[0], c.split(":")[1] if ":" in c else "ab", args.alt) for c in args.case] if args.case else
+         [("8192x8192x1024", "ab", [PLAIN]), ("4096x4096x4096", "ab", [PLAIN]), ("8192x8192x2048", "ab", [PLAIN]),
+          ("1024x1024x8192", "ab", [r"m64n128k64_s8_tma_g8_x32$"])])
+
+for shape, kind, alts in CASES:
+    m, n, k = map(int, shape.split("x"))
     kerns = {}
-    base = None
-    for label in ("default", "plain"):
-        kern = tiledsl.compile(SRC)
+    for label in ["default"] + alts:
+        kern = tiledsl.compile(SOURCES[kind])
         launcher = launcher_for(kern)
         p = problem(launcher.groups[0], launcher.layouts[0], dict(M=m, N=n, K=k), frozenset(), 132, "sm_90a", 3352)
         base = default(p, kern.hints)
-        if label == "plain":
-            set_overrides(launcher, {0: next(s for s in candidates(p, kern.hints) if re.search(plain_tag, s.tag))})
+        if label != "default":
+            pick = next((s for s in candidates(p, kern.hints) if re.search(label, s.tag)), None)
+            if pick is None:
+                print(f"  no candidate matches {label}")
+                continue
+            set_overrides(launcher, {0: pick})
+            label = pick.tag
         kern._launcher = launcher
         kerns[label] = kern
-    sets = [(cp.random.standard_normal((m, k)).astype(cp.float16), cp.random.standard_normal((k, n)).astype(cp.float16))
-            for _ in range(4)]
+    b_shape = (k, n) if kind == "ab" else (n, k)
+    sets = [(cp.random.standard_normal((m, k)).astype(cp.float16),
+             cp.random.standard_normal(b_shape).astype(cp.float16)) for _ in range(4)]
     out = cp.empty((m, n), cp.float16)
-    runs = {"default": lambda a, b: kerns["default"](a, b, out=out), "plain": lambda a, b: kerns["plain"](a, b, out=out),
-            "cuBLAS": lambda a, b: cp.matmul(a, b, out=out)}
+    runs = {name: (lambda kern: lambda a, b: kern(a, b, out=out))(kern) for name, kern in kerns.items()}
+    runs["cuBLAS"] = (lambda a, b: cp.matmul(a, b, out=out)) if kind == "ab" else (lambda a, b: cp.matmul(a, b.T, out=out))
     times = {name: [] for name in runs}
-    for rnd in range(args.rounds):
-        order = list(runs)[rnd % 3:] + list(runs)[:rnd % 3]
-        for name in order:
+    names = list(runs)
+    for order in round_orders(len(names), args.rounds):
+        for name in (names[i] for i in order):
             times[name].append(time_cuda(lambda i: runs[name](*sets[i]), n_sets=4, repeats=30, warmup_ms=200).median_us)
     flop = 2 * m * n * k
-    print(f"{m}x{n}x{k} (default {base.tag})", flush=True)
+    print(f"{kind} {m}x{n}x{k} (default {base.tag})", flush=True)
     for name, ts in times.items():
         med = sorted(ts)[len(ts) // 2]
-        print(f"  {name:8s} " + " ".join(f"{t:7.1f}" for t in ts) + f" us; median {flop / med / 1e6:6.1f} TFLOP/s",
+        print(f"  {name:44s} " + " ".join(f"{t:7.1f}" for t in ts) + f" us; median {flop / med / 1e6:6.1f} TFLOP/s",
               flush=True)

@@ -346,6 +346,32 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaMap* map, uns
                  :: "r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1) : "memory");
 }
 
+// The same box into shared memory at `dst` of every block of the cluster in `blocks`
+// (a bit a block), each counting it on its barrier at `bar` (the same offsets in each).
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TmaMap* map, unsigned bar, int c0, int c1,
+                                                      unsigned short blocks) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4}], [%2], %5;"
+                 :: "r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(blocks) : "memory");
+}
+// This block's rank in its cluster.
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// One arrival on the barrier at offset `bar` of the cluster's block `rank` (this one's too).
+// A consumer releasing a stage: what it read there it read by wgmma, waited for before this,
+// so no fence of cluster scope (one costs a MEMBAR.ALL.GPU an arrival).
+__device__ __forceinline__ void mbar_arrive_remote(unsigned bar, unsigned rank) {
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" :: "r"(bar), "r"(rank) : "memory");
+}
+// Every thread of every block of the cluster (those running) gets here before any goes on.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
 // The same, from a 3-D map: c2 picks the product of a batch.
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaMap* map, unsigned bar, int c0, int c1, int c2) {
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"

@@ -19,6 +19,7 @@ from tiledsl.schedule.schedules import Schedule
 
 AB = "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] { return relu(a @ b + bias) }"
 ABT = "kernel mm(a: bf16[M, K], bt: bf16[N, K]) -> f32[M, N] { return a @ bt.T }"
+ABT16 = "kernel mm(a: f16[M, K], bt: f16[N, K]) -> f16[M, N] { return a @ bt.T }"
 BMM = "kernel bmm(a: f16[B, M, K], b: f16[B, K, N]) -> f16[B, M, N] { return a @ b }"
 TF32 = ("kernel lin(x: f32[M, K], w: f32[N, K]) -> f32[M, N] { return x @ w.T }\n"
         "schedule lin { tf32(true) }")
@@ -224,8 +225,8 @@ def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
     assert {(s.tile[0], s.tile[1], s.stages, s.group, s.persistent) for s in ws} == \
         {(bm, bn, st, grp, pst) for bm, bn, st in SPECIALIZED_TILES for grp in (0, 8) for pst in (False, True)}
     assert all(s.tma and not s.splits and "_ws_" in s.tag and s.block == 128 * (s.tile[0] // 64 + 1) for s in ws)
-    assert {Schedule(**{**s.__dict__, "specialized": False, "persistent": False, "block": s.block - 128})
-            for s in ws} <= set(cands)
+    assert {Schedule(**{**s.__dict__, "specialized": False, "persistent": False, "block": s.block - 128,
+                        "cluster": 1}) for s in ws} <= set(cands)
     assert not default(p, k.hints).specialized
     assert default(_problem(AB, dict(M=4096, N=4096, K=2048))[3], k.hints).specialized
     for src, extents in ((BMM, dict(B=4, M=512, N=512, K=512)), (AB, dict(M=100, N=100, K=100))):
@@ -235,9 +236,9 @@ def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
 
 @pytest.mark.parametrize("src,extents,specialized", [
     (AB, dict(M=8192, N=8192, K=1024), True), (AB, dict(M=4096, N=4096, K=512), True),
-    (AB, dict(M=4096, N=4096, K=1000), True), (AB, dict(M=8192, N=8192, K=2048), True),
+    (AB, dict(M=4096, N=4096, K=1040), True), (AB, dict(M=8192, N=8192, K=2048), True),
     (AB, dict(M=4096, N=4096, K=2112), False),      # K of 33 tiles: the plain kernel
-    (AB, dict(M=4096, N=4096, K=4096), False), (AB, dict(M=8192, N=8192, K=8192), False),
+    (AB, dict(M=4096, N=4096, K=4096), False), (AB, dict(M=4096, N=4096, K=8192), False),
     (AB, dict(M=4096, N=4096, K=256), False),       # 4 K tiles: two 128x128 blocks an SM
     (AB, dict(M=1024, N=1024, K=1024), False),      # under two waves of 128x256 tiles
     (ABT, dict(M=8192, N=8192, K=1024), True),      # f32 results, 64 columns at a time
@@ -248,10 +249,95 @@ def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
 def test_products_up_to_k_2048_default_to_a_persistent_block_with_a_producer(src, extents, specialized):
     k, g, lay, p = _problem(src, extents)
     s = default(p, k.hints)
-    assert s.specialized == s.persistent == specialized, s.tag
+    assert s.specialized == s.persistent == specialized and s.cluster == 1, s.tag
     if specialized:
         assert s.tag.endswith("m128n256k64_s4_tma_pst_ws_g8_x32" if src != TF32 else
                               "m128n256k32_s4_tma_pst_ws_g8_x32") and fits(p, s) == ""
+
+
+@pytest.mark.parametrize("src,extents,paired", [
+    (AB, dict(M=3000, N=3000, K=3000), True),       # rows of 6000 bytes: 16 past a multiple of 32
+    (ABT16, dict(M=3000, N=3000, K=3000), True), (AB, dict(M=5000, N=3000, K=2000), True),   # (B's rows alone)
+    (AB, dict(M=4096, N=4096, K=3000), True),       # A's rows alone
+    (AB, dict(M=2056, N=2056, K=2056), True),       # a wave and a bit of 128x256 tiles
+    (AB, dict(M=8192, N=8192, K=8192), True), (AB, dict(M=6144, N=6144, K=6144), True),   # 8 waves or more
+    (AB, dict(M=8192, N=8192, K=2048), False),      # K <= 2048: the producer loop alone
+    (AB, dict(M=4096, N=4096, K=8192), False),      # under 8 waves, rows a multiple of 32 bytes
+    (AB, dict(M=4000, N=4000, K=4000), False),      # rows of 8000 bytes
+    (AB, dict(M=1000, N=1000, K=1000), False),      # under a wave: 64x128 tiles
+    (TF32, dict(M=8192, N=8192, K=8192), False),    # TF32 lost
+    (BMM, dict(B=8, M=3000, N=3000, K=3000), False),   # a batch
+])
+def test_large_products_and_rows_off_32_bytes_default_to_paired_blocks(src, extents, paired):
+    """The producer loop with its blocks in pairs sharing B (cluster 2), where an operand's
+    rows are 16 bytes past a multiple of 32, or over eight waves of tiles and K > 2048."""
+    k, g, lay, p = _problem(src, extents)
+    s = default(p, k.hints)
+    assert (s.cluster == 2) == paired, s.tag
+    if paired:
+        assert s.tag == "mm_wg_m128n256k64_s4_tma_pst_ws_c2_g8_x32" and fits(p, s) == ""
+
+
+@pytest.mark.parametrize("why,fields", [
+    ("cluster is 1", dict(cluster=3)), ("cluster is 1", dict(cluster=0)),
+    ("pairs its blocks", dict(specialized=False, block=256)),
+    ("pairs its blocks", dict(tile=(128, 192, 64), micro=(64, 192))),
+])
+def test_only_a_specialized_gemm_on_128_or_256_columns_pairs_its_blocks(why, fields):
+    good = dict(kind="matmul", block=384, tile=(128, 256, 64), micro=(64, 256), mma=True, wgmma=True, vec=8,
+                stages=4, tma=True, specialized=True, persistent=True, cluster=2)
+    assert "_ws_c2_" in Schedule(**good).tag and "_c2" not in Schedule(**{**good, "cluster": 1}).tag
+    with pytest.raises(TdslScheduleError, match=why):
+        Schedule(**{**good, **fields})
+
+
+def test_the_tuner_times_paired_blocks_of_the_grouped_128_row_tiles():
+    """Every grouped producer tile of 128 rows by 128 or 256 columns in pairs too (a batch: none)."""
+    k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
+    cands = candidates(p, k.hints)
+    pairs = [s for s in cands if s.cluster == 2]
+    assert {(s.tile[:2], s.stages, s.persistent) for s in pairs} == \
+        {(t, st, pst) for t, st in (((128, 256), 4), ((128, 256), 3), ((128, 128), 4), ((128, 128), 6))
+         for pst in (False, True)}
+    assert all(s.group == 8 and s.specialized for s in pairs)
+    assert {Schedule(**{**s.__dict__, "cluster": 1}) for s in pairs} <= set(cands)
+    k2, _, _, p2 = _problem(BMM, dict(B=4, M=512, N=512, K=512))
+    assert not any(s.cluster > 1 for s in candidates(p2, k2.hints))
+
+
+@pytest.mark.parametrize("src,b_box", [(AB, (64, 64)), (ABT, (64, 128))])
+def test_paired_blocks_each_copy_half_of_b_to_both(src, b_box):
+    """Each block of a pair copies half of the B tile by a multicast TMA copy (B along N:
+    two of its four 64-column boxes; B along K: one box of 128 of its 256 rows, so the map's
+    box is half as tall) and its whole A tile alone; the pairs' barriers and the cluster's
+    sync; no spills, and no more registers than the unpaired kernel. The grid: a pair per two
+    tile rows (the last pair's second tile past the end), or 66 pairs looping."""
+    from dataclasses import replace
+    from tiledsl.schedule.choose import launches
+    k, g, lay, p = _problem(src, dict(M=3000, N=3000, K=3000))
+    s = default(p, k.hints)
+    assert s.cluster == 2
+    usage, ops = {}, {}
+    for label, sched in (("paired", s), ("alone", replace(s, cluster=1))):
+        ks = render(k.graph, g, lay, sched)
+        compiled = toolchain.compile_cuda(ks.source, arch="sm_90a")
+        usage[label] = compiled.resources[ks.name]
+        assert usage[label].spill_stores == 0 and usage[label].local_bytes == 0, (label, usage[label])
+        ops[label] = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+        if label == "paired":
+            assert "__cluster_dims__(2, 1, 1)" in ks.source and "mapa.shared::cluster" in ks.source
+    count = lambda label, prefix: sum(n for op, n in ops[label].items() if op.startswith(prefix))  # noqa: E731
+    assert count("paired", "UTMALDG.2D.MULTICAST") == (2 if src == AB else 1)
+    assert count("paired", "UTMALDG") - count("paired", "UTMALDG.2D.MULTICAST") == 1     # A's one box
+    assert count("alone", "UTMALDG.2D.MULTICAST") == 0 and count("paired", "UCGABAR_WAIT") >= 1
+    assert count("paired", "HGMMA") == count("alone", "HGMMA")
+    assert usage["paired"].registers <= usage["alone"].registers
+    a_spec, b_spec = (spec for _, spec in tensor_map_specs(g, lay, s, tuple(p.loops))[:2])
+    assert a_spec.box == (64, 128) and b_spec.box == b_box
+    assert [launch.grid for launch in launches(p, s)] == [(132, 1, 1)]
+    assert [launch.grid for launch in launches(p, replace(s, persistent=False))] == [(2 * 12 * 12, 1, 1)]
+    tiny = _problem(src, dict(M=8, N=8, K=8))[3]
+    assert [launch.grid for launch in launches(tiny, s)] == [(2, 1, 1)]
 
 
 @pytest.mark.parametrize("src,size", [(AB, 2), (ABT, 4)])
@@ -272,8 +358,6 @@ def test_a_specialized_tile_of_192_columns_stages_them_in_pieces_that_divide_it(
     ops = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
     assert sum(n for op, n in ops.items() if op.startswith("UTMASTG")) == 192 * size // 128
 
-
-ABT16 = "kernel mm(a: f16[M, K], bt: f16[N, K]) -> f16[M, N] { return a @ bt.T }"
 
 
 @pytest.mark.parametrize("src,extents,specialized", [

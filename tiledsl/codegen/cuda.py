@@ -924,6 +924,7 @@ class _Renderer:
         ctx["min_blocks_per_sm"] = self.s.min_blocks
         ctx["tma"] = self.s.tma
         ctx["persistent"] = self.s.persistent
+        ctx["cluster"] = self.s.cluster
         ctx["specialized"] = self.s.specialized
         if self.s.specialized:      # the SM's registers, redistributed (multiples of 8): 40 to the producer
             consumers = self.s.block // 128 - 1
@@ -1079,12 +1080,13 @@ def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_exte
     innermost first (a batched one's products as a third dim); a box of one K
     tile (128 bytes of K) by the tile's rows where K is contiguous, else (16-bit
     A as [K][M] or B as [K][N]) 64 M or N values by the K tile, one per 64 rows
-    or columns."""
+    or columns. Blocks in pairs (`cluster` 2) each copy half of B: a B read along K
+    then comes in boxes of half the tile's columns."""
     mm = next(v for v in group.values if v.op == "matmul")
     lk = layout.n_kept
     bm, bn, bk = schedule.tile
     specs = []
-    for operand, rows, batched in zip(mm.operands, (bm, bn), batched_operands(group, layout)):
+    for operand, rows, batched in zip(mm.operands, (bm, bn // schedule.cluster), batched_operands(group, layout)):
         op = operand_input(layout, operand)
         slow, fast = op.loops[-2:]
         inner, outer = loop_extents[fast], loop_extents[slow]

@@ -601,6 +601,10 @@ def _specialized_twins(p: Problem, warpgroup: list) -> list[Schedule]:
     twins = [with_producer(s, persistent) for s in warpgroup
              if s.tma and not s.splits and s.min_blocks == 1 and (s.tile[0], s.tile[1], s.stages) in SPECIALIZED_TILES
              for persistent in (True, False)]
+    # and in pairs sharing B (cluster 2): 128-row tiles, grouped where the tiles are
+    grouped = any(s.group for s in twins)
+    twins += [replace(s, cluster=2) for s in twins if s.tile[0] == 128 and s.tile[1] % 128 == 0
+              and (s.group or not grouped)]
     # in the order of SPECIALIZED_TILES, grouped blocks first: a capped search meets the likeliest first
     return sorted(twins, key=lambda s: (SPECIALIZED_TILES.index((s.tile[0], s.tile[1], s.stages)), -s.group))
 
@@ -1117,6 +1121,46 @@ def producer_loop_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Sched
     return with_producer(wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8), persistent=True)
 
 
+def paired_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
+    """The default for a wave or more of 128x256 tiles of 16-bit operands where an operand's
+    rows are 16 bytes past a multiple of 32 (a dim of 8 more than a multiple of 16: every
+    128-byte piece of a row spans five 32-byte sectors, not four), or for eight waves or
+    more over K > 2048: the producer loop (`producer_loop_schedule`) with its blocks in
+    pairs (`Schedule.cluster`) on tiles one above the other, each copying half of their
+    B tile into both, so B crosses from L2 once a pair.
+    H100 2026-11-26, under sustained load (scripts/probe_sustained.py, five interleaved
+    rounds, medians, TFLOP/s, the default then / this; cuBLAS):
+    - rows of 16 past 32 bytes: 3000^3 424.3 / 455.6 (567.6), a @ b.T 3000^3 433.2 /
+      458.6, 5000x3000x2000 470.6 / 517.7, 4104^3 434.0 / 499.6, 2056^3 319.8 / 340.4,
+      8192x3000x4096 548.0 / 626.6 (583.5), 4096x4096x3000 592.7 / 615.8; lost at
+      3072x3000x3072 498.8 / 476.2, where 128x192 tiles fill the last wave better.
+    - eight waves or more over long K: 6144^3 645.4 / 669.4 (661.7), 12288x4096x4096
+      636.0 / 657.8 (657.6), 8192^3 652.6 / 665.1 (666.1), 6144x6144x4096 635.4 / 653.5,
+      a @ b.T 11000x4096x4096 619.8 / 625.8, 8192x8192x4096 644.7 / 647.2. Fewer waves
+      were level or lost: 4096^3 653.5 / 643.9 (noisy, 206-216 us both), 2048x2048x8192
+      642.1 / 629.3, 8192x8192x1024 607.7 / 587.4 (the producer loop alone).
+    TF32 lost (8192x8192x4096 400.4 / 386.5 in a short sweep): 16-bit operands only."""
+    _, _, _, k = matmul_shape(p)
+    tiles = output_tiles(p, 128, 256)
+    if tiles < p.sm_count or not producer_allowed(p, hints):
+        return None
+    if not (operand_rows_off_32_bytes(p) or (k > 2048 and tiles >= 8 * p.sm_count)):
+        return None
+    looped = with_producer(wgmma_schedule(p, 128, 256, 4, vec=8, group=hints.group or 8), persistent=True)
+    return replace(looped, cluster=2)
+
+
+def operand_rows_off_32_bytes(p: Problem) -> bool:
+    """Whether a GEMM operand's rows (along its contiguous dim) are 16 bytes past a
+    multiple of 32 long."""
+    mm = next(v for v in p.group.values if v.op == "matmul")
+    for operand in mm.operands:
+        op = operand_input(p.layout, operand)
+        if op is not None and p.loops[op.loops[-1]] * operand.dtype.itemsize % 32 == 16:
+            return True
+    return False
+
+
 def producer_allowed(p: Problem, hints: Hints) -> bool:
     """Whether a default may take a producer warpgroup (`specialized`): one product,
     TMA-fed, no split pinned, its one result in rows (stored by TMA)."""
@@ -1342,6 +1386,10 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # its loads in L2 (H100 11-23, µs, row-major / grouped: 128x8192x8192 at 8
         # stages 62.1 / 50.2, 200x6000x3000 32.5 / 30.7; 1000^3 12.9 / 13.1)
         grouped = -(-m // bm) > 1
+        if (bm, bn, stages) in ((128, 256, 4), (128, 192, 4)):
+            paired = paired_schedule(p, hints)
+            if paired is not None:
+                return paired
         if (bm, bn, stages) == (128, 256, 4):
             looped = producer_loop_schedule(p, hints, vec=8)
             if looped is not None:
@@ -1468,6 +1516,11 @@ def matmul_launches(p: Problem, s: Schedule) -> list[Launch]:
         from ..errors import TdslScheduleError
         raise TdslScheduleError(f"a batched matmul over {batch} products exceeds the grid's 65535")
     bm, bn, _ = s.tile
+    if s.cluster > 1:   # blocks in pairs on tiles one above the other: a pair per two rows of tiles
+        pairs = -(-m // (2 * bm)) * -(-n // bn)
+        if s.persistent:
+            pairs = min(pairs, max(1, p.sm_count * s.min_blocks // 2))
+        return [Launch(s, (2 * pairs, 1, 1), p.loops)]
     if s.persistent:    # min_blocks blocks per SM, each looping over its share of the output tiles
         return [Launch(s, (max(1, min(batch * -(-m // bm) * -(-n // bn), p.sm_count * s.min_blocks)), 1, 1),
                        p.loops)]

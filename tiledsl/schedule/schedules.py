@@ -94,6 +94,16 @@ of it: one compiled kernel serves every size of its class.
                                         the 64x128 tile over long K: 1024^2 x
                                         8192 486-501 -> 534-546; elsewhere a
                                         tuner candidate)
+    matmul wgmma specialized=True cluster=2 (tag _c2)  3000^3 f16: every block
+                                        copies its whole B tile from L2, each
+                                        128-byte piece of a 6000-byte row over
+                                        five 32-byte sectors -> blocks in pairs
+                                        (a cluster) on tiles one above the
+                                        other each copy half of B into both
+                                        (TMA multicast): 424 -> 456 TFLOP/s
+                                        under sustained load, 8192x3000x4096
+                                        548 -> 627, 6144^3 645 -> 669 (H100;
+                                        the default there, choose.paired_schedule)
 """
 from __future__ import annotations
 
@@ -122,7 +132,7 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 
 
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
-               "min_blocks", "unroll")
+               "min_blocks", "unroll", "cluster")
 _BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel",
                 "specialized")
 
@@ -246,6 +256,9 @@ class Schedule:
                                 # starts every copy, refilling a stage as soon as the tensor cores are done
                                 # with it (a second barrier per stage), with no block-wide barrier a K tile;
                                 # the block loops over output tiles as a persistent one does (tag _ws)
+    cluster: int = 1            # matmul (specialized): 2 = blocks in pairs (a cluster) on tiles one above the
+                                # other; each copies half of their shared B tile into both (TMA multicast),
+                                # so B crosses from L2 once a pair (tag _c2)
 
     def __post_init__(self):
         why = self.invalid()
@@ -290,6 +303,11 @@ class Schedule:
             return "only the TMA-fed warpgroup GEMM, unsplit, loops over its output tiles (persistent)"
         if self.specialized and not (self.tma and not self.splits):
             return "only the TMA-fed warpgroup GEMM, unsplit, has a producer warpgroup (specialized)"
+        if self.cluster not in (1, 2):
+            return "cluster is 1 (blocks alone) or 2 (pairs sharing B tiles)"
+        if self.cluster > 1 and not (self.specialized and self.tile[1] % 128 == 0):
+            return ("only a GEMM with a producer warpgroup (specialized) pairs its blocks (cluster 2), on tiles "
+                    "128 or 256 columns wide: each block copies half of B, whole 64-column boxes")
         if self.kind == "reduce_row":
             if self.row_threads not in (1, 2, 4, 8, 16, 32, self.block):
                 return "row_threads must be 1, 2, 4, 8, 16, 32 (a row a part of a warp) or the block size"
@@ -422,7 +440,7 @@ class Schedule:
             if self.wgmma:
                 return (f"mm_wg{'_tf32' if self.vec == 4 else ''}_m{bm}n{bn}k{bk}_s{self.stages}_"
                         + ("tma_" if self.tma else "") + ("pst_" if self.persistent else "")
-                        + ("ws_" if self.specialized else "")
+                        + ("ws_" if self.specialized else "") + (f"c{self.cluster}_" if self.cluster > 1 else "")
                         + (f"b{self.min_blocks}_" if self.min_blocks > 1 else "") + ("sk_" if self.splits else "")
                         + (f"g{self.group}_" if self.group else "") + ("x64" if self.index64 else "x32"))
             return (f"mm{'_tc' if self.mma else ''}_m{bm}n{bn}k{bk}_{'w' if self.mma else 't'}{tm}x{tn}_"
