@@ -222,8 +222,9 @@ def test_a_capped_gemm_search_on_hopper_times_the_warpgroup_tiles_first(extents,
     assert any(s.splits for s in picked) == splits_first
     if not splits_first:
         assert {s for s in every if s.persistent and not s.specialized} <= set(picked)
-        # then the producer-warpgroup twins, 128x256 tiles of 4 stages first
-        assert {s for s in every if s.specialized and s.stages == 4 and s.tile[1] == 256} <= set(picked)
+        # then the producer-warpgroup twins, 128x256 tiles of 4 stages first, grouped (alone and in pairs)
+        first = {s for s in every if s.specialized and s.stages == 4 and s.tile[1] == 256 and s.group}
+        assert first <= set(picked) and any(s.cluster == 2 for s in first)
 
 
 def test_the_space_of_a_reduction_that_streams_nothing():

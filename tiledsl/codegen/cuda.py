@@ -1080,17 +1080,18 @@ def tensor_map_specs(group: Group, layout: Layout, schedule: Schedule, loop_exte
     innermost first (a batched one's products as a third dim); a box of one K
     tile (128 bytes of K) by the tile's rows where K is contiguous, else (16-bit
     A as [K][M] or B as [K][N]) 64 M or N values by the K tile, one per 64 rows
-    or columns. Blocks in pairs (`cluster` 2) each copy half of B: a B read along K
-    then comes in boxes of half the tile's columns."""
+    or columns. Blocks in pairs (`cluster` 2) each copy half of B: its boxes are
+    then half as tall (half the tile's columns, or half its K tile)."""
     mm = next(v for v in group.values if v.op == "matmul")
     lk = layout.n_kept
     bm, bn, bk = schedule.tile
     specs = []
-    for operand, rows, batched in zip(mm.operands, (bm, bn // schedule.cluster), batched_operands(group, layout)):
+    for operand, rows, share, batched in zip(mm.operands, (bm, bn), (1, schedule.cluster),
+                                             batched_operands(group, layout)):
         op = operand_input(layout, operand)
         slow, fast = op.loops[-2:]
         inner, outer = loop_extents[fast], loop_extents[slow]
-        box = (bk, rows) if fast == lk else (64, bk)
+        box = (bk, rows // share) if fast == lk else (64, bk // share)
         spec = MapSpec((inner, outer), inner * op.dtype.itemsize, box, op.dtype.name)
         if batched:     # the product's batch dims as one: product bz
             spec = MapSpec((inner, outer, math.prod(loop_extents[l] for l in op.loops[:-2])), spec.row_bytes,

@@ -603,8 +603,7 @@ def _specialized_twins(p: Problem, warpgroup: list) -> list[Schedule]:
              for persistent in (True, False)]
     # and in pairs sharing B (cluster 2): 128-row tiles, grouped where the tiles are
     grouped = any(s.group for s in twins)
-    twins += [replace(s, cluster=2) for s in twins if s.tile[0] == 128 and s.tile[1] % 128 == 0
-              and (s.group or not grouped)]
+    twins += [replace(s, cluster=2) for s in twins if s.tile[0] == 128 and (s.group or not grouped)]
     # in the order of SPECIALIZED_TILES, grouped blocks first: a capped search meets the likeliest first
     return sorted(twins, key=lambda s: (SPECIALIZED_TILES.index((s.tile[0], s.tile[1], s.stages)), -s.group))
 
@@ -1121,24 +1120,26 @@ def producer_loop_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Sched
     return with_producer(wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8), persistent=True)
 
 
-def paired_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
+def paired_schedule(p: Problem, hints: Hints, bn: int = 256) -> Optional[Schedule]:
     """The default for a wave or more of 128x256 tiles of 16-bit operands where an operand's
     rows are 16 bytes past a multiple of 32 (a dim of 8 more than a multiple of 16: every
     128-byte piece of a row spans five 32-byte sectors, not four), or for eight waves or
-    more over K > 2048: the producer loop (`producer_loop_schedule`) with its blocks in
-    pairs (`Schedule.cluster`) on tiles one above the other, each copying half of their
-    B tile into both, so B crosses from L2 once a pair.
-    H100 2026-11-26, under sustained load (scripts/probe_sustained.py, five interleaved
-    rounds, medians, TFLOP/s, the default then / this; cuBLAS):
-    - rows of 16 past 32 bytes: 3000^3 424.3 / 455.6 (567.6), a @ b.T 3000^3 433.2 /
-      458.6, 5000x3000x2000 470.6 / 517.7, 4104^3 434.0 / 499.6, 2056^3 319.8 / 340.4,
-      8192x3000x4096 548.0 / 626.6 (583.5), 4096x4096x3000 592.7 / 615.8; lost at
-      3072x3000x3072 498.8 / 476.2, where 128x192 tiles fill the last wave better.
-    - eight waves or more over long K: 6144^3 645.4 / 669.4 (661.7), 12288x4096x4096
-      636.0 / 657.8 (657.6), 8192^3 652.6 / 665.1 (666.1), 6144x6144x4096 635.4 / 653.5,
-      a @ b.T 11000x4096x4096 619.8 / 625.8, 8192x8192x4096 644.7 / 647.2. Fewer waves
-      were level or lost: 4096^3 653.5 / 643.9 (noisy, 206-216 us both), 2048x2048x8192
-      642.1 / 629.3, 8192x8192x1024 607.7 / 587.4 (the producer loop alone).
+    more over K > 2048: the producer loop (`producer_loop_schedule`) on the tile `wgmma_tile`
+    chose (128 x `bn`), its blocks in pairs (`Schedule.cluster`) on tiles one above the
+    other, each copying half of their B tile into both, so B crosses from L2 once a pair.
+    H100 2026-11-26, under sustained load (scripts/probe_sustained.py, interleaved rounds,
+    medians, TFLOP/s; the default before / paired 128x256 / paired 128x192; cuBLAS):
+    - rows of 16 past 32 bytes, where wgmma_tile takes 128x192: 3000^3 424.3 / 451.2-455.6 /
+      506.8 (549.8-567.6), 3072x3000x3072 498.8 / 474.6-476.2 / 560.3 (598.1), 4104^3
+      434.0 / 492.1-499.6 / 503.6, 2056^3 319.8 / 338.5-340.4 / 364.3; a @ b.T 3000^3 433.2 /
+      458.6 (128x256). Where it takes 128x256: 8192x3000x4096 548.0 / 622.6-632.8 / 579.4
+      (599.2), 4096x4096x3000 592.7 / 585.8-615.8 / 532.9, 5000x3000x2000 (the producer loop
+      then) 470.6 / 515.5-521.9 / 531.0.
+    - eight waves or more over long K (128x256): 6144^3 645.4 / 639.5-669.4 (632.2-661.7),
+      12288x4096x4096 636.0 / 657.8 (657.6), 8192^3 652.6 / 665.1 (666.1), 6144x6144x4096
+      635.4 / 653.5, a @ b.T 11000x4096x4096 619.8 / 625.8, 8192x8192x4096 644.7 / 647.2.
+      Fewer waves were level or lost: 4096^3 653.5 / 643.9 (noisy, 201-220 us both),
+      2048x2048x8192 642.1 / 629.3, 8192x8192x1024 607.7 / 587.4 (the producer loop alone).
     TF32 lost (8192x8192x4096 400.4 / 386.5 in a short sweep): 16-bit operands only."""
     _, _, _, k = matmul_shape(p)
     tiles = output_tiles(p, 128, 256)
@@ -1146,7 +1147,7 @@ def paired_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
         return None
     if not (operand_rows_off_32_bytes(p) or (k > 2048 and tiles >= 8 * p.sm_count)):
         return None
-    looped = with_producer(wgmma_schedule(p, 128, 256, 4, vec=8, group=hints.group or 8), persistent=True)
+    looped = with_producer(wgmma_schedule(p, 128, bn, 4, vec=8, group=hints.group or 8), persistent=True)
     return replace(looped, cluster=2)
 
 
@@ -1387,7 +1388,7 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # stages 62.1 / 50.2, 200x6000x3000 32.5 / 30.7; 1000^3 12.9 / 13.1)
         grouped = -(-m // bm) > 1
         if (bm, bn, stages) in ((128, 256, 4), (128, 192, 4)):
-            paired = paired_schedule(p, hints)
+            paired = paired_schedule(p, hints, bn)
             if paired is not None:
                 return paired
         if (bm, bn, stages) == (128, 256, 4):
