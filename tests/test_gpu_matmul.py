@@ -545,3 +545,21 @@ def test_tma_copies_batched_operands(label, extents):
     k, tolerance = _pinned(src, replace(s, tma=True))
     for out_kind in ("out", "alloc"):
         check(k, random_arguments(k.graph, extents), extents, out_kind, tolerance=tolerance)
+
+def test_a_persistent_grid_of_pairs_fits_on_the_gpu_at_once():
+    """The paired producer loop (3000^3's default) launches no more pairs than the driver
+    says fit at once (cuOccupancyMaxActiveClusters), whole pairs, and its result is right."""
+    _hopper_only()
+    import cupy
+    from tiledsl.runtime.clusters import max_active_clusters
+    k = tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }")
+    extents = dict(M=3000, N=3000, K=3000)
+    check(k, random_arguments(k.graph, extents), extents, "out")
+    [program] = list(k._launcher._plans.values())
+    schedule = program.choices[0][0]
+    assert schedule.cluster == 2 and schedule.persistent, schedule.tag
+    [(fn, grid, block, _, shared)] = program.steps
+    fits = max_active_clusters(fn.ptr, grid[0], block[0], shared)
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    assert fits is not None and 2 * fits <= sms, fits
+    assert grid[0] == min(sms // 2, fits) * 2, (grid, fits, sms)

@@ -556,3 +556,25 @@ def test_a_single_k_tile_keeps_cp_async(k_extent, tma):
     k, g, lay, p = _problem(BMM, dict(B=32, M=512, N=512, K=k_extent))
     s = default(p, k.hints)
     assert s.wgmma and s.min_blocks == 2 and s.tma == tma
+
+
+def test_a_persistent_grid_of_pairs_is_cut_to_the_pairs_resident_at_once():
+    """The driver says how many clusters fit at once (an odd count of free SMs in a GPC
+    leaves one idle); a persistent grid of pairs beyond that is cut to whole pairs, and
+    kept where the driver cannot say."""
+    from tiledsl.runtime.clusters import max_active_clusters, resident_grid
+    assert resident_grid((132, 1, 1), 2, 66) == (132, 1, 1)
+    assert resident_grid((132, 1, 1), 2, 57) == (114, 1, 1)
+    assert resident_grid((132, 1, 1), 2, None) == (132, 1, 1)
+    assert resident_grid((40, 1, 1), 2, 66) == (40, 1, 1)
+    seen = []
+
+    def query(count, function, config):
+        cfg = config._obj
+        seen.append((function.value, cfg.grid_x, cfg.block_x, cfg.shared_bytes, cfg.num_attrs))
+        count._obj.value = 61
+        return 0
+    assert max_active_clusters(0x1234, 132, 384, 200_000, query=query) == 61
+    assert seen == [(0x1234, 132, 384, 200_000, 0)]     # the cluster size comes from the kernel
+    assert max_active_clusters(0x1234, 132, 384, 200_000, query=lambda *a: 1) is None     # an error
+    assert max_active_clusters(0x1234, 132, 384, 200_000, query=lambda *a: 0) is None     # none fits: unknown

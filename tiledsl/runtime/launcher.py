@@ -447,7 +447,13 @@ class Program:
                     picks.append(constants.index(launch.schedule.splits))
                 else:
                     picks.append(scalar_slot[ref])
-            self.steps.append((fn, launch.grid, (launch.schedule.block,), tuple(picks), launch.shared_bytes))
+            grid = launch.grid
+            if launch.schedule.cluster > 1 and launch.schedule.persistent:    # every pair resident at once
+                from .clusters import max_active_clusters, resident_grid
+                with launcher._cupy.cuda.Device(device):
+                    fits = max_active_clusters(fn.ptr, grid[0], launch.schedule.block, launch.shared_bytes)
+                grid = resident_grid(grid, launch.schedule.cluster, fits)
+            self.steps.append((fn, grid, (launch.schedule.block,), tuple(picks), launch.shared_bytes))
             self.maps.append(tuple(maps))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
