@@ -1117,7 +1117,12 @@ def producer_loop_schedule(p: Problem, hints: Hints, vec: int) -> Optional[Sched
       So the bound is K = 2048, where both agree."""
     if matmul_shape(p)[3] > 2048 or output_tiles(p, 128, 256) < 2 * p.sm_count or not producer_allowed(p, hints):
         return None
-    return with_producer(wgmma_schedule(p, 128, 256, 4, vec=vec, group=hints.group or 8), persistent=True)
+    return producer_loop(p, hints, 256, vec)
+
+
+def producer_loop(p: Problem, hints: Hints, bn: int, vec: int) -> Schedule:
+    """The persistent producer loop on 128 x `bn` tiles of 4 stages, grouped 8 tile rows."""
+    return with_producer(wgmma_schedule(p, 128, bn, 4, vec=vec, group=hints.group or 8), persistent=True)
 
 
 def paired_schedule(p: Problem, hints: Hints, bn: int = 256) -> Optional[Schedule]:
@@ -1147,8 +1152,7 @@ def paired_schedule(p: Problem, hints: Hints, bn: int = 256) -> Optional[Schedul
         return None
     if not (operand_rows_off_32_bytes(p) or (k > 2048 and tiles >= 8 * p.sm_count)):
         return None
-    looped = with_producer(wgmma_schedule(p, 128, bn, 4, vec=8, group=hints.group or 8), persistent=True)
-    return replace(looped, cluster=2)
+    return replace(producer_loop(p, hints, bn, vec=8), cluster=2)
 
 
 def operand_rows_off_32_bytes(p: Problem) -> bool:
