@@ -4,12 +4,13 @@ it finds) and cuBLAS, each timed after 200 ms of warm-up, in turn, for several
 rounds in rotating order (an H100 at its 700 W holds about two thirds of its
 clock; short sweeps time it at full clock).
 
-    python scripts/probe_sustained.py [--rounds 5] [--case 4096x4096x4096[:abT] ...] [--alt REGEX ...]
+    python scripts/probe_sustained.py [--rounds 5] [--case 4096x4096x4096[:abT] ...] [--alt REGEX[@SPLITS] ...]
 
 Without --case and --alt: the shapes and plain tiles that bounded the producer loop
 at K = 2048 (2026-11-26).
 """
 import argparse
+from dataclasses import replace
 import os
 import re
 import sys
@@ -26,7 +27,8 @@ from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--case", action="append", default=[], help="MxNxK, with ':abT' for a @ b.T (repeatable)")
-ap.add_argument("--alt", action="append", default=[], help="a schedule to time beside the default (tag regex)")
+ap.add_argument("--alt", action="append", default=[],
+                help="a schedule to time beside the default (tag regex; REGEX@N: split K N ways; REGEX@N/S: and S stages)")
 args = ap.parse_args()
 SOURCES = {"ab": "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }",
            "abT": "kernel mm(a: f16[M, K], b: f16[N, K]) -> f16[M, N] { return a @ b.T }"}
@@ -44,12 +46,17 @@ for shape, kind, alts in CASES:
         p = problem(launcher.groups[0], launcher.layouts[0], dict(M=m, N=n, K=k), frozenset(), 132, "sm_90a", 3352)
         base = default(p, kern.hints)
         if label != "default":
-            pick = next((s for s in candidates(p, kern.hints) if re.search(label, s.tag)), None)
+            pattern, _, splits = label.partition("@")
+            splits, _, stages = splits.partition("/")     # REGEX@N/S: N chunks of K, S stages
+            pick = next((s for s in candidates(p, kern.hints) if re.search(pattern, s.tag)
+                         and (not splits or s.splits == int(splits) or stages)), None)
             if pick is None:
                 print(f"  no candidate matches {label}")
                 continue
+            if stages:
+                pick = replace(pick, splits=int(splits), stages=int(stages))
             set_overrides(launcher, {0: pick})
-            label = pick.tag
+            label = pick.tag + (f"@{pick.splits}" if pick.splits else "")
         kern._launcher = launcher
         kerns[label] = kern
     b_shape = (k, n) if kind == "ab" else (n, k)
@@ -64,7 +71,7 @@ for shape, kind, alts in CASES:
         for name in (names[i] for i in order):
             times[name].append(time_cuda(lambda i: runs[name](*sets[i]), n_sets=4, repeats=30, warmup_ms=200).median_us)
     flop = 2 * m * n * k
-    print(f"{kind} {m}x{n}x{k} (default {base.tag})", flush=True)
+    print(f"{kind} {m}x{n}x{k} (default {base.tag}{f'@{base.splits}' if base.splits else ''})", flush=True)
     for name, ts in times.items():
         med = sorted(ts)[len(ts) // 2]
         print(f"  {name:44s} " + " ".join(f"{t:7.1f}" for t in ts) + f" us; median {flop / med / 1e6:6.1f} TFLOP/s",

@@ -370,6 +370,28 @@ def test_tensor_core_split_k_with_empty_chunks(extents):
     _run(src, extents)
 
 
+@pytest.mark.parametrize("cluster", [1, 2], ids=["alone", "pairs"])
+@pytest.mark.parametrize("tile", [(128, 128), (64, 128)], ids=["128x128", "64x128"])
+@pytest.mark.parametrize("extents", [dict(M=330, K=136, N=72), dict(M=64, K=64, N=200), dict(M=1, K=8, N=8)],
+                         ids=lambda e: "x".join(map(str, e.values())))
+def test_a_split_k_with_a_producer_warpgroup_with_empty_chunks(extents, tile, cluster):
+    """A block a tile and chunk with a producer warpgroup, alone and in pairs sharing B, in 8
+    chunks of at most 3 K tiles (most empty: zeros), over an odd count of tile rows (the last
+    pair's second tile past the end, copying its half of B all the same)."""
+    from dataclasses import replace
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    src = "kernel mm(a: f16[M, K], b: f16[K, N], s: f32) -> f16[M, N] { return (a @ b) * s }"
+    k = tiledsl.compile(src)
+    launcher = launcher_for(k)
+    p = problem(launcher.groups[0], launcher.layouts[0], dict(M=256, K=65536, N=256), frozenset(), 132, "sm_90a")
+    s = next(c for c in candidates(p, k.hints)
+             if c.specialized and c.splits and c.cluster == cluster and c.tile[:2] == tile)
+    k, _ = _pinned(src, replace(s, splits=8))
+    for out_kind in ("out", "out", "alloc"):
+        check(k, random_arguments(k.graph, extents), extents, out_kind)
+
+
 @pytest.mark.parametrize("extents", [dict(B=3, M=100, K=1000, N=72), dict(B=2, M=64, K=4096, N=136)],
                          ids=lambda e: "x".join(map(str, e.values())))
 def test_tensor_core_split_k_of_a_batch(extents):

@@ -292,14 +292,14 @@ def test_only_a_specialized_gemm_pairs_its_blocks(why, fields):
         Schedule(**{**good, **fields})
 
 
-def test_the_tuner_times_paired_blocks_of_the_grouped_128_row_tiles():
-    """Every grouped producer tile of 128 rows in pairs too (a batch: none)."""
+def test_the_tuner_times_paired_blocks_of_the_grouped_producer_tiles():
+    """Every grouped producer tile in pairs too (a batch: none)."""
     k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
     cands = candidates(p, k.hints)
     pairs = [s for s in cands if s.cluster == 2]
     assert {(s.tile[:2], s.stages, s.persistent) for s in pairs} == \
         {(t, st, pst) for t, st in (((128, 256), 4), ((128, 256), 3), ((128, 128), 4), ((128, 128), 6),
-                                    ((128, 192), 4)) for pst in (False, True)}
+                                    ((64, 128), 8), ((64, 128), 6), ((128, 192), 4)) for pst in (False, True)}
     assert all(s.group == 8 and s.specialized for s in pairs)
     assert {Schedule(**{**s.__dict__, "cluster": 1}) for s in pairs} <= set(cands)
     k2, _, _, p2 = _problem(BMM, dict(B=4, M=512, N=512, K=512))
@@ -387,7 +387,7 @@ def test_few_tiles_over_a_long_k_take_a_producer_beside_one_multiplying_warpgrou
 
 
 @pytest.mark.parametrize("why,fields", [
-    ("specialized", dict(tma=False)), ("specialized", dict(splits=4)),
+    ("specialized", dict(tma=False)), ("persistent", dict(splits=4, persistent=True)),
     ("one more starts the copies", dict(block=256)), ("shared memory", dict(stages=5)),
 ])
 def test_only_an_unsplit_tma_gemm_with_a_warpgroup_more_is_specialized(why, fields):
@@ -396,8 +396,36 @@ def test_only_an_unsplit_tma_gemm_with_a_warpgroup_more_is_specialized(why, fiel
     # the stages, their alignment, two barriers a stage, the results' buffer (128 columns) and its
     # alignment to TMA's swizzle
     assert Schedule(**good).shared_bytes == 4 * 384 * 128 + 1024 + 16 * 4 + 128 * 128 * 2 + 1024
+    # split K ways, a block a tile and chunk stores f32 partials from its threads: no results' buffer
+    assert Schedule(**good, splits=4).shared_bytes == 4 * 384 * 128 + 1024 + 16 * 4
     with pytest.raises(TdslScheduleError, match=why):
         Schedule(**{**good, **fields})
+
+
+@pytest.mark.parametrize("src,b_box", [(AB, (64, 32)), (ABT, (64, 64))])
+def test_the_tuner_times_split_tiles_with_a_producer_alone_and_in_pairs(src, b_box):
+    """Few tiles over a long K: every TMA-fed split tile is timed again with a producer
+    warpgroup (a block a tile and chunk), alone and in pairs sharing B. A pair's grid is a
+    pair per two tile rows by the chunks; its chunks store partials for the combining
+    kernel (no result map); the kernel copies half of B to both blocks and spills nothing."""
+    from tiledsl.schedule.choose import launches
+    k, g, lay, p = _problem(src, dict(M=256, N=256, K=65536))
+    cands = candidates(p, k.hints)
+    split = [s for s in cands if s.tma and s.splits and not s.specialized]
+    for s in split:
+        twin = Schedule(**{**s.__dict__, "specialized": True, "block": s.block + 128})
+        assert twin in cands and Schedule(**{**twin.__dict__, "cluster": 2}) in cands, s.tag
+    s = next(c for c in cands if c.tag == "mm_wg_m128n128k64_s4_tma_ws_c2_sk_x32" and c.splits == 32)
+    assert [launch.grid for launch in launches(p, s)] == [(4, 1, 32), (-(-256 * 256 // 384), 1, 1)]
+    assert [spec for _, spec in tensor_map_specs(g, lay, s, tuple(p.loops))][1].box == b_box
+    assert len(tensor_map_specs(g, lay, s, tuple(p.loops))) == 2     # A's and B's maps, no result map
+    ks = render(k.graph, g, lay, s)
+    compiled = toolchain.compile_cuda(ks.source, arch="sm_90a")
+    usage = compiled.resources[ks.name]
+    assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+    ops = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+    assert sum(n for op, n in ops.items() if op.startswith("UTMALDG.2D.MULTICAST")) >= 1
+    assert not any(op.startswith("UTMASTG") for op in ops) and "part0" in ks.source
 
 
 @pytest.mark.parametrize("src", [AB, ABT, TF32])

@@ -948,7 +948,8 @@ class _Renderer:
                         # a persistent block's warpgroups each stage their 64 rows in a spent stage's
                         # B buffer instead, where 2-byte results fill it exactly; a specialized block's
                         # 2- or 4-byte results in a buffer of their own (Schedule.shared_bytes)
-                        wg_staged=(op.dtype.itemsize == 2 and self.s.persistent) or self.s.specialized, ld=ld,
+                        wg_staged=((op.dtype.itemsize == 2 and self.s.persistent) or self.s.specialized)
+                        and not self.s.splits, ld=ld,
                         tma_store=tma_stored_result(self.layout, self.s) is not None,
                         cw=staged_columns(bn, op.dtype.itemsize) if self.s.specialized else bn)
         ctx["pair"] = pair
@@ -1068,7 +1069,7 @@ def tma_stored_result(layout: Layout, schedule: Schedule) -> Optional[Operand]:
     """The result a specialized GEMM stores by TMA from its staging buffer (one thread
     a box, so the multiplying warps go on to the next tile while the copy drains):
     the one 2- or 4-byte result along N (`gemm_result_in_rows`), laid out [M, N]."""
-    op = gemm_result_in_rows(layout) if schedule.specialized else None
+    op = gemm_result_in_rows(layout) if schedule.specialized and not schedule.splits else None
     if op is not None and tuple(op.loops) == (layout.n_kept - 2, layout.n_kept - 1):
         return op
     return None

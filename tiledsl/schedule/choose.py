@@ -448,6 +448,7 @@ SPLIT_K_TILES = (((128, 128, 8), (16, 8)), ((128, 128, 8), (8, 8)), ((64, 64, 16
 # ... and (tile, warp tile or wgmma's (64, BN), stages) of the tensor-core GEMMs split K ways
 TC_SPLIT_TILES = (((128, 256, 64), (64, 256), 4), ((128, 128, 64), (64, 128), 4), ((64, 256, 64), (64, 256), 4),
                   ((64, 128, 64), (64, 128), 5), ((64, 64, 64), (64, 64), 6),
+                  ((128, 128, 64), (64, 128), 6), ((64, 128, 64), (64, 128), 8),     # deeper: a block an SM
                   ((128, 256, 32), (64, 256), 4), ((64, 128, 32), (64, 128), 5),       # TF32 wgmma
                   ((128, 128, 32), (64, 32), 4), ((64, 128, 32), (32, 64), 3), ((64, 64, 64), (32, 32), 4))
 # A tensor-core chunk of K: long enough that its pipeline's fill and its partial sums'
@@ -457,6 +458,15 @@ TC_SPLIT_MIN_CHUNK = 2048
 # (64 rows where M <= 64: taller tiles would multiply zeros)
 WGMMA_SPLIT_TILES = {(2, False): ((128, 256, 4), (128, 128, 4)), (2, True): ((64, 128, 5), (64, 64, 6)),
                      (4, False): ((128, 256, 4), (64, 128, 5)), (4, True): ((64, 128, 5),)}
+# ... and those of 16-bit operands TMA copies, M > 64, in chunks of at least 4096. A split block is
+# alone on its SM (a wave at most): its tiles take the stages that fill its shared memory, and
+# the 64x128 tile a producer warpgroup. H100 2026-11-26 (scripts/probe_sustained.py, µs, 4 stages
+# / 6 or 8 / 8 with a producer): 256x256x65536 128x128 in 32 chunks 39.9 / 38.2, 64x128 in 16
+# 34.9 with the producer; 512x512x16384 128x128 in 8 30.7 / 26.5, 64x128 in 4 26.5; a @ b.T
+# 512x512x16384 31.5 / 27.1, 64x128 25.1; 384x384x32768 128x256 in 16 chunks of 2048 38.7,
+# 128x128 in 8 of 4096 34.0, 64x128 in 4 36.3.
+WGMMA_TMA_SPLIT_TILES = ((128, 256, 4), (128, 128, 6), (64, 128, 8))
+WGMMA_TMA_SPLIT_MIN_CHUNK = 4096
 
 
 def output_tiles(p: Problem, bm: int, bn: int) -> int:
@@ -601,11 +611,21 @@ def _specialized_twins(p: Problem, warpgroup: list) -> list[Schedule]:
     twins = [with_producer(s, persistent) for s in warpgroup
              if s.tma and not s.splits and s.min_blocks == 1 and (s.tile[0], s.tile[1], s.stages) in SPECIALIZED_TILES
              for persistent in (True, False)]
-    # and in pairs sharing B (cluster 2): 128-row tiles, grouped where the tiles are
+    # and in pairs sharing B (cluster 2), grouped where the tiles are
     grouped = any(s.group for s in twins)
-    twins += [replace(s, cluster=2) for s in twins if s.tile[0] == 128 and (s.group or not grouped)]
+    twins += [replace(s, cluster=2) for s in twins if s.group or not grouped]
     # in the order of SPECIALIZED_TILES, grouped blocks first: a capped search meets the likeliest first
     return sorted(twins, key=lambda s: (SPECIALIZED_TILES.index((s.tile[0], s.tile[1], s.stages)), -s.group))
+
+
+def _split_producer_twins(p: Problem, schedules: list) -> list[Schedule]:
+    """The TMA-fed warpgroup tiles split K ways, again with a producer warpgroup (a
+    block a tile and chunk), alone and in pairs sharing B: few tiles over a long K
+    read mostly from memory, and a pair reads B's tile once."""
+    if matmul_shape(p)[0] > 1:
+        return []
+    twins = [with_producer(s) for s in schedules if s.tma and s.splits]
+    return twins + [replace(s, cluster=2) for s in twins]
 
 
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
@@ -649,7 +669,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                 if ((s.tile, s.micro) in SPLIT_K_TILES if not s.mma else
                     (s.tile, s.micro, s.stages) in TC_SPLIT_TILES and not s.group and s.min_blocks == 1)
                 for k in split_k_choices(p, s.tile)]
-        return _hopper_first(p, out + twins)
+        return _hopper_first(p, out + twins + _split_producer_twins(p, out))
     if p.group.kind == "pointwise":
         out = []
         for vec in sorted({max_vector(p, hints.vector), max(1, max_vector(p, hints.vector) // 2)}):
@@ -1296,24 +1316,27 @@ def _tensor_core_split(p: Problem, hints: Hints, s: Schedule) -> Schedule:
     return replace(s, splits=tensor_core_split_count(p, s.tile) if idle else 0)
 
 
-def tensor_core_split_count(p: Problem, tile: tuple) -> int:
+def tensor_core_split_count(p: Problem, tile: tuple, min_chunk: int = TC_SPLIT_MIN_CHUNK) -> int:
     """The most chunks (a power of two, 2 to 64) that keep this tile's blocks
-    within one wave, each chunk at least TC_SPLIT_MIN_CHUNK of K (0: none)."""
-    return (split_k_choices(p, tile, waves=1, min_chunk=TC_SPLIT_MIN_CHUNK) or [0])[-1]
+    within one wave, each chunk at least `min_chunk` of K (0: none)."""
+    return (split_k_choices(p, tile, waves=1, min_chunk=min_chunk) or [0])[-1]
 
 
 def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
     """Where 128x256 tiles would not fill the SMs, the unsplit default `s` takes
     smaller tiles; over a long K, large tiles split K ways fill a wave instead
-    and reuse each operand load more. Of WGMMA_SPLIT_TILES (64 rows for M <= 64),
-    the one whose split fills the most SMs, on a tie the one with more of its
-    tile inside the result, then the smaller; where that fills more SMs than
+    and reuse each operand load more. Of WGMMA_SPLIT_TILES (64 rows for M <= 64;
+    WGMMA_TMA_SPLIT_TILES, deeper and in longer chunks, where TMA copies 16-bit
+    operands), the one whose split fills the most SMs, on a tie the one with more
+    of its tile inside the result, then the smaller; where that fills more SMs than
     `s`, or as many with four times the tile while cp.async feeds `s` (a
     TMA-fed `s` filling as many SMs stays unsplit). Measured on an H100
     (scripts/gemm_sweep.py, 2026-11-22) against the unsplit default: f16
     256x256x65536 21 -> 215 TFLOP/s (128x128 tiles in 32 chunks, 0.78x cuBLAS),
     relu(x @ w + b) 512x512x16384 87 -> 275 (128x128, 8 chunks), bf16
-    1024x1024x8192 325 -> 398 (128x256, 4 chunks)."""
+    1024x1024x8192 325 -> 398 (128x256, 4 chunks). Since 2026-11-26, under sustained
+    load: 256x256x65536 216 -> 245 (64x128 tiles with a producer, 8 stages, 16
+    chunks), 512x512x16384 280 -> 324 (4 chunks)."""
     if output_tiles(p, 128, 256) >= p.sm_count:
         return s
     _, m, n_cols, _ = matmul_shape(p)
@@ -1322,9 +1345,12 @@ def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
         return min(blocks, p.sm_count), min(bm, m) * min(bn, n_cols), -bm * bn
 
     best = None
-    for bm, bn, stages in WGMMA_SPLIT_TILES[(16 // s.vec, m <= 64)]:     # (operand bytes, skinny)
+    deep = s.vec == 8 and m > 64 and tma_operands(p)
+    tiles, min_chunk = ((WGMMA_TMA_SPLIT_TILES, WGMMA_TMA_SPLIT_MIN_CHUNK) if deep else
+                        (WGMMA_SPLIT_TILES[(16 // s.vec, m <= 64)], TC_SPLIT_MIN_CHUNK))  # (operand bytes, skinny)
+    for bm, bn, stages in tiles:
         blocks = output_tiles(p, bm, bn)
-        n = tensor_core_split_count(p, (bm, bn))
+        n = tensor_core_split_count(p, (bm, bn), min_chunk)
         if n and (best is None or rank(bm, bn, blocks * n) > rank(*best[:3])):
             best = (bm, bn, blocks * n, stages, n)
     if best is None:
@@ -1339,7 +1365,10 @@ def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
     if fill < unsplit_fill or (fill == unsplit_fill and (s.tma or inside < 4 * unsplit_inside)):
         return s
     bm, bn, _, stages, n = best
-    return replace(wgmma_schedule(p, bm, bn, stages, s.vec), splits=n)
+    split = replace(wgmma_schedule(p, bm, bn, stages, s.vec), splits=n)
+    if (bm, bn, stages) == (64, 128, 8) and split.tma and matmul_shape(p)[0] == 1:
+        return with_producer(split)     # a block a tile and chunk, its copies started by a warpgroup of their own
+    return split
 
 
 def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
@@ -1525,20 +1554,21 @@ def matmul_launches(p: Problem, s: Schedule) -> list[Launch]:
         pairs = -(-m // (2 * bm)) * -(-n // bn)
         if s.persistent:
             pairs = min(pairs, max(1, p.sm_count * s.min_blocks // 2))
-        return [Launch(s, (2 * pairs, 1, 1), p.loops)]
-    if s.persistent:    # min_blocks blocks per SM, each looping over its share of the output tiles
-        return [Launch(s, (max(1, min(batch * -(-m // bm) * -(-n // bn), p.sm_count * s.min_blocks)), 1, 1),
-                       p.loops)]
-    if s.specialized:   # the same loop, a block per output tile
-        return [Launch(s, (-(-m // bm) * -(-n // bn), 1, 1), p.loops)]
-    if s.splits:    # chunk z % splits of K for product z // splits, then a kernel sums the chunks
-        if batch * s.splits > 65535:
-            from ..errors import TdslScheduleError
-            raise TdslScheduleError(f"{batch} products split {s.splits} ways exceed the grid's 65535")
-        final = min(MAX_GRID, -(-batch * m * n // s.block))     # launched with the GEMM's block size
-        return [Launch(s, (-(-n // bn), -(-m // bm), batch * s.splits), p.loops, 1),
-                Launch(s, (final, 1, 1), p.loops, 2)]
-    return [Launch(s, (-(-n // bn), -(-m // bm), batch), p.loops)]
+        grid = (2 * pairs, 1, 1)
+    elif s.persistent:  # min_blocks blocks per SM, each looping over its share of the output tiles
+        grid = (max(1, min(batch * -(-m // bm) * -(-n // bn), p.sm_count * s.min_blocks)), 1, 1)
+    elif s.specialized:     # the same loop, a block per output tile
+        grid = (-(-m // bm) * -(-n // bn), 1, 1)
+    else:
+        grid = (-(-n // bn), -(-m // bm), batch)
+    if not s.splits:
+        return [Launch(s, grid, p.loops)]
+    # chunk z % splits of K for product z // splits, then a kernel sums the chunks
+    if batch * s.splits > 65535:
+        from ..errors import TdslScheduleError
+        raise TdslScheduleError(f"{batch} products split {s.splits} ways exceed the grid's 65535")
+    final = min(MAX_GRID, -(-batch * m * n // s.block))     # launched with the GEMM's block size
+    return [Launch(s, grid[:2] + (batch * s.splits,), p.loops, 1), Launch(s, (final, 1, 1), p.loops, 2)]
 
 
 def fits(p: Problem, s: Schedule) -> str:

@@ -302,8 +302,9 @@ class Schedule:
             return "only the warpgroup GEMM (wgmma) copies its tiles by TMA"
         if self.persistent and not (self.tma and not self.splits):
             return "only the TMA-fed warpgroup GEMM, unsplit, loops over its output tiles (persistent)"
-        if self.specialized and not (self.tma and not self.splits):
-            return "only the TMA-fed warpgroup GEMM, unsplit, has a producer warpgroup (specialized)"
+        if self.specialized and not (self.tma and not (self.splits and self.persistent)):
+            return ("only the TMA-fed warpgroup GEMM has a producer warpgroup (specialized); "
+                    "split K ways, it runs a block a tile and chunk (not persistent)")
         if self.cluster not in (1, 2):
             return "cluster is 1 (blocks alone) or 2 (pairs sharing B tiles)"
         if self.cluster > 1 and not self.specialized:
@@ -416,10 +417,10 @@ class Schedule:
         bm, bn, bk = self.tile
         if self.wgmma:    # unpadded swizzled 128-byte rows, aligned to 1024 bytes in the kernel
             # + TMA's barriers: a stage's copies landed, and (specialized) its buffers are free again;
-            # a specialized block's results leave through a buffer of their own, 256 bytes of each
-            # row at a time (1024-byte aligned: TMA stores them in the 128-byte swizzle)
+            # an unsplit specialized block's results leave through a buffer of their own, 256 bytes of
+            # each row at a time (1024-byte aligned: TMA stores them in the 128-byte swizzle)
             return (self.stages * (bm + bn) * 128 + 1024 + ((8 + 8 * self.specialized) * self.stages if self.tma else 0)
-                    + (bm * 256 + 1024 if self.specialized else 0))
+                    + (bm * 256 + 1024 if self.specialized and not self.splits else 0))
         return self.stages * (_padded_tile(bm, bk) + _padded_tile(bn, bk)) * 2
 
     @property
