@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -40,11 +40,12 @@ for phase in "$@"; do
     lnpick) timeout 300 python3 benchmarks/sweep.py --widest --only layernorm --match '_nh(_r40)?_x32|_nh_p_|_t(64|256|512)_p_x32' --json $OUT/sweep_lnpick.json ;;
     memtests) timeout 300 python3 -m pytest -q -n 12 -m "gpu and not slow" tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;
     relu) timeout 200 python3 benchmarks/bench_gemm.py --only relu --no-triton ;;
-    # the tests over 2^31 elements (marked slow) after the rest, one at a time: beside 11 other
-    # workers' memory pools they found too little free memory and skipped
-    gpu) timeout 560 python3 -m pytest -q -rfs -n 14 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
-         grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests.log | tail -22
-         timeout 160 python3 -m pytest -q -m "gpu and slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -4 ;;
+    # the GPU suite but its tests over 2^31 elements (about 520 s on 14 workers at 4956 tests, 2026-11-26)
+    gpu) timeout 580 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
+         grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests.log | tail -22 ;;
+    # the tests over 2^31 elements (marked slow), one at a time: beside other workers' memory
+    # pools they found too little free memory and skipped
+    gpuslow) timeout 160 python3 -m pytest -q -m "gpu and slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -4 ;;
     memory) timeout 300 python3 benchmarks/bench_memory.py --json $OUT/memory.json ;;
     launchbench) timeout 300 python3 benchmarks/bench_memory.py --only nothing-at-all --skip-compile --json $OUT/launch.json ;;
     gemm) timeout 300 python3 benchmarks/bench_gemm.py --json $OUT/gemm.json --markdown ;;
