@@ -1,14 +1,12 @@
 """Probe (device run): where a GEMM's time goes, kernel by kernel. Each schedule (the
-default, and each --alt REGEX[@SPLITS] as in probe_sustained.py) and cuBLAS run under
+default, and each --alt LABEL of scripts/probe_pick.py) and cuBLAS run under
 torch's profiler (CUPTI sees every kernel of the process, CuPy's included); prints each
 kernel's name and mean device time, and the gaps between a call's kernels.
 
-    python scripts/probe_kernels.py --case 256x256x65536[:abT] [--alt REGEX[@N] ...] [--calls 50]
+    python scripts/probe_kernels.py --case 256x256x65536[:abT] [--alt LABEL ...] [--calls 50]
 """
 import argparse
-from dataclasses import replace
 import os
-import re
 import sys
 from collections import defaultdict
 
@@ -20,11 +18,12 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 import tiledsl  # noqa: E402
 from tiledsl.runtime import launcher_for  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
-from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
+from scripts.probe_pick import name as label_of, pick  # noqa: E402
+from tiledsl.schedule.choose import default, problem  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--case", action="append", required=True, help="MxNxK, with ':abT' for a @ b.T")
-ap.add_argument("--alt", action="append", default=[], help="REGEX[@SPLITS] of a candidate's tag")
+ap.add_argument("--alt", action="append", default=[], help="a schedule (scripts/probe_pick.py)")
 ap.add_argument("--calls", type=int, default=50)
 args = ap.parse_args()
 SOURCES = {"ab": "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }",
@@ -35,19 +34,14 @@ def pinned(kind, m, n, k, label):
     kern = tiledsl.compile(SOURCES[kind])
     launcher = launcher_for(kern)
     p = problem(launcher.groups[0], launcher.layouts[0], dict(M=m, N=n, K=k), frozenset(), 132, "sm_90a", 3352)
-    pick = default(p, kern.hints)
+    chosen = default(p, kern.hints)
     if label != "default":
-        pattern, _, splits = label.partition("@")
-        splits, _, stages = splits.partition("/")     # REGEX@N/S: N chunks of K, S stages
-        pick = next((s for s in candidates(p, kern.hints) if re.search(pattern, s.tag)
-                     and (not splits or s.splits == int(splits) or stages)), None)
-        if pick is None:
+        chosen = pick(p, kern.hints, label)
+        if chosen is None:
             return None, None
-        if stages:
-            pick = replace(pick, splits=int(splits), stages=int(stages))
-        set_overrides(launcher, {0: pick})
+        set_overrides(launcher, {0: chosen})
     kern._launcher = launcher
-    return kern, pick.tag + (f"@{pick.splits}" if pick.splits else "")
+    return kern, label_of(chosen)
 
 
 for case in args.case:

@@ -1,18 +1,17 @@
 """Probe (device run): GEMM schedules under sustained load, in alternation: the
-default, each schedule a regular expression picks (the first candidate whose tag
-it finds) and cuBLAS, each timed after 200 ms of warm-up, in turn, for several
-rounds in rotating order (an H100 at its 700 W holds about two thirds of its
-clock; short sweeps time it at full clock).
+default, each schedule an --alt label names (scripts/probe_pick.py: a regular
+expression on the candidates' tags, a split, or a tile built directly) and
+cuBLAS, each timed after 200 ms of warm-up, in turn, for several rounds in
+rotating order (an H100 at its 700 W holds about two thirds of its clock; short
+sweeps time it at full clock).
 
-    python scripts/probe_sustained.py [--rounds 5] [--case 4096x4096x4096[:abT] ...] [--alt REGEX[@SPLITS] ...]
+    python scripts/probe_sustained.py [--rounds 5] [--case 4096x4096x4096[:abT] ...] [--alt LABEL ...]
 
 Without --case and --alt: the shapes and plain tiles that bounded the producer loop
 at K = 2048 (2026-11-26).
 """
 import argparse
-from dataclasses import replace
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,13 +21,13 @@ import tiledsl  # noqa: E402
 from benchmarks.common import round_orders, time_cuda  # noqa: E402
 from tiledsl.runtime import launcher_for  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
-from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
+from scripts.probe_pick import name as label_of, pick  # noqa: E402
+from tiledsl.schedule.choose import default, problem  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--case", action="append", default=[], help="MxNxK, with ':abT' for a @ b.T (repeatable)")
-ap.add_argument("--alt", action="append", default=[],
-                help="a schedule to time beside the default (tag regex; REGEX@N: split K N ways; REGEX@N/S: and S stages)")
+ap.add_argument("--alt", action="append", default=[], help="a schedule to time beside the default (scripts/probe_pick.py)")
 args = ap.parse_args()
 SOURCES = {"ab": "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }",
            "abT": "kernel mm(a: f16[M, K], b: f16[N, K]) -> f16[M, N] { return a @ b.T }"}
@@ -46,17 +45,12 @@ for shape, kind, alts in CASES:
         p = problem(launcher.groups[0], launcher.layouts[0], dict(M=m, N=n, K=k), frozenset(), 132, "sm_90a", 3352)
         base = default(p, kern.hints)
         if label != "default":
-            pattern, _, splits = label.partition("@")
-            splits, _, stages = splits.partition("/")     # REGEX@N/S: N chunks of K, S stages
-            pick = next((s for s in candidates(p, kern.hints) if re.search(pattern, s.tag)
-                         and (not splits or s.splits == int(splits) or stages)), None)
-            if pick is None:
+            chosen = pick(p, kern.hints, label)
+            if chosen is None:
                 print(f"  no candidate matches {label}")
                 continue
-            if stages:
-                pick = replace(pick, splits=int(splits), stages=int(stages))
-            set_overrides(launcher, {0: pick})
-            label = pick.tag + (f"@{pick.splits}" if pick.splits else "")
+            set_overrides(launcher, {0: chosen})
+            label = label_of(chosen)
         kern._launcher = launcher
         kerns[label] = kern
     b_shape = (k, n) if kind == "ab" else (n, k)
