@@ -370,6 +370,27 @@ def test_tensor_core_split_k_with_empty_chunks(extents):
     _run(src, extents)
 
 
+@pytest.mark.parametrize("overlap", ["1", "0"], ids=["overlapping", "usual"])
+@pytest.mark.parametrize("stream", ["default", "own"])
+def test_a_split_gemm_launches_its_combining_kernel_to_overlap_the_chunks(overlap, stream, monkeypatch):
+    """On Hopper the warm call launches a split GEMM's combining kernel to overlap the
+    chunks' kernel (programmatic dependent launch); it waits for their partials in the
+    kernel. Correct launched either way, on the default stream and on one of its own."""
+    import cupy
+    from tiledsl.runtime import launcher_for
+    if cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("the overlapping launch is tested on sm_90")
+    monkeypatch.setenv("TILEDSL_DEPENDENT_LAUNCH", overlap)
+    src = "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] { return relu(a @ b + bias) }"
+    k = tiledsl.compile(src)
+    with (cupy.cuda.Stream(non_blocking=True) if stream == "own" else cupy.cuda.Stream.null):
+        for extents in (dict(M=256, K=65536, N=256), dict(M=200, K=40000, N=264)):
+            for out_kind in ("out", "out", "alloc", "alloc"):
+                check(k, random_arguments(k.graph, extents), extents, out_kind)
+    warm = [call.source for call in launcher_for(k)._fast.values()]
+    assert warm and all(("blk[1][4](" in source) == (overlap == "1") for source in warm)
+
+
 @pytest.mark.parametrize("cluster", [1, 2], ids=["alone", "pairs"])
 @pytest.mark.parametrize("tile", [(128, 128), (64, 128)], ids=["128x128", "64x128"])
 @pytest.mark.parametrize("extents", [dict(M=330, K=136, N=72), dict(M=64, K=64, N=200), dict(M=1, K=8, N=8)],

@@ -114,7 +114,7 @@ def test_a_new_size_binds_new_values_to_the_same_compiled_warm_call():
     def program(n):
         return NS(slots=(1, 2, 1, 0), constants=[n], scalar_params=[], array_args=[0, 1],
                   out_shapes=[((n,), DTYPES["f32"])], temps=[], pointwise_only=True,
-                  steps=[(NS(ptr=1234), (-(-n // 256),), (256,), (0, 1, 2, 3), 0)], maps=[()])
+                  steps=[(NS(ptr=1234), (-(-n // 256),), (256,), (0, 1, 2, 3), 0)], maps=[()], dependent=[False])
     views = {i: NS(shape=(1000,), dtype=np.dtype("float32")) for i in (0, 1)}
     small = _FastCall(launcher, program(1000), views, 0, 2, True).__call__
     large = _FastCall(launcher, program(5000), views, 0, 2, True).__call__
@@ -189,7 +189,8 @@ def test_the_warm_call_hands_the_driver_each_calls_maps(patchable):
     launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
     program = NS(slots=(1, 2, 1, 0), constants=[64], scalar_params=[], array_args=[0, 1],
                  out_shapes=[((64, 64), DTYPES["f16"])], temps=[], pointwise_only=False,
-                 steps=[(NS(ptr=1234), (1, 1), (128,), (1, 2, 3, 0), 0)], maps=[((1, caches[0]), (2, caches[1]))])
+                 steps=[(NS(ptr=1234), (1, 1), (128,), (1, 2, 3, 0), 0)], maps=[((1, caches[0]), (2, caches[1]))],
+                 dependent=[False])
     views = {i: NS(shape=(64, 64), dtype=np.dtype("float16")) for i in (0, 1)}
     fast = _FastCall(launcher, program, views, 0, 2, True).__call__
     assert ("pack('Q', blk[0][3][0]" in fast.source) == patchable

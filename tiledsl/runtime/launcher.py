@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import os
 import struct
 import threading
 
@@ -35,6 +36,14 @@ def _cupy():
 def device_arch(device: int) -> str:
     cc = _cupy().cuda.Device(device).compute_capability
     return "sm_90a" if cc == "90" else f"sm_{cc}"
+
+
+def dependent_launches(device: int) -> bool:
+    """Whether a launch on this device may overlap the one before it (runtime/dependent.py);
+    TILEDSL_DEPENDENT_LAUNCH=0 turns it off (to time the difference)."""
+    from .dependent import available
+    return os.environ.get("TILEDSL_DEPENDENT_LAUNCH", "1") != "0" and \
+        available(_cupy().cuda.Device(device).compute_capability)
 
 
 class Launcher:
@@ -419,6 +428,7 @@ class Program:
         self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
         self.steps = []
         self.maps = []             # per step: (value slot of the array's pointer, MapCache) of each tensor map
+        self.dependent = []        # per step: launched to overlap the step before (runtime/dependent.py)
         self.choices: dict = {}    # group index -> (Schedule, where it came from)
         self.slots = (len(constants), len(self.array_args), len(launcher.result_ids), len(temp_keys))
         for group_index, launch, fn, args in launches:
@@ -455,6 +465,9 @@ class Program:
                 grid = resident_grid(grid, launch.schedule.cluster, fits)
             self.steps.append((fn, grid, (launch.schedule.block,), tuple(picks), launch.shared_bytes))
             self.maps.append(tuple(maps))
+            # a split GEMM's combining kernel waits for its chunks' kernel in the kernel itself
+            self.dependent.append(launch.stage == 2 and launch.schedule.kind == "matmul"
+                                  and launch.schedule.wgmma and dependent_launches(device))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
@@ -660,7 +673,10 @@ class _FastCall:
                         lines.append(f"    pack('q', blk[{n}][2][0], {8 * j}, "
                                      f"TA{n}_{j}.get({names[i]}) or TM{n}_{j}({names[i]}))")
                 lines.append(f"    pack('{fmt}', blk[{n}][0], 0, {', '.join(names[i] for i in picks)})")
-                lines.append(f"    launch(FP{n}, {dims}, stream(DEV).ptr, blk[{n}][1], 0)")   # DEV is current
+                if program.dependent[n]:    # this thread's launch configuration, overlapping the step before
+                    lines.append(f"    blk[{n}][4](FP{n}, stream(DEV).ptr, blk[{n}][1])")
+                else:
+                    lines.append(f"    launch(FP{n}, {dims}, stream(DEV).ptr, blk[{n}][1], 0)")   # DEV is current
         lines.append(f"    return {results if n_out > 1 else 'r0'}")
         bound = sorted(val)
         source = "\n".join([f"def make({', '.join(bound)}):"] + ["    " + line for line in lines] + ["    return fast"])
@@ -706,6 +722,7 @@ class _ParamBlocks:
 
     def __init__(self, cupy, sizes: list, templates: list, device: int):
         self._cupy, self._sizes, self._templates, self._device = cupy, sizes, templates, device
+        self._dependent = [None] * len(sizes)   # per launch: (grid, block, shared) where it overlaps the one before
         self.thread = threading.local()     # .blocks: this thread's (gone with it)
 
     @classmethod
@@ -714,17 +731,21 @@ class _ParamBlocks:
         if not hasattr(driver, "launchKernel") or not all(hasattr(s[0], "ptr") for s in program.steps):
             return None
         templates = [[cache.template for _, cache in maps] for maps in program.maps]
-        return cls(cupy, [len(s[3]) for s in program.steps], templates, device)
+        blocks = cls(cupy, [len(s[3]) for s in program.steps], templates, device)
+        blocks._dependent = [(s[1], s[2], s[4]) if dep else None for s, dep in zip(program.steps, program.dependent)]
+        return blocks
 
     def make_for_this_thread(self) -> list:
         """A thread's first launch of the class (the warm call reads `thread.blocks`
         after): its blocks, (values, kernelParams address, (the slot addresses, the
-        map buffer), [its map copies]), with the device's context made current to
-        it, as CuPy's own launch would, since the driver API launches in that context."""
+        map buffer), [its map copies], its DependentLaunch or None), with the device's
+        context made current to it, as CuPy's own launch would, since the driver API
+        launches in that context."""
+        from .dependent import DependentLaunch
         from .tma import map_room
         self._cupy.cuda.Device(self._device).use()
         out = []
-        for size, templates in zip(self._sizes, self._templates):
+        for size, templates, dependent in zip(self._sizes, self._templates, self._dependent):
             buf = bytearray(8 * max(1, size))
             base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
             room, at = map_room(len(templates))
@@ -733,7 +754,9 @@ class _ParamBlocks:
                 ctypes.memmove(m, template or bytes(128), 128)
             slots = np.array([ctypes.addressof(m) for m in maps] + [base + 8 * i for i in range(max(1, size))],
                              dtype=np.int64)
-            out.append((buf, int(slots.ctypes.data), (slots, room), maps))    # kept alive with the block
+            overlap = (DependentLaunch(*dependent, self._cupy.cuda.driver.launchKernel)
+                       if dependent is not None else None)
+            out.append((buf, int(slots.ctypes.data), (slots, room), maps, overlap))  # kept alive with the block
         self.thread.blocks = out
         return out
 

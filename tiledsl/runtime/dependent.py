@@ -1,0 +1,72 @@
+"""Launches that overlap the kernel before them: programmatic dependent launch (sm_90),
+cuLaunchKernelEx with PROGRAMMATIC_STREAM_SERIALIZATION through ctypes (CuPy's launch
+takes no attributes).
+
+A split GEMM's combining kernel is launched this way: it is scheduled while the chunks'
+kernel is still running (once each of that kernel's blocks has executed
+`tdsl::allow_dependents`) and waits in `tdsl::wait_for_primary` for that kernel's end and
+its writes, so the launch's microsecond or so between the two kernels overlaps the first.
+The kernel's result is the same launched either way: launched the usual way, the wait is a
+no-op. Where the driver has no cuLaunchKernelEx, or refuses the launch, the usual launch runs.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Callable, Optional
+
+from .clusters import _LaunchConfig
+
+PROGRAMMATIC_STREAM_SERIALIZATION = 6       # CUlaunchAttributeID (cuda.h)
+
+
+class _LaunchAttribute(ctypes.Structure):   # CUlaunchAttribute: an id, padding, a 64-byte union
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int * 16)]
+
+
+_launch_ex = None
+
+
+def _driver_launch() -> Optional[Callable]:
+    global _launch_ex
+    if _launch_ex is None:
+        try:
+            fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+        except (OSError, AttributeError):
+            _launch_ex = False
+            return None
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        _launch_ex = fn
+    return _launch_ex or None
+
+
+def available(compute_capability: str) -> bool:
+    """Whether launches on a device of this compute capability ('90', ...) may overlap."""
+    return int(compute_capability) >= 90 and _driver_launch() is not None
+
+
+class DependentLaunch:
+    """One kernel's launch configuration (grid, block, dynamic shared memory) with the
+    overlap attribute, kept for every launch of it by one thread (the driver reads it
+    during the call, the GIL released); the stream is set per call. `fallback` is
+    cuLaunchKernel's signature (CuPy's driver.launchKernel)."""
+
+    def __init__(self, grid: tuple, block: tuple, shared_bytes: int, fallback: Callable):
+        self.attribute = _LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION)
+        self.attribute.value[0] = 1                 # programmaticStreamSerializationAllowed
+        self.dims = (tuple(grid) + (1, 1))[:3] + (tuple(block) + (1, 1))[:3] + (shared_bytes,)
+        self.config = _LaunchConfig(*self.dims, None, ctypes.addressof(self.attribute), 1)
+        self.address = ctypes.addressof(self.config)
+        self.fallback = fallback
+
+    def __call__(self, function_ptr: int, stream_ptr: int, params_ptr: int) -> None:
+        """Launch with `params_ptr` (kernelParams) on `stream_ptr`; the usual launch where
+        the driver refuses (and for every later call of the process)."""
+        global _launch_ex
+        launch = _driver_launch()
+        if launch is not None:
+            self.config.stream = stream_ptr or None
+            if launch(self.address, function_ptr, params_ptr, None) == 0:
+                return
+            _launch_ex = False
+        self.fallback(function_ptr, *self.dims, stream_ptr, params_ptr, 0)
