@@ -377,7 +377,6 @@ def test_a_split_gemm_launches_its_combining_kernel_to_overlap_the_chunks(overla
     chunks' kernel (programmatic dependent launch); it waits for their partials in the
     kernel. Correct launched either way, on the default stream and on one of its own."""
     import cupy
-    from tiledsl.runtime import launcher_for
     if cupy.cuda.Device().compute_capability != "90":
         pytest.skip("the overlapping launch is tested on sm_90")
     monkeypatch.setenv("TILEDSL_DEPENDENT_LAUNCH", overlap)
@@ -387,7 +386,7 @@ def test_a_split_gemm_launches_its_combining_kernel_to_overlap_the_chunks(overla
         for extents in (dict(M=256, K=65536, N=256), dict(M=200, K=40000, N=264)):
             for out_kind in ("out", "out", "alloc", "alloc"):
                 check(k, random_arguments(k.graph, extents), extents, out_kind)
-    warm = [call.source for call in launcher_for(k)._fast.values()]
+    warm = [call.source for call in k._launcher._fast.values()]
     assert warm and all(("blk[1][4](" in source) == (overlap == "1") for source in warm)
 
 
