@@ -11,6 +11,7 @@ import ctypes
 import os
 import struct
 import threading
+from typing import Optional
 
 import numpy as np
 
@@ -720,9 +721,10 @@ class _ParamBlocks:
     where there is one (the warm call writes the array's address into the first
     8), else the slot is pointed at the cached map of the call's pointer."""
 
-    def __init__(self, cupy, sizes: list, templates: list, device: int):
+    def __init__(self, cupy, sizes: list, templates: list, device: int, dependent: Optional[list] = None):
         self._cupy, self._sizes, self._templates, self._device = cupy, sizes, templates, device
-        self._dependent = [None] * len(sizes)   # per launch: (grid, block, shared) where it overlaps the one before
+        # per launch: its (grid, block, shared bytes) where it overlaps the launch before, else None
+        self._dependent = dependent or [None] * len(sizes)
         self.thread = threading.local()     # .blocks: this thread's (gone with it)
 
     @classmethod
@@ -731,9 +733,8 @@ class _ParamBlocks:
         if not hasattr(driver, "launchKernel") or not all(hasattr(s[0], "ptr") for s in program.steps):
             return None
         templates = [[cache.template for _, cache in maps] for maps in program.maps]
-        blocks = cls(cupy, [len(s[3]) for s in program.steps], templates, device)
-        blocks._dependent = [(s[1], s[2], s[4]) if dep else None for s, dep in zip(program.steps, program.dependent)]
-        return blocks
+        dependent = [(s[1], s[2], s[4]) if dep else None for s, dep in zip(program.steps, program.dependent)]
+        return cls(cupy, [len(s[3]) for s in program.steps], templates, device, dependent)
 
     def make_for_this_thread(self) -> list:
         """A thread's first launch of the class (the warm call reads `thread.blocks`
