@@ -783,11 +783,16 @@ def test_every_tensor_core_split_k_variant_compiles_without_spills(k, g, lay, s,
 # (M, N, K) -> (the block tile's M x N, K chunks) of the f16 default on Hopper, as measured
 # (scripts/gemm_sweep.py cases 19-34, H100 2026-11-22; 1024x1024x8192 and 768x768x8192 with
 # TMA copies, 17:48: unsplit 64x128 tiles in 8 stages, where cp.async's split 128x256; the
-# splits of 256x256x65536, 512x512x16384 and 384x384x32768 under sustained load, 2026-11-26)
+# splits of 256x256x65536, 512x512x16384 and 384x384x32768 under sustained load, 2026-11-26,
+# and the uneven splits, 768x768x8192 and seven held-out shapes)
 WGMMA_DEFAULTS = {(256, 256, 65536): ((64, 128), 16), (512, 512, 16384): ((64, 128), 4),
                   (384, 384, 32768): ((128, 128), 8),
                   (1024, 1024, 8192): ((64, 128), 0), (64, 4096, 16384): ((64, 128), 4),
-                  (64, 1024, 65536): ((64, 128), 16), (768, 768, 8192): ((64, 128), 0),
+                  (64, 1024, 65536): ((64, 128), 16),
+                  # split unevenly where no power of two fills more SMs than the unsplit tiles
+                  (768, 768, 8192): ((128, 128), 3), (512, 512, 6144): ((64, 128), 3),
+                  (1024, 768, 16384): ((128, 256), 5), (384, 1536, 16384): ((128, 256), 7),
+                  (768, 768, 4096): ((64, 128), 0), (896, 896, 8192): ((64, 128), 0),
                   # as many SMs filled by a tile twice as large: not worth a second kernel
                   (1024, 1024, 4096): ((64, 128), 0), (16, 8192, 8192): ((64, 64), 0),
                   (1024, 2048, 8192): ((128, 128), 0), (2048, 2048, 8192): ((128, 256), 0),
@@ -807,7 +812,7 @@ def test_the_warpgroup_default_tile_and_split(shape):
     if tile == (64, 128) and not splits:
         assert first.schedule.stages == (8 if kk >= 2048 else 5)
     if splits and m > 64:   # a split block alone on its SM: shared memory full of stages
-        assert first.schedule.stages == {(64, 128): 8, (128, 128): 6}[tile]
+        assert first.schedule.stages == {(64, 128): 8, (128, 128): 6, (128, 256): 4}[tile]
         assert first.schedule.specialized == (tile == (64, 128))
     if not splits:     # grouped 8 row tiles at a time wherever there are several, even in one wave
         assert first.schedule.group == (8 if m > tile[0] else 0)
