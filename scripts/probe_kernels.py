@@ -14,36 +14,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cupy as cp  # noqa: E402
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
+from scripts.probe_pick import pinned  # noqa: E402
 
-import tiledsl  # noqa: E402
-from tiledsl.runtime import launcher_for  # noqa: E402
-from tiledsl.runtime.launcher import set_overrides  # noqa: E402
-from scripts.probe_pick import name as label_of, pick  # noqa: E402
-from tiledsl.schedule.choose import default, problem  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--case", action="append", required=True, help="MxNxK, with ':abT' for a @ b.T")
 ap.add_argument("--alt", action="append", default=[], help="a schedule (scripts/probe_pick.py)")
 ap.add_argument("--calls", type=int, default=50)
 args = ap.parse_args()
-SOURCES = {"ab": "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }",
-           "abT": "kernel mm(a: f16[M, K], b: f16[N, K]) -> f16[M, N] { return a @ b.T }"}
-
-
-def pinned(kind, m, n, k, label):
-    kern = tiledsl.compile(SOURCES[kind])
-    launcher = launcher_for(kern)
-    p = problem(launcher.groups[0], launcher.layouts[0], dict(M=m, N=n, K=k), frozenset(), 132, "sm_90a", 3352)
-    chosen = default(p, kern.hints)
-    if label != "default":
-        chosen = pick(p, kern.hints, label)
-        if chosen is None:
-            return None, None
-        set_overrides(launcher, {0: chosen})
-    kern._launcher = launcher
-    return kern, label_of(chosen)
-
-
 for case in args.case:
     shape, _, kind = case.partition(":")
     kind = kind or "ab"
@@ -53,11 +31,11 @@ for case in args.case:
     out = cp.empty((m, n), cp.float16)
     runs = {}
     for label in ["default"] + args.alt:
-        kern, tag = pinned(kind, m, n, k, label)
+        kern, tag, base = pinned(kind, m, n, k, label)
         if kern is None:
             print(f"  no candidate matches {label}")
             continue
-        runs[tag] = (lambda kern: lambda: kern(a, b, out=out))(kern)
+        runs[f"default {base.tag}" if tag == "default" else tag] = (lambda kern: lambda: kern(a, b, out=out))(kern)
     runs["cuBLAS"] = (lambda: cp.matmul(a, b, out=out)) if kind == "ab" else (lambda: cp.matmul(a, b.T, out=out))
     print(f"{kind} {m}x{n}x{k}", flush=True)
     for name, run in runs.items():

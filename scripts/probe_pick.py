@@ -8,7 +8,14 @@ None where nothing matches; the label a result is printed under."""
 import re
 from dataclasses import replace
 
-from tiledsl.schedule.choose import candidates, wgmma_schedule, with_producer
+import tiledsl
+from tiledsl.runtime import launcher_for
+from tiledsl.runtime.launcher import set_overrides
+from tiledsl.schedule.choose import candidates, default, problem, wgmma_schedule, with_producer
+
+# f16 products the probes time: a @ b, and a @ b.T (B kept [N, K])
+SOURCES = {"ab": "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }",
+           "abT": "kernel mm(a: f16[M, K], b: f16[N, K]) -> f16[M, N] { return a @ b.T }"}
 
 
 def pick(p, hints, label):
@@ -33,3 +40,20 @@ def pick(p, hints, label):
 
 def name(s):
     return s.tag + (f"@{s.splits}" if s.splits else "")
+
+
+def pinned(kind, m, n, k, label):
+    """(a kernel of SOURCES[kind] whose GEMM runs the schedule `label` names at M x N x K
+    on a 132-SM sm_90a GPU, the label its results go under, the default schedule there);
+    (None, None, default) where the label names nothing."""
+    kern = tiledsl.compile(SOURCES[kind])
+    launcher = launcher_for(kern)
+    p = problem(launcher.groups[0], launcher.layouts[0], dict(M=m, N=n, K=k), frozenset(), 132, "sm_90a", 3352)
+    base = default(p, kern.hints)
+    chosen = base if label == "default" else pick(p, kern.hints, label)
+    if chosen is None:
+        return None, None, base
+    if label != "default":
+        set_overrides(launcher, {0: chosen})
+    kern._launcher = launcher
+    return kern, "default" if label == "default" else name(chosen), base

@@ -17,20 +17,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cupy as cp  # noqa: E402
 
-import tiledsl  # noqa: E402
 from benchmarks.common import round_orders, time_cuda  # noqa: E402
-from tiledsl.runtime import launcher_for  # noqa: E402
-from tiledsl.runtime.launcher import set_overrides  # noqa: E402
-from scripts.probe_pick import name as label_of, pick  # noqa: E402
-from tiledsl.schedule.choose import default, problem  # noqa: E402
+from scripts.probe_pick import pinned  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--case", action="append", default=[], help="MxNxK, with ':abT' for a @ b.T (repeatable)")
 ap.add_argument("--alt", action="append", default=[], help="a schedule to time beside the default (scripts/probe_pick.py)")
 args = ap.parse_args()
-SOURCES = {"ab": "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }",
-           "abT": "kernel mm(a: f16[M, K], b: f16[N, K]) -> f16[M, N] { return a @ b.T }"}
 PLAIN = r"m128n256k64_s4_tma_g8_x32$"
 CASES = ([(c.split(":")[0], c.split(":")[1] if ":" in c else "ab", args.alt) for c in args.case] if args.case else
          [("8192x8192x1024", "ab", [PLAIN]), ("4096x4096x4096", "ab", [PLAIN]), ("8192x8192x2048", "ab", [PLAIN]),
@@ -40,19 +34,11 @@ for shape, kind, alts in CASES:
     m, n, k = map(int, shape.split("x"))
     kerns = {}
     for label in ["default"] + alts:
-        kern = tiledsl.compile(SOURCES[kind])
-        launcher = launcher_for(kern)
-        p = problem(launcher.groups[0], launcher.layouts[0], dict(M=m, N=n, K=k), frozenset(), 132, "sm_90a", 3352)
-        base = default(p, kern.hints)
-        if label != "default":
-            chosen = pick(p, kern.hints, label)
-            if chosen is None:
-                print(f"  no candidate matches {label}")
-                continue
-            set_overrides(launcher, {0: chosen})
-            label = label_of(chosen)
-        kern._launcher = launcher
-        kerns[label] = kern
+        kern, shown, base = pinned(kind, m, n, k, label)
+        if kern is None:
+            print(f"  no candidate matches {label}")
+            continue
+        kerns[shown] = kern
     b_shape = (k, n) if kind == "ab" else (n, k)
     sets = [(cp.random.standard_normal((m, k)).astype(cp.float16),
              cp.random.standard_normal(b_shape).astype(cp.float16)) for _ in range(4)]
