@@ -383,20 +383,31 @@ def test_the_default_splits_k_unevenly_where_powers_of_two_fill_no_more_sms(exte
         check(k, random_arguments(k.graph, extents), extents, out_kind)
 
 
+OVERLAPPING = {
+    "gemm": ("kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] { return relu(a @ b + bias) }",
+             [dict(M=256, K=65536, N=256), dict(M=200, K=40000, N=264)]),
+    "f32 gemm": ("kernel mm(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }", [dict(M=200, K=30000, N=136)]),
+    "sum": ("kernel total(x: f32[N]) -> f32 { return sum(x) }", [dict(N=(1 << 24) + 3)]),
+    "column means": ("kernel cm(x: f16[R, C]) -> f32[C] { return mean(x, axis=R) }", [dict(R=65537, C=72)]),
+}
+
+
+@pytest.mark.parametrize("program", list(OVERLAPPING))
 @pytest.mark.parametrize("overlap", ["1", "0"], ids=["overlapping", "usual"])
 @pytest.mark.parametrize("stream", ["default", "own"])
-def test_a_split_gemm_launches_its_combining_kernel_to_overlap_the_chunks(overlap, stream, monkeypatch):
-    """On Hopper the warm call launches a split GEMM's combining kernel to overlap the
-    chunks' kernel (programmatic dependent launch); it waits for their partials in the
-    kernel. Correct launched either way, on the default stream and on one of its own."""
+def test_a_split_launches_its_second_kernel_to_overlap_the_first(program, overlap, stream, monkeypatch):
+    """On Hopper the warm call launches a split's second kernel (a GEMM's combining kernel,
+    a split reduction's final one) to overlap the first (programmatic dependent launch);
+    it waits for the first's partials in the kernel. Correct launched either way, on the
+    default stream and on one of its own."""
     import cupy
     if cupy.cuda.Device().compute_capability != "90":
         pytest.skip("the overlapping launch is tested on sm_90")
     monkeypatch.setenv("TILEDSL_DEPENDENT_LAUNCH", overlap)
-    src = "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] { return relu(a @ b + bias) }"
+    src, shapes = OVERLAPPING[program]
     k = tiledsl.compile(src)
     with (cupy.cuda.Stream(non_blocking=True) if stream == "own" else cupy.cuda.Stream.null):
-        for extents in (dict(M=256, K=65536, N=256), dict(M=200, K=40000, N=264)):
+        for extents in shapes:
             for out_kind in ("out", "out", "alloc", "alloc"):
                 check(k, random_arguments(k.graph, extents), extents, out_kind)
     warm = [call.source for call in k._launcher._fast.values()]

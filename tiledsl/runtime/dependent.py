@@ -2,10 +2,10 @@
 cuLaunchKernelEx with PROGRAMMATIC_STREAM_SERIALIZATION through ctypes (CuPy's launch
 takes no attributes).
 
-A split GEMM's combining kernel is launched this way: it is scheduled while the chunks'
-kernel is still running (once each of that kernel's blocks has executed
-`tdsl::allow_dependents`) and waits in `tdsl::wait_for_primary` for that kernel's end and
-its writes, so the launch's microsecond or so between the two kernels overlaps the first.
+The second kernel of a split (a GEMM's combining kernel, a split reduction's final one) is
+launched this way: it is scheduled while the first is still running (once each of its blocks
+has executed `tdsl::allow_dependents`) and waits in `tdsl::wait_for_primary` for the first's
+end and its writes, so the launch's microsecond or so between the two overlaps the first.
 The kernel's result is the same launched either way: launched the usual way, the wait is a
 no-op. Where the driver has no cuLaunchKernelEx, or refuses the launch, the usual launch runs.
 """

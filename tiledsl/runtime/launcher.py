@@ -466,9 +466,8 @@ class Program:
                 grid = resident_grid(grid, launch.schedule.cluster, fits)
             self.steps.append((fn, grid, (launch.schedule.block,), tuple(picks), launch.shared_bytes))
             self.maps.append(tuple(maps))
-            # a split GEMM's combining kernel waits for its chunks' kernel in the kernel itself
-            self.dependent.append(launch.stage == 2 and launch.schedule.kind == "matmul"
-                                  and launch.schedule.wgmma and dependent_launches(device))
+            # a split's second kernel (a GEMM's or a reduction's) waits for the first in the kernel itself
+            self.dependent.append(launch.stage == 2 and dependent_launches(device))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
