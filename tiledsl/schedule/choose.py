@@ -1375,16 +1375,17 @@ def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
 
 def _uneven_split(p: Problem, rank, unsplit_fill: int) -> Optional[tuple]:
     """Where no split of WGMMA_TMA_SPLIT_TILES in a power of two of 4096-deep chunks fills
-    more SMs than the unsplit tiles: the one that fills the most in any count of chunks of
-    2048 or more (a wave at most), if that is a quarter more SMs than unsplit; else None.
-    H100 2026-11-26 (µs, sustained load): 768x768x8192 unsplit 64x128 tiles (72 SMs) 30.3,
-    128x128 tiles in 3 chunks (108) 25.5; a @ b.T 28.0 against 25.8."""
+    more SMs than the unsplit tiles: the one that fills the most in any count of 3 or more
+    chunks of 2048 or more (a wave at most), if that is a quarter more SMs than unsplit; else
+    None. H100 2026-11-26 (µs, sustained load): 768x768x8192 unsplit 64x128 tiles (72 SMs)
+    30.3, 128x128 tiles in 3 chunks (108) 25.5; a @ b.T 28.0 against 25.8; two chunks of 2048
+    lost: 128x4096x4096 19.4 unsplit, 24.0 split."""
     k = matmul_shape(p)[3]
     best = None
     for bm, bn, stages in WGMMA_TMA_SPLIT_TILES:
         blocks = output_tiles(p, bm, bn)
         n = min(p.sm_count // blocks, k // TC_SPLIT_MIN_CHUNK, 64)
-        if n >= 2 and (best is None or rank(bm, bn, blocks * n) > rank(*best[:3])):
+        if n >= 3 and (best is None or rank(bm, bn, blocks * n) > rank(*best[:3])):
             best = (bm, bn, blocks * n, stages, n)
     return best if best is not None and 4 * rank(*best[:3])[0] >= 5 * unsplit_fill else None
 
