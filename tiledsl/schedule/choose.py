@@ -1344,15 +1344,10 @@ def wgmma_split_default(p: Problem, s: Schedule) -> Schedule:
     def rank(bm: int, bn: int, blocks: int) -> tuple:    # SMs filled, then tile inside the result, then less outside
         return min(blocks, p.sm_count), min(bm, m) * min(bn, n_cols), -bm * bn
 
-    best = None
     deep = s.vec == 8 and m > 64 and tma_operands(p)
     tiles, min_chunk = ((WGMMA_TMA_SPLIT_TILES, WGMMA_TMA_SPLIT_MIN_CHUNK) if deep else
                         (WGMMA_SPLIT_TILES[(16 // s.vec, m <= 64)], TC_SPLIT_MIN_CHUNK))  # (operand bytes, skinny)
-    for bm, bn, stages in tiles:
-        blocks = output_tiles(p, bm, bn)
-        n = tensor_core_split_count(p, (bm, bn), min_chunk)
-        if n and (best is None or rank(bm, bn, blocks * n) > rank(*best[:3])):
-            best = (bm, bn, blocks * n, stages, n)
+    best = _best_split(p, tiles, rank, lambda bm, bn, blocks: tensor_core_split_count(p, (bm, bn), min_chunk))
     unsplit_fill, unsplit_inside, _ = rank(s.tile[0], s.tile[1], output_tiles(p, s.tile[0], s.tile[1]))
     if deep and (best is None or rank(*best[:3])[0] <= unsplit_fill):
         best = _uneven_split(p, rank, unsplit_fill) or best
@@ -1381,13 +1376,25 @@ def _uneven_split(p: Problem, rank, unsplit_fill: int) -> Optional[tuple]:
     30.3, 128x128 tiles in 3 chunks (108) 25.5; a @ b.T 28.0 against 25.8; two chunks of 2048
     lost: 128x4096x4096 19.4 unsplit, 24.0 split."""
     k = matmul_shape(p)[3]
-    best = None
-    for bm, bn, stages in WGMMA_TMA_SPLIT_TILES:
-        blocks = output_tiles(p, bm, bn)
+
+    def chunks(bm: int, bn: int, blocks: int) -> int:
         n = min(p.sm_count // blocks, k // TC_SPLIT_MIN_CHUNK, 64)
-        if n >= 3 and (best is None or rank(bm, bn, blocks * n) > rank(*best[:3])):
-            best = (bm, bn, blocks * n, stages, n)
+        return n if n >= 3 else 0
+
+    best = _best_split(p, WGMMA_TMA_SPLIT_TILES, rank, chunks)
     return best if best is not None and 4 * rank(*best[:3])[0] >= 5 * unsplit_fill else None
+
+
+def _best_split(p: Problem, tiles, rank, chunks) -> Optional[tuple]:
+    """Of `tiles` (BM, BN, stages), each split chunks(bm, bn, blocks) ways (0: not at all),
+    the one `rank` puts first, as (bm, bn, blocks split, stages, chunks); None if none splits."""
+    best = None
+    for bm, bn, stages in tiles:
+        blocks = output_tiles(p, bm, bn)
+        n = chunks(bm, bn, blocks)
+        if n and (best is None or rank(bm, bn, blocks * n) > rank(*best[:3])):
+            best = (bm, bn, blocks * n, stages, n)
+    return best
 
 
 def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
