@@ -1,11 +1,16 @@
-"""Probe (device run): split programs (a GEMM's split K, split reductions) timed with their
-second kernel launched to overlap the first and the usual way, in turn (TILEDSL_DEPENDENT_LAUNCH
-read per call class: each program is compiled twice, once per setting), three rounds.
+"""Probe (device run): programs of several kernels (split GEMMs and reductions, programs of
+several fusion groups) timed with every kernel after the first launched to overlap the one
+before it and the usual way, in turn (TILEDSL_DEPENDENT_LAUNCH read per call class: each
+program is compiled twice, once per setting), three rounds.
 
-    python scripts/probe_overlap.py
+    python scripts/probe_overlap.py [--rounds N] [--host] [label ...]
+
+--host also times each setting's calls by the host's clock (20000 calls in a row, the best of
+the rounds): what a call costs where the GPU waits on the launches.
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cupy as cp  # noqa: E402
@@ -13,20 +18,53 @@ import cupy as cp  # noqa: E402
 import tiledsl  # noqa: E402
 from benchmarks.common import round_orders, time_cuda  # noqa: E402
 from tiledsl.codegen import sources_for  # noqa: E402
+from tiledsl.inputs import random_arguments  # noqa: E402
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+ATTENTION = open(os.path.join(EXAMPLES, "attention.tdsl")).read().split("kernel causal_attention")[0]
+MLP = open(os.path.join(EXAMPLES, "mlp.tdsl")).read()
 CASES = [
-    ("sum(x) f32 2^24", "kernel total(x: f32[N]) -> f32 { return sum(x) }", dict(N=1 << 24), [(1 << 24,)]),
-    ("sum(x) f32 4096x4096", "kernel total(x: f32[M, N]) -> f32 { return sum(x) }", dict(M=4096, N=4096), [(4096, 4096)]),
+    ("sum(x) f32 2^24", "kernel total(x: f32[N]) -> f32 { return sum(x) }", dict(N=1 << 24)),
+    ("sum(x) f32 4096x4096", "kernel total(x: f32[M, N]) -> f32 { return sum(x) }", dict(M=4096, N=4096)),
     ("column means f16 65536x64", "kernel cm(x: f16[R, C]) -> f32[C] { return mean(x, axis=R) }",
-     dict(R=65536, C=64), [(65536, 64)]),
+     dict(R=65536, C=64)),
     ("softmax f32 64x200000", "kernel sm(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n"
-     "return e / sum(e, axis=N) }", dict(M=64, N=200000), [(64, 200000)]),
+     "return e / sum(e, axis=N) }", dict(M=64, N=200000)),
     ("f16 a @ b 512x512x16384", "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }",
-     dict(M=512, N=512, K=16384), [(512, 16384), (16384, 512)]),
+     dict(M=512, N=512, K=16384)),
+    ("attention 1024x1024x64", ATTENTION, dict(T=1024, S=1024, D=64)),
+    ("attention 2048x2048x128", ATTENTION, dict(T=2048, S=2048, D=128)),
+    ("mlp 2048,1024,4096,1024", MLP, dict(M=2048, D=1024, H=4096, E=1024)),
+    ("rmsnorm then product f16 2048x4096x4096", "kernel f(x: f16[M, N], w: f16[N, E]) -> f16[M, E] {\n"
+     "    h = f16(x * rsqrt(mean(x * x, axis=N) + 1e-6))\n    return h @ w\n}", dict(M=2048, N=4096, E=4096)),
+    ("column means, then subtract f32 65536x256", "kernel f(x: f32[M, N]) -> f32[M, N] "
+     "{ return x - mean(x, axis=M) }", dict(M=65536, N=256)),
+    ("attention 4096x4096x64", ATTENTION, dict(T=4096, S=4096, D=64)),
+    ("attention 256x256x64", ATTENTION, dict(T=256, S=256, D=64)),
+    ("rmsnorm then product f16 64x1024x1024", "kernel f(x: f16[M, N], w: f16[N, E]) -> f16[M, E] {\n"
+     "    h = f16(x * rsqrt(mean(x * x, axis=N) + 1e-6))\n    return h @ w\n}", dict(M=64, N=1024, E=1024)),
 ]
-for label, src, extents, shapes in CASES:
-    dtype = cp.float16 if "f16" in src.split("->")[0] else cp.float32
-    sets = [[cp.random.standard_normal(s).astype(dtype) for s in shapes] for _ in range(4)]
+args = sys.argv[1:]
+rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 3
+host = "--host" in args
+only = [a for a in args if a not in ("--rounds", "--host", str(rounds))]
+
+
+def host_us(k, sets, calls=20000) -> float:
+    cp.cuda.runtime.deviceSynchronize()
+    t0 = time.perf_counter()
+    for i in range(calls):
+        k(*sets[i & 3])
+    cp.cuda.runtime.deviceSynchronize()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+for label, src, extents in CASES:
+    if only and label not in only:
+        continue
+    probe = tiledsl.compile(src)
+    sets = [[cp.asarray(a) if hasattr(a, "nbytes") else a for a in random_arguments(probe.graph, extents)]
+            for _ in range(4)]
     kernels = {}
     for setting in ("1", "0"):
         os.environ["TILEDSL_DEPENDENT_LAUNCH"] = setting
@@ -36,11 +74,15 @@ for label, src, extents, shapes in CASES:
         kernels["overlapping" if setting == "1" else "usual"] = k
     names = list(kernels)
     times = {n: [] for n in names}
-    for order in round_orders(len(names), 3):
+    walls = {n: [] for n in names}
+    for order in round_orders(len(names), rounds):
         for n in (names[i] for i in order):
             times[n].append(time_cuda(lambda i: kernels[n](*sets[i]), n_sets=4, repeats=30,
                                       warmup_ms=200).median_us)
-    split = [s.schedule.splits for s in sources_for(tiledsl.compile(src), extents)]
-    print(f"{label} (splits {split})", flush=True)
+            if host:
+                walls[n].append(host_us(kernels[n], sets))
+    kernels_run = [s.name.split("_g", 1)[1] for s in sources_for(probe, extents)]
+    print(f"{label} ({len(kernels_run)} kernels: {', '.join(kernels_run)})", flush=True)
     for n in names:
-        print(f"  {n:12s} " + " ".join(f"{t:7.1f}" for t in times[n]) + " us", flush=True)
+        print(f"  {n:12s} " + " ".join(f"{t:7.1f}" for t in times[n]) + f" us  (median {sorted(times[n])[len(times[n]) // 2]:.1f})"
+              + (f"; host clock, best round: {min(walls[n]):.2f} us a call" if host else ""), flush=True)

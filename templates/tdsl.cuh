@@ -372,10 +372,11 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
-// Programmatic dependent launch (sm_90): a kernel launched to overlap the one before it
-// (runtime/dependent.py) is scheduled once every block of that one has said so here (or
-// left); it waits below, before it reads anything, for that one's end and its writes. Both
-// are no-ops in a kernel launched the usual way, and absent below sm_90.
+// Programmatic dependent launch (sm_90): every kernel of a program but the first is
+// launched to overlap the one before it (runtime/dependent.py). It is scheduled once every
+// block of that one has said so (allow_dependents, or left), and waits (wait_for_primary)
+// for that one's end and its writes before it touches memory. Both are no-ops in a kernel
+// launched the usual way, and absent below sm_90.
 __device__ __forceinline__ void allow_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -385,6 +386,13 @@ __device__ __forceinline__ void wait_for_primary() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+}
+// Every kernel's first statement: wait for the kernel before it (where launched to overlap
+// it), then let the kernel after it be scheduled: its blocks take SM room only once all of
+// this one's are resident, and wait likewise.
+__device__ __forceinline__ void follow_in_stream() {
+    wait_for_primary();
+    allow_dependents();
 }
 
 // The same, from a 3-D map: c2 picks the product of a batch.

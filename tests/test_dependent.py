@@ -75,9 +75,67 @@ def test_a_split_lets_its_second_kernel_start_and_that_kernel_waits(label, arch)
         assert compiled.resources[ks.name].local_bytes == 0
 
 
+# one program of every template: pointwise, tiled (a transposed store), rows, columns, a
+# one-kernel GEMM of each kind (SIMT f32, mma.sync with cp.async tiles, wgmma with TMA)
+ONE_KERNEL = {
+    "pointwise": ("kernel f(x: f32[N], y: f32[N]) -> f32[N] { return relu(x + y) }", dict(N=4096)),
+    "tiled": ("kernel t(x: f32[M, N]) -> f32[N, M] { return x.T * 2.0 }", dict(M=512, N=512)),
+    "rows": ("kernel sm(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N) }",
+             dict(M=1024, N=1024)),
+    "f32 GEMM": ("kernel mm(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }", dict(M=512, N=512, K=512)),
+    "mma": ("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }", dict(M=1000, N=1000, K=1002)),
+    "wgmma": ("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }", dict(M=1024, N=1024, K=1024)),
+}
+
+
+@pytest.mark.parametrize("label", list(ONE_KERNEL))
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_kernels_that_are_not_split_neither_allow_nor_wait(arch):
-    k = tiledsl.compile("kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }")
-    only, = sources_for(k, dict(M=1024, N=1024, K=1024), arch=arch)
-    assert "allow_dependents();" not in only.source.split('extern "C"')[1]
-    assert "wait_for_primary();" not in only.source.split('extern "C"')[1]
+def test_every_kernel_waits_for_the_one_before_then_lets_the_next_start(label, arch):
+    """Any kernel may follow another in its program (the next fusion group), so every one
+    starts by waiting for the kernel before it (ACQBULK) and then allowing the one after it
+    (PREEXIT), before any other statement: on sm_90a; neither for sm_80."""
+    src, extents = ONE_KERNEL[label]
+    if label == "wgmma" and arch == "sm_80":
+        pytest.skip("wgmma is sm_90a's")
+    for ks in sources_for(tiledsl.compile(src), extents, arch=arch):
+        body = ks.source.split('extern "C"')[1]
+        assert body.split("{", 1)[1].split(";")[1].strip() == "tdsl::follow_in_stream()", ks.name
+        compiled = toolchain.compile_cuda(ks.source, arch=arch)
+        opcodes = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+        assert ("ACQBULK" in opcodes, "PREEXIT" in opcodes) == (arch == "sm_90a",) * 2, ks.name
+
+
+def test_the_warm_call_launches_each_later_step_to_overlap_the_one_before(monkeypatch):
+    """A program of two kernels: the warm call launches the first the usual way and the
+    second through cuLaunchKernelEx with the overlap attribute, on the current stream, its
+    own grid and arguments; where the driver refuses, the usual launch instead."""
+    from types import SimpleNamespace as NS
+    import numpy as np
+    from tiledsl.dtypes import DTYPES
+    from tiledsl.runtime.launcher import _FastCall
+    usual, overlapping, answer = [], [], [0]
+
+    def driver(config_address, function, params, extra):
+        config = _LaunchConfig.from_address(config_address)
+        attribute = dependent._LaunchAttribute.from_address(config.attrs)
+        values = (ctypes.c_int64 * 3).from_address(ctypes.c_int64.from_address(params).value)
+        overlapping.append((function, config.grid_x, config.block_x, config.stream, attribute.id, values[0]))
+        return answer[0]
+    monkeypatch.setattr(dependent, "_launch_ex", driver)
+    cupy = NS(ndarray=lambda shape, dtype: NS(data=NS(ptr=0x7000)),
+              cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: NS(ptr=0x55),
+                      driver=NS(launchKernel=lambda *a: usual.append(a[:9])), Device=lambda d: NS(use=lambda: None)))
+    launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
+    program = NS(slots=(1, 1, 1, 1), constants=[1000], scalar_params=[], array_args=[0],
+                 out_shapes=[((1000,), DTYPES["f32"])], temps=[((8,), np.float32)], pointwise_only=False,
+                 steps=[(NS(ptr=0xA), (8,), (256,), (1, 3, 0), 0), (NS(ptr=0xB), (4,), (128,), (3, 2, 0), 0)],
+                 maps=[(), ()], dependent=[False, True])
+    views = {0: NS(shape=(1000,), dtype=np.dtype("float32"))}
+    fast = _FastCall(launcher, program, views, 0, 1, True).__call__
+    fast((None,), "o", 0x1000, 0x2000)
+    assert usual == [(0xA, 8, 1, 1, 256, 1, 1, 0, 0x55)]
+    assert overlapping == [(0xB, 4, 128, 0x55, dependent.PROGRAMMATIC_STREAM_SERIALIZATION, 0x7000)]
+    answer[0] = 1                   # refused: the usual launch of the same kernel
+    fast((None,), "o", 0x1000, 0x2000)
+    assert len(overlapping) == 2 and usual[-1] == (0xB, 4, 1, 1, 128, 1, 1, 0, 0x55)
+    assert not dependent.available("90")     # and no class planned from now on asks

@@ -390,17 +390,28 @@ OVERLAPPING = {
     "f32 gemm": ("kernel mm(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }", [dict(M=200, K=30000, N=136)]),
     "sum": ("kernel total(x: f32[N]) -> f32 { return sum(x) }", [dict(N=(1 << 24) + 3)]),
     "column means": ("kernel cm(x: f16[R, C]) -> f32[C] { return mean(x, axis=R) }", [dict(R=65537, C=72)]),
+    # programs of several fusion groups: every kernel after the first overlaps the one before
+    "attention": ("kernel attention(q: f16[T, D], k: f16[S, D], v: f16[S, D], scale: f32) -> f16[T, D] {\n"
+                  "    s = q @ k.T * scale\n    p = exp(s - max(s, axis=S))\n"
+                  "    return f16(p / sum(p, axis=S)) @ v\n}", [dict(T=300, S=520, D=64), dict(T=1, S=8, D=8)]),
+    "mlp": ("kernel mlp(x: f16[M, D], w1: f16[D, H], b1: f32[H], w2: f16[H, E], b2: f32[E]) -> f16[M, E] {\n"
+            "    h = f16(relu(x @ w1 + b1))\n    return h @ w2 + b2\n}", [dict(M=200, D=136, H=264, E=72)]),
+    "split column means, then subtract": ("kernel f(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }",
+                                          [dict(M=65537, N=72)]),
+    "rmsnorm, then product": ("kernel f(x: f16[M, N], w: f16[N, E]) -> f16[M, E] {\n"
+                              "    h = f16(x * rsqrt(mean(x * x, axis=N) + 1e-6))\n    return h @ w\n}",
+                              [dict(M=300, N=520, E=72)]),
 }
 
 
 @pytest.mark.parametrize("program", list(OVERLAPPING))
 @pytest.mark.parametrize("overlap", ["1", "0"], ids=["overlapping", "usual"])
 @pytest.mark.parametrize("stream", ["default", "own"])
-def test_a_split_launches_its_second_kernel_to_overlap_the_first(program, overlap, stream, monkeypatch):
-    """On Hopper the warm call launches a split's second kernel (a GEMM's combining kernel,
-    a split reduction's final one) to overlap the first (programmatic dependent launch);
-    it waits for the first's partials in the kernel. Correct launched either way, on the
-    default stream and on one of its own."""
+def test_a_programs_later_kernels_launch_to_overlap_the_one_before(program, overlap, stream, monkeypatch):
+    """On Hopper the warm call launches every kernel of a program after the first (a split's
+    second kernel, the next fusion group's) to overlap the one before it (programmatic
+    dependent launch); each waits for the one before in the kernel. Correct launched either
+    way, on the default stream and on one of its own."""
     import cupy
     if cupy.cuda.Device().compute_capability != "90":
         pytest.skip("the overlapping launch is tested on sm_90")
@@ -411,8 +422,13 @@ def test_a_split_launches_its_second_kernel_to_overlap_the_first(program, overla
         for extents in shapes:
             for out_kind in ("out", "out", "alloc", "alloc"):
                 check(k, random_arguments(k.graph, extents), extents, out_kind)
-    warm = [call.source for call in k._launcher._fast.values()]
-    assert warm and all(("blk[1][4](" in source) == (overlap == "1") for source in warm)
+    calls = list(k._launcher._fast.values())
+    assert calls
+    for call in calls:
+        launches = call.source.count("launch(FP") + call.source.count("launch_ex(d")
+        assert launches > 1, call.source
+        assert "launch(FP0," in call.source
+        assert all((f"launch_ex(d{n}.address, FP{n}," in call.source) == (overlap == "1") for n in range(1, launches))
 
 
 @pytest.mark.parametrize("cluster", [1, 2], ids=["alone", "pairs"])

@@ -2,12 +2,14 @@
 cuLaunchKernelEx with PROGRAMMATIC_STREAM_SERIALIZATION through ctypes (CuPy's launch
 takes no attributes).
 
-The second kernel of a split (a GEMM's combining kernel, a split reduction's final one) is
-launched this way: it is scheduled while the first is still running (once each of its blocks
-has executed `tdsl::allow_dependents`) and waits in `tdsl::wait_for_primary` for the first's
-end and its writes, so the launch's microsecond or so between the two overlaps the first.
-The kernel's result is the same launched either way: launched the usual way, the wait is a
-no-op. Where the driver has no cuLaunchKernelEx, or refuses the launch, the usual launch runs.
+Every kernel of a program after the first (a split's second kernel, the next fusion
+group's) is launched this way: it is scheduled while the one before it is still running (once
+each of that one's blocks has passed `tdsl::follow_in_stream`, every kernel's first statement)
+and waits there for that one's end and its writes, so the launch's microsecond or so between
+the two overlaps the first. The first kernel of a call is launched the usual way, after
+whatever the stream held before. The kernel's result is the same launched either way: launched
+the usual way, the wait is a no-op. Where the driver has no cuLaunchKernelEx, or refuses
+the launch, the usual launch runs.
 """
 from __future__ import annotations
 
@@ -49,7 +51,11 @@ class DependentLaunch:
     """One kernel's launch configuration (grid, block, dynamic shared memory) with the
     overlap attribute, kept for every launch of it by one thread (the driver reads it
     during the call, the GIL released); the stream is set per call. `fallback` is
-    cuLaunchKernel's signature (CuPy's driver.launchKernel)."""
+    cuLaunchKernel's signature (CuPy's driver.launchKernel).
+
+    The warm call inlines __call__ (set `config.stream`, call the driver's function with
+    `address`, `refused` where it returns an error): a method call and a global lookup
+    cost 0.1-0.2 us of the launch's ~3 (2026-11-26, scripts/probe_launch_ex.py)."""
 
     def __init__(self, grid: tuple, block: tuple, shared_bytes: int, fallback: Callable):
         self.attribute = _LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -62,11 +68,17 @@ class DependentLaunch:
     def __call__(self, function_ptr: int, stream_ptr: int, params_ptr: int) -> None:
         """Launch with `params_ptr` (kernelParams) on `stream_ptr`; the usual launch where
         the driver refuses (and for every later call of the process)."""
-        global _launch_ex
         launch = _driver_launch()
-        if launch is not None:
-            self.config.stream = stream_ptr or None
-            if launch(self.address, function_ptr, params_ptr, None) == 0:
-                return
-            _launch_ex = False
+        if launch is None:
+            self.fallback(function_ptr, *self.dims, stream_ptr, params_ptr, 0)
+            return
+        self.config.stream = stream_ptr
+        if launch(self.address, function_ptr, params_ptr, None):
+            self.refused(function_ptr, stream_ptr, params_ptr)
+
+    def refused(self, function_ptr: int, stream_ptr: int, params_ptr: int) -> None:
+        """The driver refused the overlapping launch: the usual one, and no call class
+        planned from now on asks again (those planned retry, then launch the usual way)."""
+        global _launch_ex
+        _launch_ex = False
         self.fallback(function_ptr, *self.dims, stream_ptr, params_ptr, 0)

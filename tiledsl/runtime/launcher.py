@@ -466,8 +466,9 @@ class Program:
                 grid = resident_grid(grid, launch.schedule.cluster, fits)
             self.steps.append((fn, grid, (launch.schedule.block,), tuple(picks), launch.shared_bytes))
             self.maps.append(tuple(maps))
-            # a split's second kernel (a GEMM's or a reduction's) waits for the first in the kernel itself
-            self.dependent.append(launch.stage == 2 and dependent_launches(device))
+            # every kernel after the first (a split's second, the next fusion group's) is launched to
+            # overlap the one before it, and waits for it in the kernel itself (tdsl::follow_in_stream)
+            self.dependent.append(len(self.steps) > 1 and dependent_launches(device))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
@@ -656,8 +657,11 @@ class _FastCall:
         else:                   # the driver's launch, the arguments packed into this thread's block
             val.update(new_blocks=blocks.make_for_this_thread, this_thread=blocks.thread, pack=struct.pack_into,
                        launch=cupy.cuda.driver.launchKernel, stream=cupy.cuda.get_current_stream)
+            if any(program.dependent):
+                from .dependent import _driver_launch
+                val["launch_ex"] = _driver_launch() or (lambda *refused: 1)     # (refused since planned)
             lines += ["    try:", "        blk = this_thread.blocks", "    except AttributeError:",
-                      "        blk = new_blocks()"]
+                      "        blk = new_blocks()", "    S = stream(DEV).ptr"]      # DEV is current
             floats = {n_const + n_in + n_out + n_temp + k for k, p in enumerate(program.scalar_params)
                       if p.dtype.is_float}
             for n, ((fn, grid, block, picks, shared), maps) in enumerate(zip(program.steps, program.maps)):
@@ -674,9 +678,11 @@ class _FastCall:
                                      f"TA{n}_{j}.get({names[i]}) or TM{n}_{j}({names[i]}))")
                 lines.append(f"    pack('{fmt}', blk[{n}][0], 0, {', '.join(names[i] for i in picks)})")
                 if program.dependent[n]:    # this thread's launch configuration, overlapping the step before
-                    lines.append(f"    blk[{n}][4](FP{n}, stream(DEV).ptr, blk[{n}][1])")
+                    lines += [f"    d{n} = blk[{n}][4]", f"    d{n}.config.stream = S",
+                              f"    if launch_ex(d{n}.address, FP{n}, blk[{n}][1], None): "
+                              f"d{n}.refused(FP{n}, S, blk[{n}][1])"]
                 else:
-                    lines.append(f"    launch(FP{n}, {dims}, stream(DEV).ptr, blk[{n}][1], 0)")   # DEV is current
+                    lines.append(f"    launch(FP{n}, {dims}, S, blk[{n}][1], 0)")
         lines.append(f"    return {results if n_out > 1 else 'r0'}")
         bound = sorted(val)
         source = "\n".join([f"def make({', '.join(bound)}):"] + ["    " + line for line in lines] + ["    return fast"])
