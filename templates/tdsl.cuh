@@ -372,11 +372,11 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
-// Programmatic dependent launch (sm_90): every kernel of a program but the first is
-// launched to overlap the one before it (runtime/dependent.py). It is scheduled once every
-// block of that one has said so (allow_dependents, or left), and waits (wait_for_primary)
-// for that one's end and its writes before it touches memory. Both are no-ops in a kernel
-// launched the usual way, and absent below sm_90.
+// Programmatic dependent launch (sm_90): a warm call launches each kernel to overlap the
+// kernel before it in the stream (runtime/dependent.py). It is scheduled once every block of
+// that one has said so (allow_dependents, or left), and waits (wait_for_primary) for that
+// one's end and its writes before it touches memory. Both are no-ops in a kernel launched
+// the usual way, and absent below sm_90.
 __device__ __forceinline__ void allow_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -2,13 +2,14 @@
 cuLaunchKernelEx with PROGRAMMATIC_STREAM_SERIALIZATION through ctypes (CuPy's launch
 takes no attributes).
 
-Every kernel of a program after the first (a split's second kernel, the next fusion
-group's) is launched this way: it is scheduled while the one before it is still running (once
-each of that one's blocks has passed `tdsl::follow_in_stream`, every kernel's first statement)
-and waits there for that one's end and its writes, so the launch's microsecond or so between
-the two overlaps the first. The first kernel of a call is launched the usual way, after
-whatever the stream held before. The kernel's result is the same launched either way: launched
-the usual way, the wait is a no-op. Where the driver has no cuLaunchKernelEx, or refuses
+Every warm launch is made this way: a program's later kernels (a split's second kernel, the
+next fusion group's) and its first, after whatever kernel ran before it in the stream
+(tiledsl's, CuPy's, torch's). The kernel is scheduled while the one before it still runs (once
+each of that one's blocks has passed `tdsl::follow_in_stream`, every tiledsl kernel's first
+statement, or, for another library's kernel, at its end or its own trigger) and waits at that
+statement for that one's end and its writes, so the launch's microsecond or so between the two
+overlaps the first. The result is the same launched either way: launched the usual way, the
+wait is a no-op. Where the driver has no cuLaunchKernelEx, or refuses
 the launch, the usual launch runs.
 """
 from __future__ import annotations
@@ -53,9 +54,10 @@ class DependentLaunch:
     during the call, the GIL released); the stream is set per call. `fallback` is
     cuLaunchKernel's signature (CuPy's driver.launchKernel).
 
-    The warm call inlines __call__ (set `config.stream`, call the driver's function with
-    `address`, `refused` where it returns an error): a method call and a global lookup
-    cost 0.1-0.2 us of the launch's ~3 (2026-11-26, scripts/probe_launch_ex.py)."""
+    The warm call inlines __call__ (set `config.stream` where the stream changed, call the
+    driver's function with `address`, `refused` where it returns an error): through this
+    method a launch cost the host 3.56 us, inlined 3.17, CuPy's launch 3.24 (H100 host,
+    2026-11-26, scripts/probe_launch_ex.py)."""
 
     def __init__(self, grid: tuple, block: tuple, shared_bytes: int, fallback: Callable):
         self.attribute = _LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -63,6 +65,7 @@ class DependentLaunch:
         self.dims = (tuple(grid) + (1, 1))[:3] + (tuple(block) + (1, 1))[:3] + (shared_bytes,)
         self.config = _LaunchConfig(*self.dims, None, ctypes.addressof(self.attribute), 1)
         self.address = ctypes.addressof(self.config)
+        self.stream = None                          # the stream in `config` (set only when it changes)
         self.fallback = fallback
 
     def __call__(self, function_ptr: int, stream_ptr: int, params_ptr: int) -> None:
@@ -72,7 +75,7 @@ class DependentLaunch:
         if launch is None:
             self.fallback(function_ptr, *self.dims, stream_ptr, params_ptr, 0)
             return
-        self.config.stream = stream_ptr
+        self.config.stream = self.stream = stream_ptr
         if launch(self.address, function_ptr, params_ptr, None):
             self.refused(function_ptr, stream_ptr, params_ptr)
 

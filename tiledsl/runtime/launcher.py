@@ -432,6 +432,7 @@ class Program:
         self.dependent = []        # per step: launched to overlap the step before (runtime/dependent.py)
         self.choices: dict = {}    # group index -> (Schedule, where it came from)
         self.slots = (len(constants), len(self.array_args), len(launcher.result_ids), len(temp_keys))
+        overlap = dependent_launches(device)
         for group_index, launch, fn, args in launches:
             picks, maps = [], []
             layout = launcher.layouts[group_index]
@@ -466,9 +467,10 @@ class Program:
                 grid = resident_grid(grid, launch.schedule.cluster, fits)
             self.steps.append((fn, grid, (launch.schedule.block,), tuple(picks), launch.shared_bytes))
             self.maps.append(tuple(maps))
-            # every kernel after the first (a split's second, the next fusion group's) is launched to
-            # overlap the one before it, and waits for it in the kernel itself (tdsl::follow_in_stream)
-            self.dependent.append(len(self.steps) > 1 and dependent_launches(device))
+            # every kernel is launched to overlap the kernel before it in the stream (this program's,
+            # or the last of whatever ran before the call: tiledsl's, CuPy's, torch's), and waits
+            # for that one's end and writes at its first statement (tdsl::follow_in_stream)
+            self.dependent.append(overlap)
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
@@ -678,7 +680,7 @@ class _FastCall:
                                      f"TA{n}_{j}.get({names[i]}) or TM{n}_{j}({names[i]}))")
                 lines.append(f"    pack('{fmt}', blk[{n}][0], 0, {', '.join(names[i] for i in picks)})")
                 if program.dependent[n]:    # this thread's launch configuration, overlapping the step before
-                    lines += [f"    d{n} = blk[{n}][4]", f"    d{n}.config.stream = S",
+                    lines += [f"    d{n} = blk[{n}][4]", f"    if d{n}.stream != S: d{n}.config.stream = d{n}.stream = S",
                               f"    if launch_ex(d{n}.address, FP{n}, blk[{n}][1], None): "
                               f"d{n}.refused(FP{n}, S, blk[{n}][1])"]
                 else:
