@@ -1337,3 +1337,39 @@ def test_16_bit_functions_round_every_value_within_an_ulp(fn, dtype):
     close = (np.abs(gb - wb) <= 1) | (g == w) | ((np.abs(w) < 2.0 ** -116) & (np.abs(g) < 2.0 ** -116))
     bad = finite & ~close
     assert not bad.any(), list(zip(x[bad][:6].astype(np.float64), g[bad][:6], w[bad][:6]))
+
+
+# A few long rows with results over the whole row run spread: each reduction level split
+# over the GPU, the results written by a pointwise kernel (schedule.choose.few_long_rows).
+SPREAD_SOFTMAX = ("kernel sm(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n"
+                  "return e / sum(e, axis=N) }")
+SPREAD = {
+    "x / sum(x)": ("kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }",
+                   [dict(N=(1 << 22) + 3), dict(N=1 << 18)]),
+    "x / max(abs(x)), f16": ("kernel q(x: f16[N]) -> f16[N] { return x / max(abs(x)) }", [dict(N=(1 << 20) + 5)]),
+    "softmax": (SPREAD_SOFTMAX, [dict(M=1, N=(1 << 20) + 7), dict(M=33, N=1 << 18)]),
+    "layernorm": ((EXAMPLES / "layernorm.tdsl").read_text(), [dict(M=3, N=(1 << 19) + 8)]),
+    "the sum and the share": ("kernel two(x: f32[M, N]) -> (f32[M, N], f32[M]) { s = sum(x, axis=N)\n"
+                              "return x / s, s }", [dict(M=2, N=(1 << 20) + 1)]),
+}
+
+
+@pytest.mark.parametrize("program", list(SPREAD))
+def test_a_few_long_rows_run_spread(program):
+    from tiledsl.inputs import random_arguments
+    src, shapes = SPREAD[program]
+    k = tiledsl.compile(src)
+    for extents in shapes:
+        for out_kind in ("out", "out", "alloc", "alloc"):
+            check(k, random_arguments(k.graph, extents), extents, out_kind)
+    spread = k._launcher._spread_launcher
+    assert spread is not None and spread._plans, "ran unspread"
+    assert all(len(p.steps) >= 3 for p in spread._plans.values())    # a split (two kernels), then pointwise
+
+
+def test_rows_enough_to_fill_the_gpu_stay_fused():
+    from tiledsl.inputs import random_arguments
+    k = tiledsl.compile(SPREAD_SOFTMAX)
+    extents = dict(M=200, N=1 << 18)       # 4 rows an SM or more on any GPU of up to 800 SMs
+    check(k, random_arguments(k.graph, extents), extents, "out")
+    assert k._launcher._spread_launcher is None

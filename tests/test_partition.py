@@ -242,3 +242,45 @@ def test_a_reduction_across_memory_takes_one_level_a_group(src, groups_wanted):
         reductions = [v for v in g.values if v.op == "reduce"]
         if reductions and walks_across(reductions[0]):
             assert all(not set(o.dims) & set(g.axes) for o in g.outputs), g
+
+
+SOFTMAX = "kernel sm(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N) }"
+SHARE = "kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }"
+
+
+@pytest.mark.parametrize("src, levels", [(SOFTMAX, 2), (SHARE, 1), (EXAMPLES / "layernorm.tdsl", 2),
+                                         (EXAMPLES / "rmsnorm.tdsl", 1)])
+def test_a_spread_partition_splits_every_reduction_level_and_writes_rows_pointwise(src, levels):
+    """Spread (for a few long rows): each reduction level a reduce group of its own that
+    writes per-row values only, so it can split its rows; the results over whole rows from
+    one pointwise group reading them. Before: one reduce group writing everything."""
+    k = tiledsl.compile(src)
+    fused, spread = partition(k.graph), partition(k.graph, spread=True)
+    assert [g.kind for g in fused] == ["reduce"]
+    assert [g.kind for g in spread] == ["reduce"] * levels + ["pointwise"]
+    for g in spread[:-1]:
+        assert all(set(v.dims) <= set(g.kept) for v in g.outputs)
+        p = problem(g, plan_layout(g, k.graph), {d: 1 << 20 for d in g.kept + g.axes} | {d: 2 for d in g.kept})
+        assert p.splittable()
+    assert spread[-1].outputs == fused[0].outputs
+
+
+def test_spread_is_taken_for_a_few_long_rows_only():
+    """`few_long_rows`: a reduce group with results over whole rows, 4 SMs or more a row, rows
+    of 2^18 or more; and a sum alone splits its rows already. `sources_for` (what emit shows
+    and the launcher runs) follows it."""
+    from tiledsl.codegen import sources_for
+    from tiledsl.schedule.choose import few_long_rows
+
+    def spread(src, extents, sm_count=132):
+        k = tiledsl.compile(src)
+        groups = partition(k.graph)
+        return few_long_rows(groups, [plan_layout(g, k.graph) for g in groups], extents, sm_count, "sm_90a")
+    assert spread(SHARE, dict(N=1 << 22)) and spread(SOFTMAX, dict(M=33, N=1 << 18))
+    assert not spread(SHARE, dict(N=(1 << 18) - 1))                  # a block streams it soon enough
+    assert not spread(SOFTMAX, dict(M=34, N=1 << 18))                # 4 rows an SM: a block a row fills it
+    assert spread(SOFTMAX, dict(M=34, N=1 << 18), sm_count=136)
+    assert not spread("kernel total(x: f32[N]) -> f32 { return sum(x) }", dict(N=1 << 24))
+    names = [s.name for s in sources_for(tiledsl.compile(SOFTMAX), dict(M=1, N=1 << 22))]
+    assert [n.split("_")[2] for n in names] == ["g0", "g0", "g1", "g1", "g2"], names
+    assert names[1].endswith("_s2") and names[3].endswith("_s2") and "_pw_" in names[4]

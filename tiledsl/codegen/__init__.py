@@ -1,10 +1,24 @@
 """Code generation: groups and schedules → CUDA C++ (rendered through templates/)."""
 from __future__ import annotations
 
-from ..schedule.choose import plan, problem
+from ..schedule.choose import few_long_rows, plan, problem, spread_splits
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from .cuda import KernelSource, render
+
+
+def groups_for(graph, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a") -> list:
+    """The fusion groups one call at these sizes runs, with their layouts: the partition,
+    or where a few long rows would each take one block, the spread one (as the launcher
+    decides it; schedules pinned by the tuner keep the partition)."""
+    groups = partition(graph)
+    layouts = [plan_layout(g, graph) for g in groups]
+    if few_long_rows(groups, layouts, extents, sm_count, arch):
+        spread = partition(graph, spread=True)
+        spread_layouts = [plan_layout(g, graph) for g in spread]
+        if spread_splits(spread, spread_layouts, extents, sm_count, arch):
+            return list(zip(spread, spread_layouts))
+    return list(zip(groups, layouts))
 
 
 def sources_for(kernel, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a",
@@ -13,8 +27,7 @@ def sources_for(kernel, extents: dict[str, int], sm_count: int = 132, arch: str 
     GPU of `sm_count` SMs and `hbm_gbps` of peak memory bandwidth (0: unknown)."""
     graph = kernel.graph
     out = []
-    for group in partition(graph):
-        layout = plan_layout(group, graph)
+    for group, layout in groups_for(graph, extents, sm_count, arch):
         p = problem(group, layout, extents, set(), sm_count, arch, hbm_gbps)
         for launch in plan(p, kernel.hints):
             out.append(render(graph, group, layout, launch.schedule, launch.stage))

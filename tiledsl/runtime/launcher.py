@@ -18,7 +18,7 @@ import numpy as np
 from ..dtypes import float_max
 from ..errors import TdslArgumentError, TdslError, TdslRuntimeError
 from ..ir.graph import Graph
-from ..schedule.choose import Launch, plan, problem
+from ..schedule.choose import Launch, few_long_rows, plan, problem, spread_splits
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from ..signature import bind, scalar_value
@@ -48,10 +48,12 @@ def dependent_launches(device: int) -> bool:
 
 
 class Launcher:
-    def __init__(self, kernel):
+    def __init__(self, kernel, spread: bool = False):
         self.kernel = kernel
         self.graph: Graph = kernel.graph
-        self.groups = partition(self.graph)
+        self.spread = spread        # each reduction level a group of its own (few long rows)
+        self._spread_launcher: Optional["Launcher"] = None
+        self.groups = partition(self.graph, spread)
         self.layouts = [plan_layout(g, self.graph) for g in self.groups]
         self.result_ids = [o.id for o in self.graph.outputs]
         self.temp_values = [v for g in self.groups for v in g.outputs if v.id not in self.result_ids]
@@ -176,8 +178,8 @@ class Launcher:
         from ..codegen.cuda import render
         from ..ir.printer import format_graph
         from .cache import cached_kernel
-        if self._ir_text is None:
-            self._ir_text = format_graph(self.graph)
+        if self._ir_text is None:     # (a spread partition's groups are other kernels of the same IR)
+            self._ir_text = format_graph(self.graph) + ("\n# spread" if self.spread else "")
         return cached_kernel(kernel_key_parts(self._ir_text, index, schedule, stage),
                              lambda: render(self.graph, self.groups[index], self.layouts[index],
                                             schedule, stage).source, arch)
@@ -301,7 +303,12 @@ class Launcher:
             self._check_overlap(views, outputs)
         misaligned = frozenset(self.param_value_id[i] for i, v in views.items() if v.ptr % 16)
         misaligned |= frozenset(vid for vid, o in zip(self.result_ids, outputs) if o.ptr % 16)
-        program = self._program(bound.extents, misaligned, device)
+        spread = self._spread_for(bound.extents, device)
+        if spread is None:
+            program = self._program(bound.extents, misaligned, device)
+        else:           # planned by the spread partition's launcher (and kept in sight of tools)
+            program = spread._program(bound.extents, misaligned, device)
+            self._plans[("spread", tuple(sorted(bound.extents.items())), misaligned, device)] = program
         in_ptrs = [views[i].ptr for i in program.array_args]
         scalars = [bound.values[p.index] for p in program.scalar_params]
         with cupy.cuda.Device(device):
@@ -310,6 +317,20 @@ class Launcher:
             self._fast[key] = _FastCall(self, program, views, device, len(args), out is not None).__call__
         results = [o.owner for o in outputs]
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _spread_for(self, extents: dict, device: int) -> Optional["Launcher"]:
+        """The launcher of the spread partition where this call class has few long rows
+        that it splits (`few_long_rows`), else None (and always where schedules are pinned)."""
+        if self.spread or self.overrides:
+            return None
+        sm_count, arch = _sm_count(device), device_arch(device)
+        if not few_long_rows(self.groups, self.layouts, extents, sm_count, arch):
+            return None
+        if self._spread_launcher is None:     # (never tuned: the database's records are the fused groups')
+            self._spread_launcher = Launcher(self.kernel, spread=True)
+            self._spread_launcher.tuning_db = False
+        spread = self._spread_launcher
+        return spread if spread_splits(spread.groups, spread.layouts, extents, sm_count, arch) else None
 
     def _program(self, extents: dict, misaligned: frozenset, device: int) -> "Program":
         key = (tuple(sorted(extents.items())), misaligned, device, tuple(sorted(self.overrides.items())))

@@ -176,6 +176,35 @@ def problem(group: Group, layout: Layout, extents: dict[str, int], misaligned=fr
     return Problem(group, layout, tuple(loops), frozenset(misaligned), sm_count, arch, hbm_gbps)
 
 
+# A row of at least this many elements, in a group that writes results over whole rows and
+# has too few rows to fill the GPU, runs spread (`partition(spread=True)`): with one row, a
+# block streams the whole of it alone (x / sum(x) over 2^22 f32: 599 us, 0.03x a copy of its
+# bytes; H100 2026-11-26, scripts/probe_onerow.py).
+SPREAD_MIN_ROW = 1 << 18
+
+
+def few_long_rows(groups, layouts, extents: dict, sm_count: int, arch: str) -> bool:
+    """Whether a reduce group writes results over whole rows (so it cannot split its rows
+    over blocks) while its rows are too few to fill the GPU (4 or more SMs each, as for a
+    split reduction) and at least SPREAD_MIN_ROW long."""
+    for g, lay in zip(groups, layouts):
+        if g.kind == "reduce":
+            p = problem(g, lay, extents, frozenset(), sm_count, arch)
+            if not p.splittable() and 4 * p.rows <= sm_count and p.row_length >= SPREAD_MIN_ROW:
+                return True
+    return False
+
+
+def spread_splits(groups, layouts, extents: dict, sm_count: int, arch: str) -> bool:
+    """Whether every reduce group of a spread partition with too few rows splits them."""
+    for g, lay in zip(groups, layouts):
+        if g.kind == "reduce":
+            p = problem(g, lay, extents, frozenset(), sm_count, arch)
+            if 4 * p.rows <= sm_count and not p.splittable():
+                return False
+    return True
+
+
 def max_vector(p: Problem, cap: Optional[int] = None, whole: bool = True) -> int:
     """Elements per vector access along the innermost loop.
 

@@ -61,8 +61,8 @@ def _class_of(v: Value):
 
 
 class _Partitioner:
-    def __init__(self, graph: Graph):
-        self.graph = graph
+    def __init__(self, graph: Graph, spread: bool = False):
+        self.graph, self.spread = graph, spread
         self.by_id = {v.id: v for v in graph.values}
         self.epoch: dict[int, int] = {}
         self.stored: dict[int, tuple] = {}     # elementwise value id -> the group key that stores it
@@ -70,7 +70,8 @@ class _Partitioner:
             if _is_anchor(v):
                 deps = self.anchors_feeding(v.operands)
                 across = v.op == "reduce" and walks_across(v)
-                self.epoch[v.id] = max((self.epoch[d.id] + (_class_of(d) != _class_of(v) or across)
+                self.epoch[v.id] = max((self.epoch[d.id] + (_class_of(d) != _class_of(v) or across
+                                                            or (spread and d.op == "reduce"))
                                         for d in deps), default=0)
 
     def anchors_feeding(self, roots, through_stored: bool = False) -> list[Value]:
@@ -212,7 +213,7 @@ class _Partitioner:
                 # some of the reduced dims only (mean(x) * y[N] after reducing M and N) is
                 # written by a pointwise group reading the statistic
                 if key[0][0] == "reduce" and set(out.dims) <= key[0][1] | key[0][2] \
-                        and set(out.dims) - key[0][1] in (set(), set(key[0][2])) \
+                        and set(out.dims) - key[0][1] in (set(), set() if self.spread else set(key[0][2])) \
                         and not self.stored_across_rows(out, key, members) \
                         and not (set(out.dims) & key[0][2] and walks_across(members[key][0])):
                     outputs_of[key].append(out)
@@ -350,9 +351,16 @@ def stored_by_its_producer(graph: Graph, operand: Value, itemsize: int = 0) -> b
     return parts.producer(operand, parts.members(), itemsize) is not None
 
 
-def partition(graph: Graph) -> list[Group]:
-    """The fusion groups of `graph`, in an order that respects their temporaries."""
-    return _Partitioner(graph).run()
+def partition(graph: Graph, spread: bool = False) -> list[Group]:
+    """The fusion groups of `graph`, in an order that respects their temporaries.
+
+    `spread`: for a few long rows (runtime/launcher.py decides per call class), each
+    reduction level in a group of its own, writing only per-row values, and the results
+    over whole rows in pointwise groups: then every reduction can split its rows over
+    the GPU. Before/after, softmax: [reduce(max, sum(exp(x - max))) writes out] ->
+    [reduce(max) writes m], [reduce(sum(exp(x - m))) writes s], [pointwise writes
+    exp(x - m) / s]."""
+    return _Partitioner(graph, spread).run()
 
 
 def describe(groups: list[Group]) -> str:
