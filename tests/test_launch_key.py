@@ -249,3 +249,22 @@ def test_a_kernel_call_goes_to_the_warm_dispatch_or_the_launcher():
         pickle.dumps(k)
     with pytest.raises(TypeError, match="cannot be pickled or copied"):
         copy.copy(k)
+
+
+def test_a_few_long_rows_are_planned_by_a_spread_launcher(monkeypatch):
+    """The launcher hands a call class with few long rows (schedule.choose.runs_spread) to a
+    second launcher of the spread partition, made once and never tuned; not where the rows
+    are short, where schedules are pinned, or from the spread launcher itself."""
+    import tiledsl
+    import tiledsl.runtime.launcher as L
+    monkeypatch.setattr(L, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(L, "device_arch", lambda device: "sm_90a")
+    launcher = L.Launcher(tiledsl.compile("kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }"))
+    assert launcher._spread_for(dict(N=1 << 12), 0) is None and launcher._spread_launcher is None
+    spread = launcher._spread_for(dict(N=1 << 22), 0)
+    assert spread is not None and spread.spread and spread.tuning_db is False
+    assert [g.kind for g in spread.groups] == ["reduce", "pointwise"]
+    assert launcher._spread_for(dict(N=(1 << 22) + 1), 0) is spread
+    assert spread._spread_for(dict(N=1 << 22), 0) is None
+    launcher.overrides = {0: None}
+    assert launcher._spread_for(dict(N=1 << 22), 0) is None

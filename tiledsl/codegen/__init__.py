@@ -1,7 +1,7 @@
 """Code generation: groups and schedules → CUDA C++ (rendered through templates/)."""
 from __future__ import annotations
 
-from ..schedule.choose import few_long_rows, plan, problem, spread_splits
+from ..schedule.choose import plan, problem, runs_spread
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from .cuda import KernelSource, render
@@ -11,14 +11,12 @@ def groups_for(graph, extents: dict[str, int], sm_count: int = 132, arch: str = 
     """The fusion groups one call at these sizes runs, with their layouts: the partition,
     or where a few long rows would each take one block, the spread one (as the launcher
     decides it; schedules pinned by the tuner keep the partition)."""
-    groups = partition(graph)
-    layouts = [plan_layout(g, graph) for g in groups]
-    if few_long_rows(groups, layouts, extents, sm_count, arch):
-        spread = partition(graph, spread=True)
-        spread_layouts = [plan_layout(g, graph) for g in spread]
-        if spread_splits(spread, spread_layouts, extents, sm_count, arch):
-            return list(zip(spread, spread_layouts))
-    return list(zip(groups, layouts))
+    def parts(spread: bool = False) -> tuple:
+        groups = partition(graph, spread)
+        return groups, [plan_layout(g, graph) for g in groups]
+    fused = parts()
+    chosen = parts(spread=True) if runs_spread(*fused, lambda: parts(spread=True), extents, sm_count, arch) else fused
+    return list(zip(*chosen))
 
 
 def sources_for(kernel, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a",

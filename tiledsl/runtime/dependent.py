@@ -9,8 +9,8 @@ each of that one's blocks has passed `tdsl::follow_in_stream`, every tiledsl ker
 statement, or, for another library's kernel, at its end or its own trigger) and waits at that
 statement for that one's end and its writes, so the launch's microsecond or so between the two
 overlaps the first. The result is the same launched either way: launched the usual way, the
-wait is a no-op. Where the driver has no cuLaunchKernelEx, or refuses
-the launch, the usual launch runs.
+wait is a no-op. Where the driver has no cuLaunchKernelEx, or refuses the launch, the usual
+launch runs.
 """
 from __future__ import annotations
 

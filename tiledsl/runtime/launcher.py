@@ -18,7 +18,7 @@ import numpy as np
 from ..dtypes import float_max
 from ..errors import TdslArgumentError, TdslError, TdslRuntimeError
 from ..ir.graph import Graph
-from ..schedule.choose import Launch, few_long_rows, plan, problem, spread_splits
+from ..schedule.choose import Launch, plan, problem, runs_spread
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from ..signature import bind, scalar_value
@@ -308,7 +308,7 @@ class Launcher:
             program = self._program(bound.extents, misaligned, device)
         else:           # planned by the spread partition's launcher (and kept in sight of tools)
             program = spread._program(bound.extents, misaligned, device)
-            self._plans[("spread", tuple(sorted(bound.extents.items())), misaligned, device)] = program
+            self._remember(("spread", tuple(sorted(bound.extents.items())), misaligned, device), program)
         in_ptrs = [views[i].ptr for i in program.array_args]
         scalars = [bound.values[p.index] for p in program.scalar_params]
         with cupy.cuda.Device(device):
@@ -323,14 +323,15 @@ class Launcher:
         that it splits (`few_long_rows`), else None (and always where schedules are pinned)."""
         if self.spread or self.overrides:
             return None
-        sm_count, arch = _sm_count(device), device_arch(device)
-        if not few_long_rows(self.groups, self.layouts, extents, sm_count, arch):
-            return None
-        if self._spread_launcher is None:     # (never tuned: the database's records are the fused groups')
-            self._spread_launcher = Launcher(self.kernel, spread=True)
-            self._spread_launcher.tuning_db = False
-        spread = self._spread_launcher
-        return spread if spread_splits(spread.groups, spread.layouts, extents, sm_count, arch) else None
+
+        def spread() -> tuple:
+            if self._spread_launcher is None:     # (never tuned: the database's records are the fused groups')
+                self._spread_launcher = Launcher(self.kernel, spread=True)
+                self._spread_launcher.tuning_db = False
+            return self._spread_launcher.groups, self._spread_launcher.layouts
+        if runs_spread(self.groups, self.layouts, spread, extents, _sm_count(device), device_arch(device)):
+            return self._spread_launcher
+        return None
 
     def _program(self, extents: dict, misaligned: frozenset, device: int) -> "Program":
         key = (tuple(sorted(extents.items())), misaligned, device, tuple(sorted(self.overrides.items())))
@@ -351,10 +352,13 @@ class Launcher:
                     choices[i] = (launch.schedule, origin)
             program = Program(self, extents, launches, device)
             program.choices = choices
-            if len(self._plans) > 256:
-                self._plans.clear()
-            self._plans[key] = program
+            self._remember(key, program)
         return program
+
+    def _remember(self, key, program: "Program") -> None:
+        if len(self._plans) > 256:
+            self._plans.clear()
+        self._plans[key] = program
 
     def _tuned(self, index: int, p, extents: dict, device: int):
         """(schedule, 'db exact' | 'db nearest') from the tuning database, else

@@ -195,9 +195,13 @@ def few_long_rows(groups, layouts, extents: dict, sm_count: int, arch: str) -> b
     return False
 
 
-def spread_splits(groups, layouts, extents: dict, sm_count: int, arch: str) -> bool:
-    """Whether every reduce group of a spread partition with too few rows splits them."""
-    for g, lay in zip(groups, layouts):
+def runs_spread(groups, layouts, spread, extents: dict, sm_count: int, arch: str) -> bool:
+    """Whether a call at these sizes runs the spread partition: the partition (`groups`,
+    `layouts`) has few long rows, and every reduce group of the spread one (`spread()`:
+    its groups and layouts, asked for only then) with too few rows splits them."""
+    if not few_long_rows(groups, layouts, extents, sm_count, arch):
+        return False
+    for g, lay in zip(*spread()):
         if g.kind == "reduce":
             p = problem(g, lay, extents, frozenset(), sm_count, arch)
             if 4 * p.rows <= sm_count and not p.splittable():
