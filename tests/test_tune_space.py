@@ -241,3 +241,14 @@ def test_the_space_of_a_reduction_that_streams_nothing():
     found = candidates(p)
     assert found and all(s.unroll == 0 or s.streamed for s in found)
     assert all(n <= 16 for s in found for n in stream_unrolls(p, s))
+
+
+def test_a_call_that_runs_spread_is_not_tuned():
+    """At sizes where a call runs the spread partition (a few long rows), the search space
+    (the fused partition's groups) would pin a block a row: the tuner tunes nothing and says
+    why; at other sizes the space is the usual one."""
+    k = tiledsl.compile("kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }")
+    spread = dry_run(k, dict(N=1 << 22))
+    assert spread.groups == [] and "runs spread: 2 groups" in spread.table()
+    usual = dry_run(k, dict(N=1 << 12), max_candidates=2)
+    assert len(usual.groups) == 1 and usual.warnings == []

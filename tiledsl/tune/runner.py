@@ -26,7 +26,7 @@ from .report import TuneReport
 from .roofline import peak_for, work
 from .safety import corrupt, fault_tag
 from .select import Timed, choose, confirm, relative_spread
-from .space import MAX_CANDIDATES, Candidate, DeviceLimits, search_space
+from .space import MAX_CANDIDATES, Candidate, DeviceLimits, runs_spread_note, search_space
 from .workload import Workload
 
 
@@ -43,15 +43,16 @@ def dry_run(kernel, extents: dict, *, arch: str = "sm_90a", sm_count: int = 132,
     """The search space with every candidate compiled (NVRTC, no GPU needed)
     and pruned where it cannot run, with the reasons."""
     start = time.monotonic()
-    spaces = search_space(kernel, extents, sm_count=sm_count, limits=limits, arch=arch,
-                          max_candidates=max_candidates, schedules=schedules)
+    spread = runs_spread_note(kernel, extents, sm_count, arch)
+    spaces = [] if spread else search_space(kernel, extents, sm_count=sm_count, limits=limits, arch=arch,
+                                            max_candidates=max_candidates, schedules=schedules)
     prog = _progress(spaces, progress, "autotune --dry-run", stream)
     comp = Compilation(kernel, spaces, arch, workers, limits).start()
     prog.set_phase("compiling")
     comp.finish(on_candidate=lambda c: prog.count(c.status))
     prog.close()
     report = TuneReport(kernel.name, dict(extents), "", arch, spaces, work(kernel.graph, extents),
-                        origin="dry run")
+                        origin="dry run", warnings=[spread] if spread else [])
     report.compile_seconds = report.seconds = time.monotonic() - start
     report.compiled_now, report.from_cache = comp.compiled, comp.cached
     return report
@@ -113,8 +114,10 @@ class _Tuner:
         self.arch, self.sm_count = device_arch(device), _sm_count(device)
         self.limits = DeviceLimits.of_device(device)
         self.db_path = resolve_db_path(db)
-        self.spaces = search_space(kernel, extents, sm_count=self.sm_count, limits=self.limits, arch=self.arch,
-                                   max_candidates=max_candidates, hbm_gbps=hbm_bandwidth(device))
+        self.spread = runs_spread_note(kernel, extents, self.sm_count, self.arch)
+        self.spaces = [] if self.spread else search_space(
+            kernel, extents, sm_count=self.sm_count, limits=self.limits, arch=self.arch,
+            max_candidates=max_candidates, hbm_gbps=hbm_bandwidth(device))
         self.report = TuneReport(kernel.name, self.extents, self.name, self.arch, self.spaces,
                                  work(kernel.graph, extents), peak_for(self.name), budget=budget,
                                  db_path=str(self.db_path) if self.db_path else None)
@@ -124,6 +127,12 @@ class _Tuner:
         from ..runtime.launcher import set_overrides
         from ..runtime.measure import copy_bandwidth
         report = self.report
+        if self.spread:         # the rules' spread schedules run; nothing pinned, nothing stored
+            report.warnings.append(self.spread)
+            report.origin = "not tuned"
+            set_overrides(self.launcher, {})
+            report.seconds = time.monotonic() - self.start
+            return report
         if self.db_path is not None and not self.retune and self._from_database():
             set_overrides(self.launcher, report.winners)
             report.seconds = time.monotonic() - self.start

@@ -110,6 +110,20 @@ class GroupSpace:
         return [c for c in self.candidates if c.status == status]
 
 
+def runs_spread_note(kernel, extents: dict, sm_count: int = 132, arch: str = "sm_90a") -> Optional[str]:
+    """Why nothing is tuned where a call at these sizes runs the spread partition (a few
+    long rows: schedule.choose.runs_spread), else None. The search space, the pinned
+    winners and the database's records are the fused partition's groups; pinning one would
+    take the call back to a block a row."""
+    from ..codegen import groups_for
+    run = groups_for(kernel.graph, extents, sm_count, arch)
+    if [g for g, _ in run] == partition(kernel.graph):
+        return None
+    return (f"at these sizes the call runs spread: {len(run)} groups, each reduction split over the GPU "
+            f"and the results written by a pointwise kernel (few long rows); their schedules are the "
+            f"rules', and nothing is tuned")
+
+
 def search_space(kernel, extents: dict, *, sm_count: int = 132, limits: DeviceLimits = DeviceLimits(),
                  max_candidates: int = MAX_CANDIDATES, schedules: Optional[dict] = None,
                  arch: str = "sm_90a", hbm_gbps: float = 0.0) -> list[GroupSpace]:
