@@ -212,6 +212,19 @@ def test_emit_schedule_follows_the_given_memory_bandwidth(capsys, in_repo_root):
     assert rc == 2 and "invalid float value" in err
 
 
+def test_emit_schedule_shows_the_groups_a_call_runs(capsys, in_repo_root):
+    """A softmax of one long row runs spread: emit's schedule stage lists those groups
+    (two reductions, then a pointwise group) and their kernels, not the fused one's."""
+    args = ("emit", "examples/softmax.tdsl", "--stage", "schedule")
+    rc, one_row, err = run_cli(capsys, *args, "--shape", "M=1,N=4194304")
+    assert rc == 0, err
+    rc, many_rows, err = run_cli(capsys, *args, "--shape", "M=4096,N=4096")
+    assert rc == 0, err
+    assert re.findall(r"^group \d+: (\w+)", one_row, re.M) == ["reduce", "reduce", "pointwise"]
+    assert "_g2_pw_" in one_row and "reduce_split" in one_row
+    assert re.findall(r"^group \d+: (\w+)", many_rows, re.M) == ["reduce"]
+
+
 def test_run_cpu(capsys, in_repo_root):
     rc, out, err = run_cli(capsys, "run", "examples/softmax.tdsl", "--shape", "M=3,N=7", "--cpu")
     assert rc == 0, err

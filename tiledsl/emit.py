@@ -21,11 +21,12 @@ def _extents(kernel, shape: Optional[str]) -> dict[str, int]:
 def emit_stage(kernel, stage: str, shape: Optional[str], arch: str, hbm_gbps: float = 0.0) -> str:
     if stage == "ir":
         return kernel.ir_text()
-    from .codegen import sources_for
-    from .schedule.partition import describe, partition
-    sources = sources_for(kernel, _extents(kernel, shape), arch=arch, hbm_gbps=hbm_gbps)
-    if stage == "schedule":
-        lines = [describe(partition(kernel.graph))]
+    from .codegen import groups_for, sources_for
+    from .schedule.partition import describe
+    extents = _extents(kernel, shape)
+    sources = sources_for(kernel, extents, arch=arch, hbm_gbps=hbm_gbps)
+    if stage == "schedule":     # the groups a call at these sizes runs (spread where a few long rows are)
+        lines = [describe([g for g, _ in groups_for(kernel.graph, extents, arch=arch)])]
         lines += [f"kernel {s.name}: {s.schedule}" for s in sources]
         return "\n".join(lines)
     if stage == "cuda":
