@@ -23,27 +23,6 @@ def test_the_structures_match_cuda_h():
     assert (_LaunchConfig.stream.offset, _LaunchConfig.attrs.offset, _LaunchConfig.num_attrs.offset) == (32, 40, 48)
 
 
-def test_a_dependent_launch_passes_the_overlap_attribute_and_falls_back_when_refused(monkeypatch):
-    seen, usual = [], []
-
-    def driver(config_address, function, params, extra):
-        config = _LaunchConfig.from_address(config_address)
-        attribute = dependent._LaunchAttribute.from_address(config.attrs)
-        seen.append(((config.grid_x, config.grid_y, config.grid_z, config.block_x, config.shared_bytes),
-                     config.stream, config.num_attrs, attribute.id, attribute.value[0], function, params))
-        return 0 if len(seen) == 1 else 1      # the second launch is refused
-
-    monkeypatch.setattr(dependent, "_launch_ex", driver)
-    launch = dependent.DependentLaunch((171, 1, 1), (384,), 0, lambda *a: usual.append(a))
-    launch(0xF00, 0x5, 0xA00)
-    assert seen == [((171, 1, 1, 384, 0), 0x5, 1, dependent.PROGRAMMATIC_STREAM_SERIALIZATION, 1, 0xF00, 0xA00)]
-    assert usual == []
-    launch(0xF00, 0, 0xA00)                    # refused: the usual launch, on the same stream
-    assert usual == [(0xF00, 171, 1, 1, 384, 1, 1, 0, 0, 0xA00, 0)]
-    launch(0xF00, 0, 0xA00)                    # and from then on without asking again
-    assert len(seen) == 2 and len(usual) == 2
-
-
 def test_only_hopper_and_later_overlap_launches(monkeypatch):
     monkeypatch.setattr(dependent, "_launch_ex", lambda *a: 0)
     assert dependent.available("90") and dependent.available("100") and not dependent.available("80")
@@ -119,7 +98,8 @@ def test_the_warm_call_launches_each_later_step_to_overlap_the_one_before(monkey
         config = _LaunchConfig.from_address(config_address)
         attribute = dependent._LaunchAttribute.from_address(config.attrs)
         values = (ctypes.c_int64 * 3).from_address(ctypes.c_int64.from_address(params).value)
-        overlapping.append((function, config.grid_x, config.block_x, config.stream, attribute.id, values[0]))
+        overlapping.append((function, (config.grid_x, config.grid_y, config.grid_z, config.block_x, config.shared_bytes),
+                            config.stream, config.num_attrs, attribute.id, attribute.value[0], values[0], extra))
         return answer[0]
     monkeypatch.setattr(dependent, "_launch_ex", driver)
     cupy = NS(ndarray=lambda shape, dtype: NS(data=NS(ptr=0x7000)),
@@ -134,7 +114,8 @@ def test_the_warm_call_launches_each_later_step_to_overlap_the_one_before(monkey
     fast = _FastCall(launcher, program, views, 0, 1, True).__call__
     fast((None,), "o", 0x1000, 0x2000)
     assert usual == [(0xA, 8, 1, 1, 256, 1, 1, 0, 0x55)]
-    assert overlapping == [(0xB, 4, 128, 0x55, dependent.PROGRAMMATIC_STREAM_SERIALIZATION, 0x7000)]
+    assert overlapping == [(0xB, (4, 1, 1, 128, 0), 0x55, 1, dependent.PROGRAMMATIC_STREAM_SERIALIZATION, 1,
+                            0x7000, None)]
     answer[0] = 1                   # refused: the usual launch of the same kernel
     fast((None,), "o", 0x1000, 0x2000)
     assert len(overlapping) == 2 and usual[-1] == (0xB, 4, 1, 1, 128, 1, 1, 0, 0x55)

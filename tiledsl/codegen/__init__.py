@@ -7,16 +7,27 @@ from ..schedule.partition import partition
 from .cuda import KernelSource, render
 
 
-def groups_for(graph, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a") -> list:
-    """The fusion groups one call at these sizes runs, with their layouts: the partition,
-    or where a few long rows would each take one block, the spread one (as the launcher
-    decides it; schedules pinned by the tuner keep the partition)."""
-    def parts(spread: bool = False) -> tuple:
+def partition_at(graph, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a") -> tuple:
+    """(groups, layouts, spread): the fusion groups one call at these sizes runs and their
+    layouts: the partition, or where a few long rows would each take one block, the spread
+    one (`spread` True; as the launcher decides it, schedules pinned by the tuner apart)."""
+    def parts(spread: bool) -> tuple:
         groups = partition(graph, spread)
         return groups, [plan_layout(g, graph) for g in groups]
-    fused = parts()
-    chosen = parts(spread=True) if runs_spread(*fused, lambda: parts(spread=True), extents, sm_count, arch) else fused
-    return list(zip(*chosen))
+    fused, made = parts(False), {}
+
+    def spread() -> tuple:      # made only where runs_spread asks for it
+        made["spread"] = parts(True)
+        return made["spread"]
+    if runs_spread(*fused, spread, extents, sm_count, arch):
+        return made["spread"] + (True,)
+    return fused + (False,)
+
+
+def groups_for(graph, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a") -> list:
+    """[(group, layout)] of what one call at these sizes runs (`partition_at`)."""
+    groups, layouts, _ = partition_at(graph, extents, sm_count, arch)
+    return list(zip(groups, layouts))
 
 
 def sources_for(kernel, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a",

@@ -54,10 +54,11 @@ class DependentLaunch:
     during the call, the GIL released); the stream is set per call. `fallback` is
     cuLaunchKernel's signature (CuPy's driver.launchKernel).
 
-    The warm call inlines __call__ (set `config.stream` where the stream changed, call the
-    driver's function with `address`, `refused` where it returns an error): through this
-    method a launch cost the host 3.56 us, inlined 3.17, CuPy's launch 3.24 (H100 host,
-    2026-11-26, scripts/probe_launch_ex.py)."""
+    The warm call makes the launch itself (`launcher._FastCall`): it sets `config.stream`
+    where the stream changed, calls the driver's function with `address`, and `refused`
+    where that returns an error. Made through a method of this class, a launch cost the
+    host 3.56 us; inline 3.17, CuPy's launch 3.24 (H100 host, 2026-11-26,
+    scripts/probe_launch_ex.py)."""
 
     def __init__(self, grid: tuple, block: tuple, shared_bytes: int, fallback: Callable):
         self.attribute = _LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -67,17 +68,6 @@ class DependentLaunch:
         self.address = ctypes.addressof(self.config)
         self.stream = None                          # the stream in `config` (set only when it changes)
         self.fallback = fallback
-
-    def __call__(self, function_ptr: int, stream_ptr: int, params_ptr: int) -> None:
-        """Launch with `params_ptr` (kernelParams) on `stream_ptr`; the usual launch where
-        the driver refuses (and for every later call of the process)."""
-        launch = _driver_launch()
-        if launch is None:
-            self.fallback(function_ptr, *self.dims, stream_ptr, params_ptr, 0)
-            return
-        self.config.stream = self.stream = stream_ptr
-        if launch(self.address, function_ptr, params_ptr, None):
-            self.refused(function_ptr, stream_ptr, params_ptr)
 
     def refused(self, function_ptr: int, stream_ptr: int, params_ptr: int) -> None:
         """The driver refused the overlapping launch: the usual one, and no call class

@@ -115,11 +115,11 @@ def runs_spread_note(kernel, extents: dict, sm_count: int = 132, arch: str = "sm
     long rows: schedule.choose.runs_spread), else None. The search space, the pinned
     winners and the database's records are the fused partition's groups; pinning one would
     take the call back to a block a row."""
-    from ..codegen import groups_for
-    run = groups_for(kernel.graph, extents, sm_count, arch)
-    if [g for g, _ in run] == partition(kernel.graph):
+    from ..codegen import partition_at
+    groups, _, spread = partition_at(kernel.graph, extents, sm_count, arch)
+    if not spread:
         return None
-    return (f"at these sizes the call runs spread: {len(run)} groups, each reduction split over the GPU "
+    return (f"at these sizes the call runs spread: {len(groups)} groups, each reduction split over the GPU "
             f"and the results written by a pointwise kernel (few long rows); their schedules are the "
             f"rules', and nothing is tuned")
 
