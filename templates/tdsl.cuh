@@ -372,6 +372,55 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
+// A row shared by the C blocks of a cluster: each block's value (combined across its
+// threads by block_reduce, so every thread holds it) goes into slot `rank` of every
+// block's `slots`, thread k sending it to block k by st.async, whose bytes that block's
+// barrier `bar` counts (its thread 0 arrives expecting C values). Once they have all
+// landed every thread combines the C slots in rank order, so every block of the row gets
+// the same bits. No cluster barrier: its release (MEMBAR.ALL.GPU) waited for the row's
+// stores before each reduction. Callers alternate two sets of slots and barriers, as
+// block_reduce's: a block sends into a set again only after it has received every
+// block's value of the reduction between, each sent after the block_reduce barrier that
+// follows its threads' reads of the set (st.async's complete_tx releases at cluster scope).
+// The barriers are set up (cluster_barriers_init) and the kernel ends in cluster_sync.
+__device__ __forceinline__ void cluster_barriers_init(unsigned bar, int count) {
+    for (int i = 0; i < count; ++i) mbar_init(bar + 8 * i, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+template <class T> __device__ __forceinline__ void st_async_to(unsigned slot, T v, unsigned bar, unsigned rank) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "4- or 8-byte values");
+    if constexpr (sizeof(T) == 4) {
+        unsigned u;
+        memcpy(&u, &v, 4);
+        asm volatile("{\n.reg .b32 rs, rb;\nmapa.shared::cluster.u32 rs, %0, %3;\nmapa.shared::cluster.u32 rb, %2, %3;\n"
+                     "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [rs], %1, [rb];\n}"
+                     :: "r"(slot), "r"(u), "r"(bar), "r"(rank) : "memory");
+    } else {
+        unsigned long long u;
+        memcpy(&u, &v, 8);
+        asm volatile("{\n.reg .b32 rs, rb;\nmapa.shared::cluster.u32 rs, %0, %3;\nmapa.shared::cluster.u32 rb, %2, %3;\n"
+                     "st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [rs], %1, [rb];\n}"
+                     :: "r"(slot), "l"(u), "r"(bar), "r"(rank) : "memory");
+    }
+}
+__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) {
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+}
+template <class Op, int C, class T>
+__device__ __forceinline__ T cluster_reduce(T v, T* slots, unsigned long long* bar_word, unsigned parity) {
+    const unsigned bar = smem_address(bar_word);
+    if (threadIdx.x == 0) mbar_expect(bar, C * sizeof(T));
+    if (threadIdx.x < C) st_async_to(smem_address(slots + cluster_rank()), v, bar, threadIdx.x);
+    mbar_wait_cluster(bar, parity);
+    T r = slots[0];
+#pragma unroll
+    for (int k = 1; k < C; ++k) r = Op::combine(r, slots[k]);
+    return r;
+}
+
 // Programmatic dependent launch (sm_90): a warm call launches each kernel to overlap the
 // kernel before it in the stream (runtime/dependent.py). It is scheduled once every block of
 // that one has said so (allow_dependents, or left), and waits (wait_for_primary) for that

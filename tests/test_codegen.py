@@ -14,7 +14,7 @@ from tiledsl.codegen import sources_for
 from tiledsl.codegen.cuda import literal, render
 from tiledsl.dtypes import DTYPES
 from tiledsl.errors import TdslError
-from tiledsl.schedule.choose import candidates, default, fits, problem
+from tiledsl.schedule.choose import candidates, default, fits, launches, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.schedule.schedules import Schedule
@@ -42,6 +42,8 @@ PROGRAMS = {
                       dict(M=64, N=4096)),
     "rmsnorm_bf16": ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
                      "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=64, N=4096)),
+    # rows too long for a block's registers: looped, or shared by a cluster's blocks (sm_90a)
+    "softmax_long": ("examples/softmax.tdsl", dict(M=64, N=65536)),
     "column_sum": ("examples/column_sum.tdsl", dict(M=64, N=100000)),
     "column_sum_split": ("examples/column_sum.tdsl", dict(M=16384, N=1024)),
     "total_split": ("kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=4096, N=4096)),
@@ -1201,3 +1203,49 @@ def test_16_bit_math_takes_the_hardwares_approximations_only_where_rounded_to_16
         ops = toolchain.sass_opcodes(toolchain.sass(c.cubin))
         counts[t] = sum(ops.values()) / (ops["MUFU.EX2"] or 1)     # an exp an element
     assert counts["f16"] < 30 < 50 < counts["f32"], counts
+
+
+def test_a_row_too_long_for_a_block_is_shared_by_a_cluster_on_sm_90a():
+    """Softmax over rows of 65536 f32: on sm_90a 4 blocks of 512 threads share a row, each
+    holding 8 float4 of it, and exchange each reduction's value by st.async into the others'
+    shared memory, counted by a barrier there: no cluster barrier, and so no MEMBAR.ALL.GPU
+    (which waited for the last row's stores), but at the start (the barriers set up) and the
+    end (no block leaves while another may still write to it). On sm_80 the row streams."""
+    k, g, lay, p = _rows("softmax", dict(M=1024, N=65536))
+    s = default(p)
+    assert (s.cluster, s.block, s.items, s.vec) == (4, 512, 8, 4), s.tag
+    assert "_c4_" in s.tag and launches(p, s)[0].grid == (4096, 1, 1)
+    assert default(problem(g, lay, dict(M=1024, N=65536), arch="sm_80")).items == 0
+    assert default(p, clusters=False).items == 0
+    ks, compiled, usage = _compile(k, g, lay, s, "sm_90a")
+    assert usage.spill_stores == 0 and usage.local_bytes == 0
+    assert "__cluster_dims__(4, 1, 1)" in ks.source
+    ops = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+    count = lambda prefix: sum(n for op, n in ops.items() if op.startswith(prefix))  # noqa: E731
+    assert count("STAS") == 2 and count("SYNCS.PHASECHK") >= 2     # a reduction's exchange: max, sum
+    assert count("UCGABAR_ARV") == 2 and count("MEMBAR.ALL.GPU") == 2
+
+
+def test_a_row_shared_by_a_cluster_that_cannot_run_is_refused_with_a_reason():
+    row = dict(kind="reduce_row", block=512, vec=4, items=8, row_threads=512)
+    for fields, why in ((dict(cluster=3), "cluster is 1"), (dict(cluster=16), "cluster is 1"),
+                        (dict(items=0, cluster=4), "kept in registers"),
+                        (dict(prefetch=True, cluster=4), "neither prefetched"),
+                        (dict(stages=2, cluster=4), "neither prefetched"),
+                        (dict(blocks_per_sm=2, cluster=4), "persistent"),
+                        (dict(row_threads=32, block=128, cluster=2), "a block's threads all on it")):
+        with pytest.raises(TdslError, match=why):
+            Schedule(**{**row, **fields})
+    with pytest.raises(TdslError, match="only a row reduction shares a row"):
+        Schedule("pointwise", block=256, vec=4, items=1, cluster=2)
+    s = Schedule(**row, cluster=4)
+    k, g, lay, p = _rows("softmax", dict(M=1024, N=65536))
+    assert fits(p, s) == ""
+    assert "sm_90a" in fits(problem(g, lay, dict(M=1024, N=65536), arch="sm_80"), s)
+    assert "does not fit" in fits(problem(g, lay, dict(M=1024, N=65536 * 2)), s)
+    k = tiledsl.compile("kernel m(x: i16[M, N]) -> i16[M, N] { return x - max(x, axis=N) }")
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(M=8, N=65536))
+    assert "4- or 8-byte" in fits(p, Schedule(**{**row, "vec": 8, "items": 4}, cluster=4))
+    assert not any(c.cluster > 1 for c in candidates(p))

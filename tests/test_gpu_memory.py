@@ -1373,3 +1373,68 @@ def test_rows_enough_to_fill_the_gpu_stay_fused():
     extents = dict(M=200, N=1 << 18)       # 4 rows an SM or more on any GPU of up to 800 SMs
     check(k, random_arguments(k.graph, extents), extents, "out")
     assert k._launcher._spread_launcher is None
+
+
+# Rows too long for one block's registers, shared by the blocks of a cluster (sm_90a,
+# Schedule.cluster): every share the tuner may pick, at rows whose last share is partial,
+# rows fewer than the clusters in flight and many more (each block's slots and barriers
+# reused row after row: their phases), weights over N hoisted or loaded late, and
+# reductions exchanged as 4 bytes (f32, i32) and 8 (f64, i64).
+CLUSTER_PROGRAMS = [("softmax.tdsl", dict(M=301, N=65536 - 28)),
+                    ("layernorm.tdsl", dict(M=37, N=40000)),
+                    ("rmsnorm.tdsl", dict(M=3, N=131072 - 8)),
+                    ("kernel c(x: f64[M, N]) -> f64[M, N] { return x - mean(x, axis=N) }", dict(M=5, N=36002)),
+                    ("kernel s(x: i32[M, N]) -> (i32[M], i32[M, N]) {\n m = max(x, axis=N)\n"
+                     " return sum(x, axis=N), x - m\n}", dict(M=9, N=66000)),
+                    ("kernel s(x: i64[M, N]) -> i64[M, N] { return x * sum(x, axis=N) }", dict(M=4, N=40000)),
+                    ("kernel l(x: f32[M, N]) -> f32[M, N] { return x / max(abs(x), axis=N) }", dict(M=1, N=200000))]
+
+
+def _cluster_candidates():
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    for n, (src, extents) in enumerate(CLUSTER_PROGRAMS):
+        k = compiled(src)
+        launcher = launcher_for(k)
+        p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
+        shares = [s for s in candidates(p, k.hints) if s.cluster > 1]
+        assert shares, (src, extents)
+        for s in shares:
+            label = "x".join(map(str, extents.values()))
+            name = src.removesuffix(".tdsl") if src.endswith(".tdsl") else f"program{n}"
+            yield pytest.param(src, extents, s, id=f"{name}-{label}-{s.tag}")
+
+
+def _needs_clusters():
+    from tiledsl.runtime.launcher import device_arch
+    if device_arch(0) != "sm_90a":
+        pytest.skip("blocks sharing a row through distributed shared memory need an sm_90a GPU")
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_cluster_candidates()))
+def test_rows_shared_by_the_blocks_of_a_cluster(src, extents, schedule):
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    _needs_clusters()
+    k = fresh(src)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    check(k, host_arguments(k, extents), extents, "out", label=schedule.tag)
+
+
+def test_long_rows_are_shared_by_a_cluster_by_default_and_reuse_their_barriers():
+    """The default for softmax over rows of 65536 f32 on sm_90a: 4 blocks of 512 threads a
+    row; 2000 rows take each cluster through about 30 rows (both sets of slots, both
+    phases of their barriers, many times). Rows 44 longer take 8 blocks (a quarter of
+    them would be 36 elements a thread, over the 32 it may hold)."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import _sm_count, device_arch
+    from tiledsl.schedule.choose import default, problem
+    _needs_clusters()
+    k = fresh("softmax.tdsl")
+    k._launcher = launcher_for(k)
+    for extents, blocks in ((dict(M=2000, N=65536), 4), (dict(M=7, N=65536 + 44), 8)):
+        p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0),
+                    device_arch(0))
+        assert default(p, k.hints).cluster == blocks
+        check(k, host_arguments(k, extents), extents, "out")

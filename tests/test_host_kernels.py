@@ -97,6 +97,8 @@ def _candidates():
         k, p = _problem(src, extents)
         distinct = {}
         for s in candidates(p, k.hints):
+            if s.cluster > 1:   # a cluster's blocks run together: the host runs a block at a time
+                continue
             distinct.setdefault(replace(s.code, min_blocks=1, unroll=0), s)
         picked = list(distinct.values())
         step = max(1, -(-len(picked) // PER_PROGRAM))

@@ -124,7 +124,8 @@ def _launch(lib, pointers, grid, threads: int, name: str) -> None:
 
 
 class Unsupported(Exception):
-    """A kernel the host cannot run: tensor cores, TMA (inline PTX), split-K."""
+    """A kernel the host cannot run: tensor cores, TMA (inline PTX), split-K, blocks in
+    a cluster (they run together; the host runs one block at a time)."""
 
 
 def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int = 4) -> list[np.ndarray]:
@@ -147,7 +148,7 @@ def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int
         layout = plan_layout(group, graph)
         p = problem(group, layout, extents, frozenset(), sm_count, "sm_90a")
         schedule = (schedules or {}).get(group.index) or default(p, kernel.hints)
-        if schedule.mma or schedule.wgmma or (schedule.kind == "matmul" and schedule.splits):
+        if schedule.mma or schedule.wgmma or (schedule.kind == "matmul" and schedule.splits) or schedule.cluster > 1:
             raise Unsupported(f"group {group.index}: {schedule.tag}")
         for op in layout.inputs:
             if op.value.id not in arrays:        # a parameter (temporaries come from earlier groups)

@@ -474,6 +474,7 @@ class _Renderer:
         reduces = [v for v in self.group.values if v.op == "reduce"]
         split = self.s.kind == "reduce_split"
         tpr, rpb = self.s.row_threads, self.s.block // self.s.row_threads
+        cluster = self.s.cluster if self.s.kind == "reduce_row" else 1
         self.column_tiles = split and 1 < tpr < self.s.block
         # Across memory, a vector is `vec` neighbouring columns (the kept innermost loop), each
         # with its own accumulator: a thread reads vec * itemsize bytes a row, not one element
@@ -700,9 +701,18 @@ class _Renderer:
             scratch = [f"__shared__ {reg_type(r.dtype)} tile{r.id}[{self.s.block}];" for r in reduces]
         elif self.s.row_threads > 32:
             # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
-            # one barrier a reduction (tdsl::block_reduce)
+            # one barrier a reduction (tdsl::block_reduce); a row shared by a cluster's
+            # blocks, two slots a reduction for the block's value (tdsl::cluster_reduce)
             scratch = [f"__shared__ {reg_type(r.dtype)} scratch{r.id}[2][{max(1, self.s.block // 32)}];"
                        for r in reduces] + ["int flip = 0;"]
+            if cluster > 1:     # a slot a block of the cluster, and a barrier counting them, in each set
+                scratch += [line for r in reduces for line in (
+                    f"__shared__ {reg_type(r.dtype)} cslot{r.id}[2][{cluster}];",
+                    f"__shared__ unsigned long long cbar{r.id}[2];")] + [
+                    "unsigned cparity = 0;      // the phase of the barriers flip is at (a set serves every other row)",
+                    "if (threadIdx.x == 0) {"] + [
+                    f"    tdsl::cluster_barriers_init(tdsl::smem_address(cbar{r.id}), 2);" for r in reduces] + [
+                    "}", "tdsl::cluster_sync();      // every block's barriers set up before another signals them"]
         else:
             scratch = []
         return dict(
@@ -710,7 +720,9 @@ class _Renderer:
             row_threads=self.s.row_threads, items=self.s.items, cached=cached,
             # a lane past the last row reads that row again and stores nothing
             together=together, flip="int flip = 0;" in scratch,
-            lane="threadIdx.x / RPB" if self.column_tiles else "TPR == 1 ? 0 : threadIdx.x % TPR",
+            lane="threadIdx.x / RPB" if self.column_tiles else
+            f"(int)tdsl::cluster_rank() * {self.s.block} + (int)threadIdx.x" if cluster > 1 else
+            "TPR == 1 ? 0 : threadIdx.x % TPR", cluster=cluster,
             scratch=scratch,
             rows=(" * ".join(f"n{l}" for l in lay.kept_loops) or "1") + (f" / {kv}" if kv > 1 else ""),
             rvec=(" * ".join(f"n{l}" for l in r_loops) or "1") + (f" / {self.vec}" if self.vec > 1 and kv == 1
@@ -991,7 +1003,11 @@ class _Renderer:
                     f"tile{r.id}[threadIdx.x % RPB + t * RPB]); __syncthreads();")
         if self.s.row_threads <= 32:    # a row's lanes: an aligned group of a warp
             return f"acc{r.id} = tdsl::warp_reduce<{op}, {self.s.row_threads}>(acc{r.id});"
-        return f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id}[flip]);"
+        block = f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id}[flip]);"
+        if self.s.kind == "reduce_row" and self.s.cluster > 1:     # then across the cluster's blocks
+            return block + (f" acc{r.id} = tdsl::cluster_reduce<{op}, {self.s.cluster}>(acc{r.id}, cslot{r.id}[flip], "
+                            f"&cbar{r.id}[flip], cparity);")
+        return block
 
 
 def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,

@@ -15,7 +15,7 @@ from .layout import (across_operands, batched_operands, column_loop, gemm_result
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, reduction_levels
-from .schedules import (MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
+from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
                         Schedule, column_vector, computes_f64_math, ring_refusal, stream_unroll_rule,
                         stream_words)
 
@@ -759,6 +759,9 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     if peel > 1 and not hints.vector:   # looped rows peeled to aligned vectors, as wide vectors go first
         out += [Schedule("reduce_row", block=tpr, vec=peel, items=0, row_threads=tpr, peel=True,
                          index64=p.index64) for tpr in sorted((256, 512, 1024), key=lambda t: abs(t.bit_length() - center))]
+    # rows too long for a block's registers: shared by a cluster's blocks (sm_90a)
+    if p.row_major() and not row_share_fits(p, row_share(p.row_length // vecs[0], 1024), vecs[0]):
+        out += cluster_row_shares(p, vecs[0])
     for vec in vecs:
         rvec = p.row_length // vec
         words = p.words_per_row_element(vec)
@@ -862,13 +865,15 @@ def _pow2_at_most(x: float) -> int:
     return n
 
 
-def default(p: Problem, hints: Hints = Hints()) -> Schedule:
+def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedule:
     """The schedule used without tuning: a rule fitted to measured winners
     (benchmarks/sweep.py on an H200, 2026-11-21): about 16 elements per thread
     (8 without vectors), 64 to 512 threads per row, row-invariant inputs
     hoisted into registers with a persistent grid only where they outweigh
     the row itself (layernorm's f32 weight and bias, not rmsnorm's f16
-    weight), and costly values kept between phases where registers allow."""
+    weight), and costly values kept between phases where registers allow.
+    Rows too long for a block's registers are shared by a cluster's blocks
+    where cluster_row_schedule says so (`clusters=False`: they stream)."""
     if p.group.kind == "matmul":
         return matmul_default(p, hints)
     if p.group.kind == "pointwise":
@@ -936,6 +941,9 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
             # 4096x50304 183.8 / 159.1). f32 rows keep 1024 threads (softmax 4096x50256: 515.2
             # against 739.1 at 512 and 4 vectors)
             narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
+            shared = cluster_row_schedule(p, vec) if clusters and not hints.threads else None
+            if shared is not None:
+                return shared
             threads = 512 if narrow else 1024
             return Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, index64=p.index64,
                             online=online_pays(p, threads), unroll=4 if narrow else 0)
@@ -975,6 +983,61 @@ def default(p: Problem, hints: Hints = Hints()) -> Schedule:
                       min_blocks=THREADS_PER_SM // tpr if full else R40_THREADS // tpr if late else 1,
                       index64=p.index64)
     return pinned_ring(p, chosen, hints.stages) if hints.stages and hints.stages > 1 else chosen
+
+
+def streamed_reads(p: Problem) -> int:
+    """Times a looped row (a block a row, streaming it) reads its row: once a reduction
+    level, max and sum(exp(x - max)) in one pass where the default takes one
+    (online_pays), and once more for results over the whole row."""
+    levels = len(set(reduction_levels(p.group).values()))
+    merged = len(online_pairs(p.group)) if online_pays(p, 1024) else 0
+    full = any(set(op.loops) & set(p.layout.reduced_loops) for op in p.layout.outputs)
+    return levels - merged + full
+
+
+def cluster_row_shares(p: Problem, vec: int) -> list[Schedule]:
+    """A row shared by the blocks of a cluster (Schedule.cluster, sm_90a), each block's
+    share in registers: for 512 and then 1024 threads a block, 2, 4 and 8 blocks, each
+    where the share fits (row-invariant inputs hoisted, else loaded late)."""
+    if p.arch != "sm_90a" or vec == 1 or not p.row_major() or not cluster_values_fit(p):
+        return []
+    out = []
+    for threads in (512, 1024):
+        for blocks in ROW_CLUSTERS:
+            share = row_share(p.row_length // vec, threads * blocks)
+            for hoist in (True, False) if p.has_row_invariant_inputs() else (True,):
+                if row_share_fits(p, share, vec, hoisted=hoist):
+                    out.append(Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads,
+                                        hoist=hoist, cluster=blocks, index64=p.index64))
+                    break
+    return out
+
+
+def cluster_values_fit(p: Problem) -> bool:
+    """Whether every reduction's value is 4 or 8 bytes in registers (a block posts it to
+    the others by st.async, tdsl::cluster_reduce)."""
+    return all(v.dtype.is_float or v.dtype.itemsize in (4, 8) for v in p.group.values if v.op == "reduce")
+
+
+def cluster_row_schedule(p: Problem, vec: int) -> Optional[Schedule]:
+    """A row too long for a block's registers, shared by a cluster's blocks: the first
+    of cluster_row_shares (512 threads before 1024, fewer blocks before more), where a
+    looped row reads it twice or more (streamed_reads) and it is not a 16-bit row whose
+    max and sum(exp) stream in one pass. Read once from HBM, not phase after phase.
+    H100 2026-11-26 (scripts/probe_cluster_rows.py), us, looped / shared (schedule):
+    softmax f32 1024x65536 290.0 / 194.7 (4 blocks of 512, 0.92x copy), 256x262144
+    282.8 / 229.5 (8 of 1024), 64x200000 82.7 / 57.5 (8 of 1024); rmsnorm f16
+    1024x65536 132.3 / 112.8 (4 of 512); layernorm f16 (f32 weights, late) 154.2 /
+    143.8 (4 of 512). Not taken: logsumexp f32 256x262144 (one pass: 94.8 / 143.7);
+    softmax f16 4096x50304 381.2 / 437.1, 512x262144 284.6 / 329.1 (a 16-bit share
+    holds half the bytes in flight), 2048x131072 553.4 / 533.9."""
+    if streamed_reads(p) < 2:
+        return None
+    narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
+    if narrow and online_pairs(p.group):
+        return None
+    shares = cluster_row_shares(p, vec)
+    return shares[0] if shares else None
 
 
 def pinned_ring(p: Problem, s: Schedule, stages: int) -> Schedule:
@@ -1124,6 +1187,8 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
                 Launch(s, (max(1, min(MAX_GRID, final)), 1, 1), p.loops, 2)]
     if s.blocks_per_sm:
         grid = min(grid, p.sm_count * s.blocks_per_sm)
+    if s.cluster > 1:       # a cluster a row (a whole number of clusters: they loop over the rest)
+        return [Launch(s, (min(MAX_GRID // s.cluster, grid) * s.cluster, 1, 1), p.loops)]
     return [Launch(s, (max(1, min(MAX_GRID, grid)), 1, 1), p.loops)]
 
 
@@ -1681,7 +1746,14 @@ def fits(p: Problem, s: Schedule) -> str:
             return f"vector width {s.vec} exceeds what alignment and dtypes allow"
         if s.kind != "pointwise" and not p.row_major():
             return "vectors need the reduced dim innermost"
-    if s.kind == "reduce_row" and s.items and s.items * s.row_threads * s.vec < p.row_length:
+    if s.cluster > 1 and s.kind == "reduce_row":
+        if p.arch != "sm_90a":
+            return "blocks sharing a row through their shared memory (a cluster) need an sm_90a GPU (Hopper)"
+        if not cluster_values_fit(p):
+            return "blocks sharing a row exchange 4- or 8-byte values: a reduction here is narrower"
+        if s.block < 64:
+            return "blocks sharing a row have two warps or more (a block barrier orders each exchange)"
+    if s.kind == "reduce_row" and s.items and s.items * s.row_threads * s.cluster * s.vec < p.row_length:
         return "the row does not fit the threads and items"
     if s.kind == "reduce_row" and s.stages > 1:
         why = ring_problem(p, s)

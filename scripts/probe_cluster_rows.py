@@ -1,0 +1,62 @@
+"""Probe (device run): rows too long for one block's registers, held instead by the
+2, 4 or 8 blocks of a cluster (Schedule.cluster: each block keeps its share in
+registers and the blocks combine each reduction through their shared memory),
+against the default (a looped row, re-read phase after phase). Each schedule is
+checked against the float64 reference first; three interleaved rounds, median
+microseconds, and the ratio of the bytes moved to copy.
+
+    python scripts/probe_cluster_rows.py [names to keep]
+"""
+import os
+import sys
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import row_probe  # noqa: E402  (beside this script)
+from benchmarks.common import copy_bandwidth  # noqa: E402
+from tiledsl.schedule import choose  # noqa: E402
+
+
+def softmax(t: str) -> str:
+    return f"kernel f(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}}"
+
+
+LSE = "kernel f(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}"
+LAYERNORM = ("kernel ln(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n mu = mean(x, axis=N)\n"
+             " d = x - mu\n var = mean(d * d, axis=N)\n return f16(d * rsqrt(var + 1e-5) * w + b)\n}")
+RMSNORM = "kernel r(x: f16[M, N], w: f16[N]) -> f16[M, N] {\n return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w\n}"
+CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
+         ("softmax f32", softmax("f32"), {"M": 1024, "N": 65536}),
+         ("softmax f32", softmax("f32"), {"M": 64, "N": 200000}),
+         ("softmax f32", softmax("f32"), {"M": 4096, "N": 32768}),
+         ("softmax f16", softmax("f16"), {"M": 512, "N": 262144}),
+         ("softmax f16", softmax("f16"), {"M": 2048, "N": 131072}),
+         ("softmax f16", softmax("f16"), {"M": 4096, "N": 50304}),
+         ("softmax bf16", softmax("bf16"), {"M": 2048, "N": 128256}),
+         ("logsumexp f32", LSE, {"M": 256, "N": 262144}),
+         ("layernorm f16", LAYERNORM, {"M": 1024, "N": 65536}),
+         ("rmsnorm f16", RMSNORM, {"M": 1024, "N": 65536}),
+         ("softmax f32 odd", softmax("f32"), {"M": 1024, "N": 65537})]
+
+
+def variants(p, d, hints) -> dict:
+    """The default, the row streamed by a block (what the default was), and every share
+    of the row by a cluster's blocks (choose.cluster_row_shares)."""
+    out = {"default": d, "looped": choose.default(p, hints, clusters=False)}
+    for s in choose.cluster_row_shares(p, choose.max_vector(p)):
+        out[f"c{s.cluster} t{s.block}{'' if s.hoist or not p.has_row_invariant_inputs() else ' late'}"] = s
+    return out
+
+
+def main() -> None:
+    copy = copy_bandwidth()["gbps"]
+    print(f"copy {copy:.0f} GB/s")
+    cases = []
+    for case, d in row_probe.prepared(CASES, sys.argv[1:]):
+        case.variants = row_probe.exact(case, row_probe.distinct(variants(case.problem, d, case.kernel.hints)))
+        cases.append(case)
+    row_probe.time_and_report(cases, copy, label_width=14)
+
+
+if __name__ == "__main__":
+    main()
