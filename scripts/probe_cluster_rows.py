@@ -6,6 +6,8 @@ checked against the float64 reference first; three interleaved rounds, median
 microseconds, and the ratio of the bytes moved to copy.
 
     python scripts/probe_cluster_rows.py [names to keep]
+    python scripts/probe_cluster_rows.py --wide16 [names]    16-bit rows: shares of up to 64
+        elements a thread (MAX_ROW_ELEMENTS patched in this process), by a block alone too
 """
 import os
 import sys
@@ -14,7 +16,8 @@ sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule import choose, schedules  # noqa: E402
+from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
 
 def softmax(t: str) -> str:
@@ -39,16 +42,40 @@ CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
          ("softmax f32 odd", softmax("f32"), {"M": 1024, "N": 65537})]
 
 
+WIDE16 = "--wide16" in sys.argv
+
+
+def wide16_variants(p) -> dict:
+    """Shares of 16-bit rows of up to 64 elements a thread (32 words, packed two a register):
+    a block alone (512, 1024 threads) and every cluster share."""
+    out = {}
+    vec = choose.max_vector(p)
+    for threads in (512, 1024):
+        for hoist in (True, False) if p.has_row_invariant_inputs() else (True,):
+            share = choose.row_share(p.row_length // vec, threads)
+            if choose.row_share_fits(p, share, vec, hoisted=hoist):
+                out[f"alone t{threads}{'' if hoist else ' late'}"] = Schedule(
+                    "reduce_row", block=threads, vec=vec, items=share, row_threads=threads,
+                    hoist=hoist or not p.has_row_invariant_inputs(), index64=p.index64)
+                break
+    return out
+
+
 def variants(p, d, hints) -> dict:
     """The default, the row streamed by a block (what the default was), and every share
     of the row by a cluster's blocks (choose.cluster_row_shares)."""
     out = {"default": d, "looped": choose.default(p, hints, clusters=False)}
     for s in choose.cluster_row_shares(p, choose.max_vector(p)):
         out[f"c{s.cluster} t{s.block}{'' if s.hoist or not p.has_row_invariant_inputs() else ' late'}"] = s
+    if WIDE16:
+        out.update(wide16_variants(p))
     return out
 
 
 def main() -> None:
+    if WIDE16:      # 16-bit shares of 64 elements: registers measured with ptxas (no spills for
+        sys.argv.remove("--wide16")     # softmax; norms with their weights loaded late)
+        schedules.MAX_ROW_ELEMENTS = choose.MAX_ROW_ELEMENTS = 64
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s")
     cases = []

@@ -44,6 +44,10 @@ PROGRAMS = {
                      "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=64, N=4096)),
     # rows too long for a block's registers: looped, or shared by a cluster's blocks (sm_90a)
     "softmax_long": ("examples/softmax.tdsl", dict(M=64, N=65536)),
+    # 16-bit rows in vectors: up to 64 elements a thread (packed two a register)
+    "softmax_f16_long": ("kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n"
+                         " return e / sum(e, axis=N)\n}", dict(M=64, N=50304)),
+    "layernorm_long": ("examples/layernorm.tdsl", dict(M=64, N=65536)),
     "column_sum": ("examples/column_sum.tdsl", dict(M=64, N=100000)),
     "column_sum_split": ("examples/column_sum.tdsl", dict(M=16384, N=1024)),
     "total_split": ("kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=4096, N=4096)),
@@ -1249,3 +1253,27 @@ def test_a_row_shared_by_a_cluster_that_cannot_run_is_refused_with_a_reason():
     p = problem(g, lay, dict(M=8, N=65536))
     assert "4- or 8-byte" in fits(p, Schedule(**{**row, "vec": 8, "items": 4}, cluster=4))
     assert not any(c.cluster > 1 for c in candidates(p))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_16_bit_row_in_vectors_holds_up_to_64_elements_a_thread(arch):
+    """Softmax f16 over rows of 50304 streamed (32 elements a thread at most: 1024 threads
+    held 32768): its values packed two a register, a thread holds 56 (7 vectors of 8) at
+    1024 threads, without spills and keeping nothing between phases (kept values are f32:
+    at 40 elements they spilled). Layernorm f16 over 65536 holds 64 with its f32 weights
+    loaded late (hoisted they spilled 660 bytes)."""
+    k, g, lay, p = _rows("softmax_f16_long", dict(M=1024, N=50304))
+    s = default(problem(g, lay, dict(M=1024, N=50304), arch=arch))
+    assert (s.block, s.items, s.vec, s.cluster, s.keep) == (1024, 7, 8, 1, False), s.tag
+    ks, compiled, usage = _compile(k, g, lay, s, arch)
+    assert usage.spill_stores == 0 and usage.local_bytes == 0
+    k, g, lay, p = _rows("layernorm_long", dict(M=1024, N=65536))
+    s = default(problem(g, lay, dict(M=1024, N=65536), arch=arch))
+    assert (s.block, s.items, s.vec, s.hoist) == (1024, 8, 8, False), s.tag
+    ks, compiled, usage = _compile(k, g, lay, s, arch)
+    assert usage.spill_stores == 0 and usage.local_bytes == 0
+    with pytest.raises(TdslError, match="at most 32, or 64 16-bit"):
+        Schedule("reduce_row", block=512, vec=8, items=9, row_threads=512)
+    # f32 rows stay at 32 elements a thread
+    k, g, lay, p = _rows("softmax_long", dict(M=1024, N=65536))
+    assert default(problem(g, lay, dict(M=1024, N=65536), arch="sm_80")).items == 0

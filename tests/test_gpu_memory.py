@@ -1438,3 +1438,41 @@ def test_long_rows_are_shared_by_a_cluster_by_default_and_reuse_their_barriers()
                     device_arch(0))
         assert default(p, k.hints).cluster == blocks
         check(k, host_arguments(k, extents), extents, "out")
+
+
+# 16-bit rows in vectors: a thread holds up to 64 elements (packed two a register), a block
+# alone or a cluster's blocks; every such candidate, at rows whose last share is partial.
+PACKED_PROGRAMS = [("kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n"
+                    " return e / sum(e, axis=N)\n}", dict(M=37, N=50304 - 8)),
+                   ("layernorm.tdsl", dict(M=29, N=65536 - 16)),
+                   ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
+                    "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=5, N=60000)),
+                   ("kernel f(x: bf16[M, N]) -> bf16[M, N] {\n e = exp(x - max(x, axis=N))\n"
+                    " return e / sum(e, axis=N)\n}", dict(M=3, N=128256))]
+
+
+def _packed_candidates():
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates, problem
+    for n, (src, extents) in enumerate(PACKED_PROGRAMS):
+        k = compiled(src)
+        launcher = launcher_for(k)
+        p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
+        wide = [s for s in candidates(p, k.hints) if s.kind == "reduce_row" and s.items * s.vec > 32]
+        assert wide, (src, extents)
+        for s in wide:
+            label = "x".join(map(str, extents.values()))
+            name = src.removesuffix(".tdsl") if src.endswith(".tdsl") else f"program{n}"
+            yield pytest.param(src, extents, s, id=f"{name}-{label}-{s.tag}-ps{s.blocks_per_sm}")
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_packed_candidates()))
+def test_16_bit_rows_held_64_elements_a_thread(src, extents, schedule):
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    if schedule.cluster > 1:
+        _needs_clusters()
+    k = fresh(src)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    check(k, host_arguments(k, extents), extents, "out", label=schedule.tag)

@@ -15,7 +15,7 @@ from .layout import (across_operands, batched_operands, column_loop, gemm_result
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, reduction_levels
-from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
+from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
                         Schedule, column_vector, computes_f64_math, ring_refusal, stream_unroll_rule,
                         stream_words)
 
@@ -414,7 +414,16 @@ def short_row_threads(p: Problem, vec: int) -> int:
     return 32
 
 
-def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True) -> bool:
+def packed_rows(p: Problem, vec: int) -> bool:
+    """Whether a thread's share of each row is 16-bit values in vectors (every input over
+    the row and its reduced dims 2 bytes wide): held two a register, so a share may have
+    MAX_PACKED_ROW_ELEMENTS of them, the bytes of MAX_ROW_ELEMENTS 4-byte ones."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    row = [op for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced]
+    return vec > 1 and bool(row) and all(op.dtype.itemsize == 2 for op in row)
+
+
+def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packed: bool = False) -> bool:
     """Whether a thread can hold its share of a row (`items` vectors of `vec`, every
     input's element loaded before the row is reduced) under the 64-register cap:
     at most MAX_ROW_ELEMENTS elements taking at most row_register_budget words, and
@@ -427,12 +436,27 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True) -> bo
     and 16 (40) none; f16 [1000, 5] summed into f64[5, 1000] at vec 1 and 16, 8.
     Without `hoisted`, the row-invariant inputs (weights) are loaded where they are
     used and take no registers through the row (layernorm f16 at vec 8 and 32: 55
-    registers, no spill). default() says what happens where the share does not fit."""
+    registers, no spill). With `packed`, 16-bit rows in vectors (packed_rows) may hold
+    MAX_PACKED_ROW_ELEMENTS (ptxas, sm_90a, 2026-11-26: softmax f16 at vec 8 and 64
+    elements, 1024 or 512 threads, 64 registers, no spill; layernorm f16 and rmsnorm
+    f16 likewise with their weights loaded late; hoisted, they spilled 660 and 72
+    bytes, which the words budget refuses). default() says what happens where the
+    share does not fit."""
     elements = items * vec
+    cap = MAX_PACKED_ROW_ELEMENTS if packed and packed_rows(p, vec) else MAX_ROW_ELEMENTS
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
     words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
-    return (elements <= MAX_ROW_ELEMENTS and elements * words <= row_register_budget(vec)
+    return (elements <= cap and elements * words <= row_register_budget(vec)
             and not (vec == 1 and wide_results and elements > 8))
+
+
+def keeps_fit(p: Problem, items: int, vec: int) -> bool:
+    """Whether a thread may keep costly element values between phases (Schedule.keep)
+    beside its share: twice the share's words within the budget, and at most
+    MAX_ROW_ELEMENTS elements (a kept value is a 4-byte register even where the row is
+    16-bit: softmax f16 at 40 elements a thread spilled 72 bytes, ptxas sm_90a)."""
+    return (items * vec <= MAX_ROW_ELEMENTS
+            and 2 * items * vec * p.words_per_row_element(vec) <= row_register_budget(vec))
 
 
 def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
@@ -764,14 +788,16 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         out += cluster_row_shares(p, vecs[0])
     for vec in vecs:
         rvec = p.row_length // vec
-        words = p.words_per_row_element(vec)
         for tpr in widths:
             block = 256 if tpr < 32 else 128 if tpr == 32 else tpr
             shares_warp = tpr < 32
             items = row_share(rvec, tpr)
-            if row_share_fits(p, items, vec):
-                keeps = (False, True) if 2 * items * vec * words <= row_register_budget(vec) else (False,)
-                for hoist in ((True, False) if p.has_row_invariant_inputs() else (True,)):
+            # the row-invariant inputs hoisted, or loaded late where only that fits (as default() does)
+            hoists = [h for h in ((True, False) if p.has_row_invariant_inputs() else (True,))
+                      if row_share_fits(p, items, vec, hoisted=h, packed=True)]
+            if hoists:
+                keeps = (False, True) if keeps_fit(p, items, vec) else (False,)
+                for hoist in hoists:
                     for per_sm in ((0, THREADS_PER_SM // block) if p.rows > 4 * p.sm_count else (0,)):
                         for keep in keeps:
                             out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
@@ -935,25 +961,17 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
                 tpr, items, late_weights = threads, share, True
                 break
         else:
-            # 16-bit rows: 512 threads, 4 vectors in flight each (H200 2026-11-26, scripts/probe_peel.py,
-            # us, 1024 threads at ptxas's unroll / this: softmax f16 4096x50256 343.9 / 280.6, bf16
-            # 2048x128256 520.6 / 535.5; rmsnorm bf16 2048x40000 116.2 / 96.1; logsumexp f16
-            # 4096x50304 183.8 / 159.1). f32 rows keep 1024 threads (softmax 4096x50256: 515.2
-            # against 739.1 at 512 and 4 vectors)
-            narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
-            shared = cluster_row_schedule(p, vec) if clusters and not hints.threads else None
-            if shared is not None:
-                return shared
-            threads = 512 if narrow else 1024
-            return Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, index64=p.index64,
-                            online=online_pays(p, threads), unroll=4 if narrow else 0)
+            held = packed_share(p, vec, tpr)
+            if held is None:
+                return streamed_or_shared(p, vec, hints, clusters)
+            tpr, items, late_weights = held
     kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
     invariant = sum(op.dtype.itemsize for op in p.layout.inputs
                     if set(op.loops) & reduced and not set(op.loops) & kept)
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
     hoist = invariant > per_row and not late_weights
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
-    keep = 2 * items * vec * p.words_per_row_element(vec) <= row_register_budget(vec)
+    keep = keeps_fit(p, items, vec)
     # A persistent block loads its next row while it reduces this one. Measured 2026-11-22
     # (benchmarks/sweep.py, layernorm f16 16384x4096 / 65536x1024 / 4096x8192): on an H200
     # 10%, 6% and 1% faster than without, the fastest schedule of each space; on an H100 2%
@@ -985,6 +1003,41 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     return pinned_ring(p, chosen, hints.stages) if hints.stages and hints.stages > 1 else chosen
 
 
+def packed_share(p: Problem, vec: int, tpr: int) -> Optional[tuple]:
+    """(threads, items, weights loaded late) for a 16-bit row in vectors whose 32-element
+    share did not fit: `tpr` and then 1024 threads a row holding up to
+    MAX_PACKED_ROW_ELEMENTS elements each (row_share_fits with packed), the row-invariant
+    inputs hoisted where that fits, else loaded late; None where no such share fits.
+    H100 2026-11-26 (scripts/probe_cluster_rows.py --wide16), us, streamed / held:
+    softmax f16 4096x50304 381.8 / 308.1 (1024 threads, 56 elements; 0.89x copy);
+    rmsnorm f16 1024x65536 132.4 / 102.5 and layernorm f16 154.1 / 123.2 (64, weights
+    late)."""
+    for threads in dict.fromkeys((tpr, 1024)):
+        share = row_share(p.row_length // vec, threads)
+        if row_share_fits(p, share, vec, packed=True):
+            return threads, share, False
+        if p.has_row_invariant_inputs() and row_share_fits(p, share, vec, hoisted=False, packed=True):
+            return threads, share, True
+    return None
+
+
+def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
+    """A row (in vectors) too long for a block's registers: shared by a cluster's blocks
+    where cluster_row_schedule says so, else streamed by a block."""
+    shared = cluster_row_schedule(p, vec) if clusters and not hints.threads else None
+    if shared is not None:
+        return shared
+    # 16-bit rows: 512 threads, 4 vectors in flight each (H200 2026-11-26, scripts/probe_peel.py,
+    # us, 1024 threads at ptxas's unroll / this: softmax f16 4096x50256 343.9 / 280.6, bf16
+    # 2048x128256 520.6 / 535.5; rmsnorm bf16 2048x40000 116.2 / 96.1; logsumexp f16
+    # 4096x50304 183.8 / 159.1). f32 rows keep 1024 threads (softmax 4096x50256: 515.2
+    # against 739.1 at 512 and 4 vectors)
+    narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
+    threads = 512 if narrow else 1024
+    return Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, index64=p.index64,
+                    online=online_pays(p, threads), unroll=4 if narrow else 0)
+
+
 def streamed_reads(p: Problem) -> int:
     """Times a looped row (a block a row, streaming it) reads its row: once a reduction
     level, max and sum(exp(x - max)) in one pass where the default takes one
@@ -1006,7 +1059,7 @@ def cluster_row_shares(p: Problem, vec: int) -> list[Schedule]:
         for blocks in ROW_CLUSTERS:
             share = row_share(p.row_length // vec, threads * blocks)
             for hoist in (True, False) if p.has_row_invariant_inputs() else (True,):
-                if row_share_fits(p, share, vec, hoisted=hoist):
+                if row_share_fits(p, share, vec, hoisted=hoist, packed=True):
                     out.append(Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads,
                                         hoist=hoist, cluster=blocks, index64=p.index64))
                     break
@@ -1021,20 +1074,17 @@ def cluster_values_fit(p: Problem) -> bool:
 
 def cluster_row_schedule(p: Problem, vec: int) -> Optional[Schedule]:
     """A row too long for a block's registers, shared by a cluster's blocks: the first
-    of cluster_row_shares (512 threads before 1024, fewer blocks before more), where a
-    looped row reads it twice or more (streamed_reads) and it is not a 16-bit row whose
-    max and sum(exp) stream in one pass. Read once from HBM, not phase after phase.
-    H100 2026-11-26 (scripts/probe_cluster_rows.py), us, looped / shared (schedule):
-    softmax f32 1024x65536 290.0 / 194.7 (4 blocks of 512, 0.92x copy), 256x262144
-    282.8 / 229.5 (8 of 1024), 64x200000 82.7 / 57.5 (8 of 1024); rmsnorm f16
-    1024x65536 132.3 / 112.8 (4 of 512); layernorm f16 (f32 weights, late) 154.2 /
-    143.8 (4 of 512). Not taken: logsumexp f32 256x262144 (one pass: 94.8 / 143.7);
-    softmax f16 4096x50304 381.2 / 437.1, 512x262144 284.6 / 329.1 (a 16-bit share
-    holds half the bytes in flight), 2048x131072 553.4 / 533.9."""
+    of cluster_row_shares (512 threads before 1024, fewer blocks before more; 16-bit
+    rows in vectors hold up to 64 elements a thread), where a looped row reads it twice
+    or more (streamed_reads). Read once from HBM, not phase after phase. H100
+    2026-11-26 (scripts/probe_cluster_rows.py), us, streamed / shared (schedule):
+    softmax f32 1024x65536 290.4 / 193.9 (4 blocks of 512, 0.92x copy), 256x262144
+    282.0 / 228.7 (8 of 1024), 64x200000 82.6 / 57.1 (8 of 1024); softmax f16
+    2048x131072 549.5 / 418.9 (4 of 512, 64 elements a thread), 512x262144 283.4 /
+    225.6 (8 of 512), bf16 2048x128256 545.3 / 423.5 (4 of 512). Not taken: logsumexp
+    f32 256x262144 (one pass: 94.4 / 143.9). Shares of 32 16-bit elements a thread
+    lost (softmax f16 4096x50304 381.8 / 437.7 at 4 of 512): half the bytes in flight."""
     if streamed_reads(p) < 2:
-        return None
-    narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
-    if narrow and online_pairs(p.group):
         return None
     shares = cluster_row_shares(p, vec)
     return shares[0] if shares else None
