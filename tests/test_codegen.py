@@ -1221,6 +1221,10 @@ def test_a_row_too_long_for_a_block_is_shared_by_a_cluster_on_sm_90a():
     assert "_c4_" in s.tag and launches(p, s)[0].grid == (4096, 1, 1)
     assert default(problem(g, lay, dict(M=1024, N=65536), arch="sm_80")).items == 0
     assert default(p, clusters=False).items == 0
+    # the tuner's space: every share that fits (2, 4 and 8 blocks of 512 and 1024), none on sm_80
+    shares = {(c.cluster, c.block) for c in candidates(p) if c.cluster > 1}
+    assert shares == {(4, 512), (8, 512), (2, 1024), (4, 1024), (8, 1024)}
+    assert not any(c.cluster > 1 for c in candidates(problem(g, lay, dict(M=1024, N=65536), arch="sm_80")))
     ks, compiled, usage = _compile(k, g, lay, s, "sm_90a")
     assert usage.spill_stores == 0 and usage.local_bytes == 0
     assert "__cluster_dims__(4, 1, 1)" in ks.source

@@ -1390,19 +1390,30 @@ CLUSTER_PROGRAMS = [("softmax.tdsl", dict(M=301, N=65536 - 28)),
                     ("kernel l(x: f32[M, N]) -> f32[M, N] { return x / max(abs(x), axis=N) }", dict(M=1, N=200000))]
 
 
-def _cluster_candidates():
+def _pinned_params(programs: list, wanted, suffix=lambda s: ""):
+    """pytest params (source, extents, schedule): each candidate that `wanted` keeps of each
+    program (planned as on an H100: 132 SMs, sm_90a)."""
     from tiledsl.runtime import launcher_for
     from tiledsl.schedule.choose import candidates, problem
-    for n, (src, extents) in enumerate(CLUSTER_PROGRAMS):
+    for n, (src, extents) in enumerate(programs):
         k = compiled(src)
         launcher = launcher_for(k)
         p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
-        shares = [s for s in candidates(p, k.hints) if s.cluster > 1]
-        assert shares, (src, extents)
-        for s in shares:
-            label = "x".join(map(str, extents.values()))
-            name = src.removesuffix(".tdsl") if src.endswith(".tdsl") else f"program{n}"
-            yield pytest.param(src, extents, s, id=f"{name}-{label}-{s.tag}")
+        kept = [s for s in candidates(p, k.hints) if wanted(s)]
+        assert kept, (src, extents)
+        name = src.removesuffix(".tdsl") if src.endswith(".tdsl") else f"program{n}"
+        label = "x".join(map(str, extents.values()))
+        yield from (pytest.param(src, extents, s, id=f"{name}-{label}-{s.tag}{suffix(s)}") for s in kept)
+
+
+def _check_pinned(src: str, extents: dict, schedule) -> None:
+    """The program run under `schedule`, its outputs poisoned, against float64."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    k = fresh(src)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    check(k, host_arguments(k, extents), extents, "out", label=schedule.tag)
 
 
 def _needs_clusters():
@@ -1411,15 +1422,10 @@ def _needs_clusters():
         pytest.skip("blocks sharing a row through distributed shared memory need an sm_90a GPU")
 
 
-@pytest.mark.parametrize("src,extents,schedule", list(_cluster_candidates()))
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(CLUSTER_PROGRAMS, lambda s: s.cluster > 1)))
 def test_rows_shared_by_the_blocks_of_a_cluster(src, extents, schedule):
-    from tiledsl.runtime import launcher_for
-    from tiledsl.runtime.launcher import set_overrides
     _needs_clusters()
-    k = fresh(src)
-    k._launcher = launcher_for(k)
-    set_overrides(k._launcher, {0: schedule})
-    check(k, host_arguments(k, extents), extents, "out", label=schedule.tag)
+    _check_pinned(src, extents, schedule)
 
 
 def test_long_rows_are_shared_by_a_cluster_by_default_and_reuse_their_barriers():
@@ -1451,28 +1457,9 @@ PACKED_PROGRAMS = [("kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, 
                     " return e / sum(e, axis=N)\n}", dict(M=3, N=128256))]
 
 
-def _packed_candidates():
-    from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
-    for n, (src, extents) in enumerate(PACKED_PROGRAMS):
-        k = compiled(src)
-        launcher = launcher_for(k)
-        p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
-        wide = [s for s in candidates(p, k.hints) if s.kind == "reduce_row" and s.items * s.vec > 32]
-        assert wide, (src, extents)
-        for s in wide:
-            label = "x".join(map(str, extents.values()))
-            name = src.removesuffix(".tdsl") if src.endswith(".tdsl") else f"program{n}"
-            yield pytest.param(src, extents, s, id=f"{name}-{label}-{s.tag}-ps{s.blocks_per_sm}")
-
-
-@pytest.mark.parametrize("src,extents,schedule", list(_packed_candidates()))
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(
+    PACKED_PROGRAMS, lambda s: s.kind == "reduce_row" and s.items * s.vec > 32, lambda s: f"-ps{s.blocks_per_sm}")))
 def test_16_bit_rows_held_64_elements_a_thread(src, extents, schedule):
-    from tiledsl.runtime import launcher_for
-    from tiledsl.runtime.launcher import set_overrides
     if schedule.cluster > 1:
         _needs_clusters()
-    k = fresh(src)
-    k._launcher = launcher_for(k)
-    set_overrides(k._launcher, {0: schedule})
-    check(k, host_arguments(k, extents), extents, "out", label=schedule.tag)
+    _check_pinned(src, extents, schedule)

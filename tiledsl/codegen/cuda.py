@@ -474,7 +474,7 @@ class _Renderer:
         reduces = [v for v in self.group.values if v.op == "reduce"]
         split = self.s.kind == "reduce_split"
         tpr, rpb = self.s.row_threads, self.s.block // self.s.row_threads
-        cluster = self.s.cluster if self.s.kind == "reduce_row" else 1
+        cluster = self.s.cluster      # (a row reduction's: the GEMM's pairs render elsewhere)
         self.column_tiles = split and 1 < tpr < self.s.block
         # Across memory, a vector is `vec` neighbouring columns (the kept innermost loop), each
         # with its own accumulator: a thread reads vec * itemsize bytes a row, not one element
@@ -1004,7 +1004,7 @@ class _Renderer:
         if self.s.row_threads <= 32:    # a row's lanes: an aligned group of a warp
             return f"acc{r.id} = tdsl::warp_reduce<{op}, {self.s.row_threads}>(acc{r.id});"
         block = f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id}[flip]);"
-        if self.s.kind == "reduce_row" and self.s.cluster > 1:     # then across the cluster's blocks
+        if self.s.cluster > 1:      # then across the blocks of the cluster sharing the row
             return block + (f" acc{r.id} = tdsl::cluster_reduce<{op}, {self.s.cluster}>(acc{r.id}, cslot{r.id}[flip], "
                             f"&cbar{r.id}[flip], cparity);")
         return block

@@ -952,19 +952,21 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             wide = peel_vector(p) if not hints.vector and peel_weights_fit(p) else 1
             return Schedule("reduce_row", block=tpr, vec=wide, items=0, row_threads=tpr, index64=p.index64,
                             online=online_pays(p, tpr), peel=wide > 1)
-        for threads in (tpr, 1024):
+        # Then, for a 16-bit row in vectors, the same with up to 64 elements a thread, packed two
+        # a register (row_share_fits with `packed`; H100 2026-11-26, scripts/probe_cluster_rows.py
+        # --wide16, us, streamed / held: softmax f16 4096x50304 381.8 / 308.1 at 1024 threads and
+        # 56 elements, 0.89x copy; rmsnorm f16 1024x65536 132.4 / 102.5 and layernorm f16 154.1 /
+        # 123.2 at 64, weights late). Else the row is shared by a cluster's blocks, or streams.
+        for packed, threads in ((False, tpr), (False, 1024), (True, tpr), (True, 1024)):
             share = row_share(rvec, threads)
-            if row_share_fits(p, share, vec):
+            if row_share_fits(p, share, vec, packed=packed):
                 tpr, items = threads, share
                 break
-            if p.has_row_invariant_inputs() and row_share_fits(p, share, vec, hoisted=False):
+            if p.has_row_invariant_inputs() and row_share_fits(p, share, vec, hoisted=False, packed=packed):
                 tpr, items, late_weights = threads, share, True
                 break
         else:
-            held = packed_share(p, vec, tpr)
-            if held is None:
-                return streamed_or_shared(p, vec, hints, clusters)
-            tpr, items, late_weights = held
+            return streamed_or_shared(p, vec, hints, clusters)
     kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
     invariant = sum(op.dtype.itemsize for op in p.layout.inputs
                     if set(op.loops) & reduced and not set(op.loops) & kept)
@@ -1001,24 +1003,6 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
                       min_blocks=THREADS_PER_SM // tpr if full else R40_THREADS // tpr if late else 1,
                       index64=p.index64)
     return pinned_ring(p, chosen, hints.stages) if hints.stages and hints.stages > 1 else chosen
-
-
-def packed_share(p: Problem, vec: int, tpr: int) -> Optional[tuple]:
-    """(threads, items, weights loaded late) for a 16-bit row in vectors whose 32-element
-    share did not fit: `tpr` and then 1024 threads a row holding up to
-    MAX_PACKED_ROW_ELEMENTS elements each (row_share_fits with packed), the row-invariant
-    inputs hoisted where that fits, else loaded late; None where no such share fits.
-    H100 2026-11-26 (scripts/probe_cluster_rows.py --wide16), us, streamed / held:
-    softmax f16 4096x50304 381.8 / 308.1 (1024 threads, 56 elements; 0.89x copy);
-    rmsnorm f16 1024x65536 132.4 / 102.5 and layernorm f16 154.1 / 123.2 (64, weights
-    late)."""
-    for threads in dict.fromkeys((tpr, 1024)):
-        share = row_share(p.row_length // vec, threads)
-        if row_share_fits(p, share, vec, packed=True):
-            return threads, share, False
-        if p.has_row_invariant_inputs() and row_share_fits(p, share, vec, hoisted=False, packed=True):
-            return threads, share, True
-    return None
 
 
 def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
