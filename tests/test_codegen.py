@@ -1281,3 +1281,21 @@ def test_a_16_bit_row_in_vectors_holds_up_to_64_elements_a_thread(arch):
     # f32 rows stay at 32 elements a thread
     k, g, lay, p = _rows("softmax_long", dict(M=1024, N=65536))
     assert default(problem(g, lay, dict(M=1024, N=65536), arch="sm_80")).items == 0
+
+
+def test_a_schedule_block_pins_the_blocks_sharing_a_row_or_none():
+    """`cluster(n)`: a row shared by n blocks (512 threads, else 1024, or those of
+    `threads`), where a share fits on sm_90a; `cluster(1)`: a block a row, streaming it."""
+    src = (EXAMPLES / "softmax.tdsl").read_text()
+    ext = dict(M=1024, N=65536)
+
+    def chosen(block: str, arch: str = "sm_90a", extents=ext):
+        k = tiledsl.compile(src + f"\nschedule softmax {{ {block} }}\n")
+        [g] = partition(k.graph)
+        return default(problem(g, plan_layout(g, k.graph), extents, arch=arch), k.hints)
+    assert (chosen("cluster(8)").cluster, chosen("cluster(8)").block) == (8, 512)
+    assert (chosen("cluster(2) threads(1024)").cluster, chosen("cluster(2) threads(1024)").items) == (2, 8)
+    assert chosen("cluster(1)").items == 0 and chosen("cluster(1)").cluster == 1
+    assert chosen("cluster(4)", "sm_80").cluster == 1
+    assert chosen("cluster(2)", extents=dict(M=64, N=4096)).cluster == 2   # pinned where a block would do
+    assert chosen("cluster(2)", extents=dict(M=64, N=262144 * 4)).cluster == 1   # no share of 2 fits: streams

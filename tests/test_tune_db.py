@@ -85,6 +85,24 @@ def test_fingerprint_is_stable_and_tells_kernels_and_hints_apart(softmax):
     assert tdb.dtypes_text(softmax.graph) == "f32->f32"
 
 
+def test_fingerprint_holds_only_the_hints_given_so_new_directives_keep_old_keys(softmax):
+    """A kernel's key holds the directives its schedule block gives, not every Hints field:
+    a directive added to the language later (a field at its default) leaves the keys of
+    kernels that do not use it, and the databases holding them, as they were."""
+    from dataclasses import dataclass
+    from typing import Optional
+    from tiledsl.schedule.hints import Hints
+
+    @dataclass(frozen=True)
+    class Later(Hints):
+        newer: Optional[int] = None
+    assert Hints().given == Later().given == ""
+    assert Later(threads=128, stages=2).given == Hints(threads=128, stages=2).given == "stages=2, threads=128"
+    assert Later(newer=3).given == "newer=3"
+    hinted = tiledsl.compile(SOFTMAX + "\nschedule softmax { cluster(4) }")
+    assert hinted.hints.given == "cluster=4" and "None" not in softmax.hints.given
+
+
 def test_buckets_round_to_the_nearest_power_of_two():
     assert [tdb.shape_bucket(n) for n in (1, 2, 3, 781, 1000, 1024, 1500, 4096, 0)] == \
         [0, 1, 2, 10, 10, 10, 11, 12, -1]

@@ -924,6 +924,11 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     if short is not None:
         return short
     vec = max_vector(p, hints.vector) if p.row_major() else 1
+    if hints.cluster and hints.cluster > 1:     # pinned: a row shared by that many blocks, where a share fits
+        pinned = [s for s in cluster_row_shares(p, vec)
+                  if s.cluster == hints.cluster and hints.threads in (None, s.block)]
+        if pinned:
+            return pinned[0]
     rvec = p.row_length // vec
     per_thread = max(1, (16 if vec >= 4 else 8) // vec)
     tpr = min(512, max(64, _pow2_at_least(-(-rvec // per_thread))))
@@ -1008,7 +1013,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
 def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
     """A row (in vectors) too long for a block's registers: shared by a cluster's blocks
     where cluster_row_schedule says so, else streamed by a block."""
-    shared = cluster_row_schedule(p, vec) if clusters and not hints.threads else None
+    shared = cluster_row_schedule(p, vec) if clusters and not hints.threads and hints.cluster != 1 else None
     if shared is not None:
         return shared
     # 16-bit rows: 512 threads, 4 vectors in flight each (H200 2026-11-26, scripts/probe_peel.py,

@@ -9,10 +9,13 @@ whether the pinned schedule fits a device is decided when it is applied.
         stages(3)                  # cp.async pipeline depth (1 = none)
         warps(8)                   # warps per block
     }
+    schedule softmax {
+        cluster(4)                 # a row shared by 4 blocks (sm_90a; 1: a block a row)
+    }
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Optional
 
 from ..errors import TdslNameError, TdslScheduleError, did_you_mean
@@ -31,17 +34,26 @@ class Hints:
     split_k: Optional[int] = None
     group: Optional[int] = None
     tf32: Optional[bool] = None
+    cluster: Optional[int] = None                   # row reductions: blocks sharing a long row (1: none)
 
     def tile_of(self, dim: str) -> Optional[int]:
         return dict(self.tile).get(dim)
+
+    @property
+    def given(self) -> str:
+        """The directives given, as 'name=value' in field order ('' for none): what keys a
+        kernel's tuning records, so that a directive added to the language later leaves
+        the keys of kernels that do not use it as they were."""
+        return ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                         if getattr(self, f.name) != f.default)
 
 
 # directive → (kind of arguments, allowed values or bounds)
 _SCALAR_DIRECTIVES = {
     "stages": (1, 8), "warps": (1, 32), "threads": (32, 1024), "vector": (1, 16),
-    "split_k": (1, 64), "group": (1, 64),
+    "split_k": (1, 64), "group": (1, 64), "cluster": (1, 8),
 }
-_POW2 = {"warps", "vector", "threads"}
+_POW2 = {"warps", "vector", "threads", "cluster"}
 _DIM_DIRECTIVES = {"tile": (1, 4096), "microtile": (1, 32)}
 _BOOL_DIRECTIVES = {"tf32"}
 DIRECTIVES = set(_SCALAR_DIRECTIVES) | set(_DIM_DIRECTIVES) | _BOOL_DIRECTIVES

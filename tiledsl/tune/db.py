@@ -6,7 +6,9 @@ One record per (kernel, device, compute capability, dtypes, extents, group):
      "dtypes": "f16,f16->f16", "extents": {"M": 4096, ...}, "bucket": {"M": 12, ...},
      "group": 0, "config": {...Schedule fields...}, "tag": "mm_tc_...", "seconds": ...}
 
-The kernel is keyed by a hash of its checked IR text and schedule hints, not
+The kernel is keyed by a hash of its checked IR text and the schedule directives
+it gives (`Hints.given`: a directive added to the language later leaves the keys
+of kernels that do not use it, and their records, as they were), not
 by tiledsl's source hash: a record is only a hint, rebuilt with
 `Schedule(**config)` and re-checked with `fits()` on every lookup, so editing
 tiledsl (or its search space) keeps old records usable where they are still
@@ -58,7 +60,7 @@ def kernel_fingerprint(kernel) -> str:
     """sha256 of the kernel's checked IR text and its schedule hints."""
     cached = getattr(kernel, "_tuning_fingerprint", None)
     if cached is None:
-        text = "\n".join(("tiledsl tuning key 1", kernel.ir_text(), repr(kernel.hints)))
+        text = "\n".join(("tiledsl tuning key 2", kernel.ir_text(), kernel.hints.given))
         cached = hashlib.sha256(text.encode()).hexdigest()[:32]
         kernel._tuning_fingerprint = cached
     return cached
