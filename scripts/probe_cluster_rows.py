@@ -15,19 +15,13 @@ import sys
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402  (beside this script)
+from benchmarks.bench_memory import LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
 from benchmarks.common import copy_bandwidth  # noqa: E402
+from probe_online import LSE, softmax  # noqa: E402
 from tiledsl.schedule import choose, schedules  # noqa: E402
 from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
 
-def softmax(t: str) -> str:
-    return f"kernel f(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}}"
-
-
-LSE = "kernel f(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}"
-LAYERNORM = ("kernel ln(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n mu = mean(x, axis=N)\n"
-             " d = x - mu\n var = mean(d * d, axis=N)\n return f16(d * rsqrt(var + 1e-5) * w + b)\n}")
-RMSNORM = "kernel r(x: f16[M, N], w: f16[N]) -> f16[M, N] {\n return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w\n}"
 CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
          ("softmax f32", softmax("f32"), {"M": 1024, "N": 65536}),
          ("softmax f32", softmax("f32"), {"M": 64, "N": 200000}),
@@ -37,8 +31,8 @@ CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
          ("softmax f16", softmax("f16"), {"M": 4096, "N": 50304}),
          ("softmax bf16", softmax("bf16"), {"M": 2048, "N": 128256}),
          ("logsumexp f32", LSE, {"M": 256, "N": 262144}),
-         ("layernorm f16", LAYERNORM, {"M": 1024, "N": 65536}),
-         ("rmsnorm f16", RMSNORM, {"M": 1024, "N": 65536}),
+         ("layernorm f16", LAYERNORM_TDSL, {"M": 1024, "N": 65536}),
+         ("rmsnorm f16", RMSNORM_TDSL, {"M": 1024, "N": 65536}),
          ("softmax f32 odd", softmax("f32"), {"M": 1024, "N": 65537})]
 
 

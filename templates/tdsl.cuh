@@ -329,15 +329,23 @@ __device__ __forceinline__ void mbar_expect(unsigned bar, unsigned bytes) {
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
+// `cluster`: what other blocks of the cluster wrote before completing the phase (st.async)
+// is seen too (acquire at cluster scope; the default acquires at the block's).
+template <bool cluster = false>
 __device__ __forceinline__ bool mbar_test(unsigned bar, unsigned parity) {
     unsigned done;
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    if constexpr (cluster)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    else
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     return done;
 }
 // Until phase `parity` of the barrier completes.
+template <bool cluster = false>
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-    while (!mbar_test(bar, parity)) {}
+    while (!mbar_test<cluster>(bar, parity)) {}
 }
 // The box at element coordinates (c0 innermost, c1) of `map` into shared memory at
 // `dst`, counted against barrier `bar`; out-of-bounds elements arrive as zeros.
@@ -403,18 +411,12 @@ template <class T> __device__ __forceinline__ void st_async_to(unsigned slot, T 
                      :: "r"(slot), "l"(u), "r"(bar), "r"(rank) : "memory");
     }
 }
-__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) {
-    unsigned done = 0;
-    while (!done)
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-}
 template <class Op, int C, class T>
 __device__ __forceinline__ T cluster_reduce(T v, T* slots, unsigned long long* bar_word, unsigned parity) {
     const unsigned bar = smem_address(bar_word);
     if (threadIdx.x == 0) mbar_expect(bar, C * sizeof(T));
     if (threadIdx.x < C) st_async_to(smem_address(slots + cluster_rank()), v, bar, threadIdx.x);
-    mbar_wait_cluster(bar, parity);
+    mbar_wait<true>(bar, parity);
     T r = slots[0];
 #pragma unroll
     for (int k = 1; k < C; ++k) r = Op::combine(r, slots[k]);
