@@ -22,6 +22,10 @@ from tiledsl.schedule import choose, schedules  # noqa: E402
 from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
 
+RMS_BF16 = ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
+            "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }")
+THREE = "kernel f(x: f32[M, N], y: f32[M, N], z: f32[M, N]) -> f32[M, N] { return x * y + z + sum(x * z, axis=N) }"
+TWO = "kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] { return x * y + sum(x, axis=N) }"
 CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
          ("softmax f32", softmax("f32"), {"M": 1024, "N": 65536}),
          ("softmax f32", softmax("f32"), {"M": 64, "N": 200000}),
@@ -33,7 +37,25 @@ CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
          ("logsumexp f32", LSE, {"M": 256, "N": 262144}),
          ("layernorm f16", LAYERNORM_TDSL, {"M": 1024, "N": 65536}),
          ("rmsnorm f16", RMSNORM_TDSL, {"M": 1024, "N": 65536}),
-         ("softmax f32 odd", softmax("f32"), {"M": 1024, "N": 65537})]
+         ("softmax f32 odd", softmax("f32"), {"M": 1024, "N": 65537}),
+         ("softmax f32 odd", softmax("f32"), {"M": 4096, "N": 50257}),
+         ("softmax f16 odd", softmax("f16"), {"M": 4096, "N": 50257}),
+         ("softmax bf16 odd", softmax("bf16"), {"M": 2048, "N": 131075}),
+         ("rmsnorm bf16 odd", RMS_BF16, {"M": 2048, "N": 40001}),
+         ("layernorm f16 odd", LAYERNORM_TDSL, {"M": 4096, "N": 20001}),
+         ("softmax f32 odd mid", softmax("f32"), {"M": 4096, "N": 12001}),
+         ("softmax f32 odd short", softmax("f32"), {"M": 32768, "N": 781}),
+         ("softmax f16 odd mid", softmax("f16"), {"M": 8192, "N": 10001}),
+         ("softmax f32 odd near", softmax("f32"), {"M": 8192, "N": 4097}),
+         ("softmax f32 odd near", softmax("f32"), {"M": 4096, "N": 8193}),
+         ("softmax f16 odd near", softmax("f16"), {"M": 16384, "N": 4099}),
+         ("softmax f16 odd near", softmax("f16"), {"M": 8192, "N": 8193}),
+         ("rmsnorm bf16 odd near", RMS_BF16, {"M": 8192, "N": 6001}),
+         ("three f32 odd multi", THREE, {"M": 4096, "N": 4097}),
+         ("two f32 odd multi", TWO, {"M": 2048, "N": 8193}),
+         ("two f32 odd multi", TWO, {"M": 4096, "N": 20001}),
+         ("softmax f16 aligned mid", softmax("f16"), {"M": 8192, "N": 10000}),
+         ("softmax f32 aligned mid", softmax("f32"), {"M": 4096, "N": 12000})]
 
 
 WIDE16 = "--wide16" in sys.argv
@@ -55,12 +77,31 @@ def wide16_variants(p) -> dict:
     return out
 
 
+def peeled_variants(p) -> dict:
+    """Rows of a length that breaks alignment, held in registers peeled to aligned vectors
+    (Schedule.peel with items): a block alone of 128 to 1024 threads, and every cluster share
+    of more than a vector a thread."""
+    vec = choose.peel_vector(p)
+    if vec == 1:    # rows in vectors already: held by a block of each size alone, for comparison
+        vec = choose.max_vector(p)
+        return {f"t{s.block}": s for t in (128, 256, 512, 1024) for s in choose.held_row_share(p, vec, t)} \
+            if vec > 1 and p.row_length <= 16384 else {}
+    out = {f"pe t{s.block}": s for t in (128, 256, 512, 1024) for s in choose.held_row_share(p, vec, t, peel=True)}
+    out.update({f"pe c{s.cluster} t{s.block}": s for s in choose.cluster_row_shares(p, vec, peel=True)
+                if s.items > 1})
+    return out
+
+
 def variants(p, d, hints) -> dict:
     """The default, the row streamed by a block (what the default was), and every share
     of the row by a cluster's blocks (choose.cluster_row_shares)."""
     out = {"default": d, "looped": choose.default(p, hints, clusters=False)}
+    saved, choose.PEELED_HELD_ROW = choose.PEELED_HELD_ROW, 1 << 62      # the default before rows were held peeled
+    out["not held peeled"] = choose.default(p, hints)
+    choose.PEELED_HELD_ROW = saved
     for s in choose.cluster_row_shares(p, choose.max_vector(p)):
         out[f"c{s.cluster} t{s.block}{'' if s.hoist or not p.has_row_invariant_inputs() else ' late'}"] = s
+    out.update(peeled_variants(p))
     if WIDE16:
         out.update(wide16_variants(p))
     return out

@@ -653,14 +653,15 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
 
 @pytest.mark.parametrize("name", ["softmax", "rmsnorm"])
 def test_a_looped_row_whose_length_breaks_alignment_is_peeled_to_aligned_vectors(name):
-    """Rows of 50257: 16-byte vectors from each row's first aligned element (Schedule.peel),
-    4 of them in flight (the unroll rule: 16 words), the head and tail one element at a
-    time; rmsnorm's weight over N gathered lane by lane. No spills; whole-vector loads."""
+    """Rows of 131073, too long for a block to hold and streamed where clusters are not
+    taken: 16-byte vectors from each row's first aligned element (Schedule.peel), 4 of
+    them in flight (the unroll rule: 16 words), the head and tail one element at a time;
+    rmsnorm's weight over N gathered lane by lane. No spills; whole-vector loads."""
     k = tiledsl.compile((EXAMPLES / f"{name}.tdsl").read_text())
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
-    p = problem(g, lay, dict(M=2048, N=50257))
-    s = default(p)
+    p = problem(g, lay, dict(M=2048, N=131073))
+    s = default(p, clusters=False)
     assert (s.kind, s.items, s.vec, s.peel) == ("reduce_row", 0, 16 // k.graph.params[0].dtype.itemsize, True)
     assert "_pe_" in s.tag and not fits(p, s)
     text = render(k.graph, g, lay, s, 1).source
@@ -672,9 +673,9 @@ def test_a_looped_row_whose_length_breaks_alignment_is_peeled_to_aligned_vectors
     usage = toolchain.compile_cuda(text, arch="sm_90a")
     assert usage.resources[render(k.graph, g, lay, s, 1).name].spill_stores == 0
     assert toolchain.has_instruction(toolchain.sass(usage.cubin), "LDG.E.128")
-    # candidates: the peeled rows at three block sizes (first, as the widest vectors), and
-    # the element-by-element ones still
-    peeled = [c for c in candidates(p) if c.peel]
+    # candidates: the streamed peeled rows at three block sizes (first, as the widest
+    # vectors), and the element-by-element ones still
+    peeled = [c for c in candidates(p) if c.peel and not c.items]
     assert {c.block for c in peeled} == {256, 512, 1024} and any(c.vec == 1 for c in candidates(p))
     # peeling needs rows the only operands along the row besides weights, aligned bases,
     # and a looped row a warp or more wide
@@ -682,7 +683,7 @@ def test_a_looped_row_whose_length_breaks_alignment_is_peeled_to_aligned_vectors
     with pytest.raises(tiledsl.TdslError, match="peeled"):
         replace(s, row_threads=16, block=256)
     with pytest.raises(tiledsl.TdslError, match="peeled"):
-        replace(s, items=2)
+        replace(s, items=2, prefetch=True)
 
 
 @pytest.mark.parametrize("length", [781, 1000, 3001, 4097, 5000, 8193, 10000, 12001])
@@ -703,20 +704,20 @@ def test_a_default_row_share_is_exact_not_a_power_of_two(length):
 
 def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late():
     """row_share_fits: a thread's share of a row over its register budget (the old
-    defaults spilled 24 to 136 bytes) streams: peeled to aligned vectors (16 words in
-    flight over all its inputs), or, where its inputs are misaligned, read one by one,
+    defaults spilled 24 to 136 bytes) is held peeled to aligned vectors by more threads
+    (peeled_row_schedule), or, where its inputs are misaligned, read one by one,
     unrolled to 16 elements in flight over all its inputs; vectorized, it takes 1024
     threads, or loads its row-invariant weights late where that alone makes it fit. Each
     compiles without spilling."""
     cases = [
         ("kernel f(x: f32[M, N], y: f32[M, N], z: f32[M, N]) -> f32[M, N] {\n"
          "    return x * y + z + sum(x * z, axis=N)\n}", dict(M=4096, N=4097),
-         dict(block=512, vec=4, items=0, peel=True), "#pragma unroll 1\n"),
+         dict(block=512, vec=4, items=2, peel=True), None),
         ("kernel f(x: f32[M, N], y: f32[M, N], z: f32[M, N]) -> f32[M, N] {\n"
          "    return x * y + z + sum(x * z, axis=N)\n}", dict(M=4096, N=4097, misaligned=True),
          dict(block=512, vec=1, items=0, peel=False), "#pragma unroll 4\n"),
         ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
-         dict(M=2048, N=8193), dict(block=512, vec=4, items=0, peel=True), "#pragma unroll 2\n"),
+         dict(M=2048, N=8193), dict(block=512, vec=4, items=4, peel=True), None),
         ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
          dict(M=2048, N=8193, misaligned=True), dict(block=512, vec=1, items=0), "#pragma unroll 8\n"),
         ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
@@ -725,8 +726,12 @@ def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late
          "    d = x - m\n    v = mean(d * d, axis=N)\n    return d * rsqrt(v + 0.00001) * w + b\n}",
          dict(M=2048, N=16384), dict(block=512, vec=8, items=4, hoist=False), None),
         # exact shares (row_share): 24 elements of a 12001-element row fit where 32 spilled
+        # (misaligned: read one by one; else peeled, 6 vectors of 4)
         ("kernel f(x: f32[M, N]) -> f32[M, N] {\n    e = exp(x - max(x, axis=N))\n"
-         "    return e / sum(e, axis=N)\n}", dict(M=4096, N=12001), dict(block=512, vec=1, items=24), None),
+         "    return e / sum(e, axis=N)\n}", dict(M=4096, N=12001, misaligned=True), dict(block=512, vec=1, items=24),
+         None),
+        ("kernel f(x: f32[M, N]) -> f32[M, N] {\n    e = exp(x - max(x, axis=N))\n"
+         "    return e / sum(e, axis=N)\n}", dict(M=4096, N=12001), dict(block=512, vec=4, items=6, peel=True), None),
     ]
     for source, extents, want, pragma in cases:
         k = tiledsl.compile(source)
@@ -976,7 +981,8 @@ def test_a_looped_row_takes_max_and_sum_of_exp_in_one_pass(src, dtype, passes, t
     k = tiledsl.compile(src.format(t=dtype))
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
-    s = default(problem(g, lay, dict(M=64, N=100003), sm_count=132, hbm_gbps=3352.0))
+    # (rows held by a cluster's blocks where they would be streamed twice: not here)
+    s = default(problem(g, lay, dict(M=64, N=100003), sm_count=132, hbm_gbps=3352.0), clusters=False)
     assert s.kind == "reduce_row" and s.items == 0, s
     if threads:
         s = replace(s, block=128 if threads == 32 else threads, row_threads=threads)
@@ -1232,6 +1238,79 @@ def test_a_row_too_long_for_a_block_is_shared_by_a_cluster_on_sm_90a():
     count = lambda prefix: sum(n for op, n in ops.items() if op.startswith(prefix))  # noqa: E731
     assert count("STAS") == 2 and count("SYNCS.PHASECHK") >= 2     # a reduction's exchange: max, sum
     assert count("UCGABAR_ARV") == 2 and count("MEMBAR.ALL.GPU") == 2
+
+
+SOFTMAX_F16 = "kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}"
+RMSNORM_BF16 = "kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_row_whose_length_breaks_alignment_is_held_peeled_in_registers(arch):
+    """Rows of 4096 elements or more whose length breaks 16-byte alignment are held in
+    registers peeled to aligned vectors (choose.peeled_row_schedule) by the fewest threads
+    whose share fits, else by a cluster's blocks (sm_90a): in 16-byte vectors, without
+    spills, the head and tail re-read by each phase. Not where f32 weights outweigh an f16
+    row (their lanes gathered), nor short rows (781: element by element)."""
+    # (source, extents, (block, items, vec, cluster), passes over the head and tail: a reduction
+    # level each and the output's)
+    cases = [("examples/softmax.tdsl", dict(M=8192, N=4097), (128, 8, 4, 1), 3),
+             (SOFTMAX_F16, dict(M=8192, N=10001), (256, 5, 8, 1), 3),
+             (SOFTMAX_F16, dict(M=4096, N=50257), (1024, 7, 8, 1), 3),
+             (RMSNORM_BF16, dict(M=2048, N=40001), (1024, 5, 8, 1), 2),
+             ("examples/softmax.tdsl", dict(M=1024, N=65537), (512, 8, 4, 4) if arch == "sm_90a" else None, 3)]
+    for src, extents, want, passes in cases:
+        k = tiledsl.compile(open(src).read() if src.endswith(".tdsl") else src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        p = problem(g, lay, extents, arch=arch)
+        s = default(p)
+        assert s.peel, s.tag
+        if want is None:        # too long for a block: streamed peeled without clusters
+            assert s.items == 0, s.tag
+            continue
+        assert (s.block, s.items, s.vec, s.cluster) == want, s.tag
+        assert not (s.hoist and p.has_row_invariant_inputs()), s.tag     # (weights loaded late)
+        ks, compiled, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+        sass = toolchain.sass(compiled.cubin)
+        assert toolchain.has_instruction(sass, "LDG.E.128"), s.tag
+        assert ks.source.count("for (idx_t c = lane; c < ragged; c += TPR)") == passes, s.tag
+    for src, extents in ((EXAMPLES / "layernorm.tdsl", dict(M=4096, N=20001)),
+                         (EXAMPLES / "softmax.tdsl", dict(M=32768, N=781))):
+        k = tiledsl.compile(src.read_text())
+        g = partition(k.graph)[0]
+        s = default(problem(g, plan_layout(g, k.graph), extents, arch=arch))
+        assert not s.peel and s.vec == 1, s.tag
+    # every held peeled candidate of a program with a weight compiles without spills
+    k = tiledsl.compile(RMSNORM_BF16)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    held = [c for c in candidates(problem(g, lay, dict(M=64, N=6001), arch=arch)) if c.peel and c.items]
+    assert len(held) == 4 and all(not c.hoist for c in held)
+    for c in held:
+        usage = _compile(k, g, lay, c, arch)[2]
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (c.tag, usage)
+
+
+def test_a_peeled_row_held_in_registers_that_cannot_run_is_refused_with_a_reason():
+    row = dict(kind="reduce_row", block=256, vec=8, items=5, row_threads=256, peel=True)
+    Schedule(**row)
+    for fields, why in ((dict(prefetch=True), "neither prefetched nor staged"),
+                        (dict(stages=2), "neither prefetched nor staged"),
+                        (dict(vec=1), "read in vectors"), (dict(row_threads=16, block=256), "a warp or more")):
+        with pytest.raises(TdslError, match=why):
+            Schedule(**{**row, **fields})
+    k = tiledsl.compile(RMSNORM_BF16)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(M=64, N=10001))
+    assert "hoist false" in fits(p, Schedule(**row))
+    assert fits(p, Schedule(**row, hoist=False)) == ""
+    assert "does not fit" in fits(p, Schedule(**{**row, "items": 4}, hoist=False))
+    # (1250 whole vectors fit 256 threads of 5: the head and tail go apart)
+    assert fits(problem(g, lay, dict(M=64, N=10007)), Schedule(**row, hoist=False)) == ""
+    with pytest.raises(TdslError, match="hoist false"):
+        render(k.graph, g, lay, Schedule(**row))
 
 
 def test_a_row_shared_by_a_cluster_that_cannot_run_is_refused_with_a_reason():

@@ -1018,23 +1018,32 @@ ODD_WARP_PROGRAMS = [("softmax.tdsl", lambda b: dict(M=37, N=5 * b - 3), 5),
                      ("kernel m(x: f16[M, N]) -> f32[M] { return mean(x, axis=N) }", lambda b: dict(M=3, N=40009), 0)]
 
 
+@pytest.mark.parametrize("peeled", [False, True])
 @pytest.mark.parametrize("block", ODD_WARP_BLOCKS)
 @pytest.mark.parametrize("program", range(len(ODD_WARP_PROGRAMS)))
-def test_reductions_at_blocks_of_any_warp_count(program, block):
+def test_reductions_at_blocks_of_any_warp_count(program, block, peeled):
+    """Rows of a length that breaks alignment read element by element, or peeled to
+    aligned vectors (Schedule.peel): held (softmax over 5 * block - 3) or streamed."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides
-    from tiledsl.schedule.choose import default, problem
+    from tiledsl.schedule.choose import default, peel_vector, problem, row_share
     name, extents_for, items = ODD_WARP_PROGRAMS[program]
     extents = extents_for(block)
     k = fresh(name)
     k._launcher = launcher_for(k)
     p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
     base = default(p, k.hints)
+    vec = peel_vector(p) if peeled else base.vec if not base.peel else 1
+    if peeled and (vec == 1 or base.kind == "reduce_split"):
+        pytest.skip("rows in vectors already, or split")
+    if peeled and items:    # the whole vectors' share
+        items = row_share(p.row_length // vec, block)
     if base.kind == "reduce_split":
         s = replace(base, block=block, row_threads=block, unroll=0)
     else:
         s = replace(base, kind="reduce_row", block=block, row_threads=block, items=items, keep=False,
-                    prefetch=False, blocks_per_sm=0, min_blocks=1, stages=1, unroll=0)
+                    prefetch=False, blocks_per_sm=0, min_blocks=1, stages=1, unroll=0, cluster=1, vec=vec,
+                    peel=peeled)
         assert not items or (items - 1) * block < p.row_length // s.vec < items * block   # the last share partial
     set_overrides(k._launcher, {0: s})
     check(k, host_arguments(k, extents), extents, "out")
@@ -1083,7 +1092,7 @@ ONLINE_PROGRAMS = {
 
 
 @pytest.mark.parametrize("online", [True, False])
-@pytest.mark.parametrize("threads", [0, 1, 32, 1024])
+@pytest.mark.parametrize("threads", [0, 1, 32, 1024, "held"])
 @pytest.mark.parametrize("name", list(ONLINE_PROGRAMS))
 def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, online, rng):
     import cupy
@@ -1099,7 +1108,15 @@ def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, online, rng):
     k._launcher = launcher_for(k)
     p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
     s = default(p, k.hints)
-    assert s.kind == "reduce_row" and (s.items == 0 or n < 40009), s
+    if threads == "held":       # the default as it is: softmax's rows held peeled (a block, or a cluster's)
+        if not (s.items and s.peel) or not online:
+            pytest.skip("rows held peeled: softmax's default (once)")
+        if s.cluster > 1:
+            _needs_clusters()
+        threads = 0
+    elif s.items and n == 40009:    # held peeled (choose.peeled_row_schedule): streamed here
+        s = replace(s, items=0, cluster=1, min_blocks=1)
+    assert s.kind == "reduce_row" and (s.items == 0 or n < 40009 or s.peel), s
     if threads:
         peel = s.peel and threads >= 32     # (rows peeled to aligned vectors take a warp or more)
         s = replace(s, block={1: 64, 32: 128}.get(threads, threads), row_threads=threads, items=0, keep=False,
@@ -1455,6 +1472,48 @@ PACKED_PROGRAMS = [("kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, 
                     "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=5, N=60000)),
                    ("kernel f(x: bf16[M, N]) -> bf16[M, N] {\n e = exp(x - max(x, axis=N))\n"
                     " return e / sum(e, axis=N)\n}", dict(M=3, N=128256))]
+
+
+# Rows whose length breaks 16-byte alignment held in registers peeled to aligned vectors
+# (Schedule.peel with items): each row's head and tail, fewer than a vector each, read again
+# by each phase; a weight over N gathered lane by lane; mixed widths; every such candidate, a
+# block alone or a cluster's blocks, at rows with every head (0 to 7 elements).
+PEELED_HELD_PROGRAMS = [("softmax.tdsl", dict(M=33, N=4097)),
+                        ("kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n"
+                         " return e / sum(e, axis=N)\n}", dict(M=17, N=10001)),
+                        ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
+                         "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=9, N=40001)),
+                        ("kernel m(x: f16[M, N], y: f32[M, N], s: f32[M]) -> f32[M, N] { z = x * y + s\n"
+                         " return z - max(z, axis=N) }", dict(M=6, N=6011)),
+                        ("softmax.tdsl", dict(M=11, N=65537)),
+                        ("kernel l(x: f32[M, N]) -> f32[M, N] { return x / max(abs(x), axis=N) }",
+                         dict(M=2, N=200001))]
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(
+    PEELED_HELD_PROGRAMS, lambda s: s.kind == "reduce_row" and s.peel and s.items > 0)))
+def test_rows_held_peeled_to_aligned_vectors(src, extents, schedule):
+    if schedule.cluster > 1:
+        _needs_clusters()
+    _check_pinned(src, extents, schedule)
+
+
+def test_rows_breaking_alignment_are_held_peeled_by_default():
+    """The defaults (choose.peeled_row_schedule) on this GPU: softmax f32 over 4097 (a block
+    of 128) and 65537 (a cluster's blocks on sm_90a, else streamed peeled), f16 over 50257
+    (a block of 1024, 56 elements a thread), against float64, outputs poisoned."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import _sm_count, device_arch
+    from tiledsl.schedule.choose import default, problem
+    for src, extents in (("softmax.tdsl", dict(M=300, N=4097)), ("softmax.tdsl", dict(M=150, N=65537)),
+                         (PEELED_HELD_PROGRAMS[1][0], dict(M=40, N=50257))):
+        k = fresh(src)
+        k._launcher = launcher_for(k)
+        p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0),
+                    device_arch(0))
+        s = default(p, k.hints)
+        assert s.peel and (s.items > 0 or device_arch(0) != "sm_90a"), s.tag
+        check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
 @pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(

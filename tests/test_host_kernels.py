@@ -218,7 +218,9 @@ PEELED_PROGRAMS = [
 
 
 def _peeled():
-    from tiledsl.schedule.choose import fits, peel_vector
+    """Looped (one pass or two), and held in registers (choose.held_row_share: the weights
+    loaded late, 16-bit values packed) by blocks of 32 to 128 threads."""
+    from tiledsl.schedule.choose import fits, held_row_share, peel_vector
     for label, src, extents in PEELED_PROGRAMS:
         k, p = _problem(src, extents)
         vec = peel_vector(p)
@@ -226,8 +228,10 @@ def _peeled():
         for block, online in ((32, True), (64, False), (128, True)):
             s = Schedule("reduce_row", block=block, vec=vec, items=0, row_threads=block, peel=True,
                          online=online, index64=p.index64)
-            assert not fits(p, s), (label, fits(p, s))
-            yield pytest.param(label, src, extents, s, id=f"{label}-{s.tag}")
+            held = held_row_share(p, vec, block, peel=True)
+            for s in [s] + held:
+                assert not fits(p, s), (label, fits(p, s))
+                yield pytest.param(label, src, extents, s, id=f"{label}-{s.tag}")
 
 
 @pytest.mark.parametrize("label,src,extents,schedule", list(_peeled()))

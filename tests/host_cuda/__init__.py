@@ -131,7 +131,8 @@ class Unsupported(Exception):
 def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int = 4) -> list[np.ndarray]:
     """The results of a program (`kernel`: tiledsl.compile's) for NumPy `args`, each
     group's launches run on the CPU in order, under `schedules` ({group: Schedule},
-    or one Schedule for group 0; the rest: the defaults). Results and temporaries
+    or one Schedule for group 0; the rest: the defaults, rows a cluster's blocks would
+    share taken as without clusters). Results and temporaries
     start poisoned, so an element never written shows. Raises Unsupported for a
     group the host cannot run."""
     from tiledsl.schedule.choose import default
@@ -147,7 +148,7 @@ def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int
     for group in partition(graph):
         layout = plan_layout(group, graph)
         p = problem(group, layout, extents, frozenset(), sm_count, "sm_90a")
-        schedule = (schedules or {}).get(group.index) or default(p, kernel.hints)
+        schedule = (schedules or {}).get(group.index) or default(p, kernel.hints, clusters=False)
         if schedule.mma or schedule.wgmma or (schedule.kind == "matmul" and schedule.splits) or schedule.cluster > 1:
             raise Unsupported(f"group {group.index}: {schedule.tag}")
         for op in layout.inputs:

@@ -553,6 +553,9 @@ class _Renderer:
         # row: a cached kernel loads them once, before the row loop.
         kept_loops = set(lay.kept_loops)
         hoisted = [op for op in elem_inputs if cached and self.s.hoist and not set(op.loops) & kept_loops]
+        if peel and hoisted:
+            raise TdslScheduleError(f"{self.s.tag}: a peeled row held in registers loads its weights where "
+                                    f"they are used (hoist false): their lanes move with each row's head")
         # Hoisted 16-bit vectors stay packed through the row loop and are widened where used:
         # left to itself, ptxas widens them once ahead of the loop and holds both forms
         # (layernorm's f16 weight and bias spilled under a prefetching block's 64 registers).
@@ -566,12 +569,17 @@ class _Renderer:
         per_row = [op for op in elem_inputs if op not in hoisted and op not in late]
         # loaded with the row (cached), or by every phase as it streams the row (looped)
         per_row_loads = [line for op in per_row for line in self.load_lines(op, slot)]
-        ragged_loads = []       # a peeled row's head and tail: an element at a time
-        if peel:
-            with self.one_lane():
-                ragged_loads = [line for op in per_row for line in self.load_lines(op, slot)]
         late_loads = lambda used: [line for op in late if op.value.id in used  # noqa: E731
                                    for line in self.load_lines(op, slot)]
+        # A peeled row's head and tail: an element at a time, loaded again by each phase (from
+        # L1). Held in registers, the row's buffers are shadowed by one-element ones.
+        ragged_loads, ragged_late = [], lambda used: []
+        if peel:
+            with self.one_lane():
+                ragged_loads = ([self.buffer_decl(op, 1) for op in per_row + late] if cached else []) + [
+                    line for op in per_row for line in self.load_lines(op, "0")]
+                ragged_late = lambda used: [line for op in late if op.value.id in used  # noqa: E731
+                                            for line in self.load_lines(op, "0")]
         full_outs = [op for op in lay.outputs if set(op.dims) & r_dims]
         phase_roots = {p: [r.operands[0] for r in reduces if level[r.id] == p]
                        for p in range(1, phases + 1)}
@@ -624,10 +632,10 @@ class _Renderer:
             body = self.element_body(phase_roots[p], available_at(p), slot, tail, dict(kept),
                                      {vid for vid, q in keep_at.items() if q == p})
             ragged = None
-            if peel:        # (looped: nothing kept between phases)
+            if peel:        # (nothing kept between phases: each element computed anew)
                 with self.one_lane():
-                    ragged = dict(loads=ragged_loads,
-                                  lanes=self.lane_loop(self.element_body(phase_roots[p], available_at(p), slot, tail)))
+                    ragged = dict(loads=ragged_loads + ragged_late(self.used_ids(phase_roots[p], available_at(p), {})),
+                                  lanes=self.lane_loop(self.element_body(phase_roots[p], available_at(p), "0", tail)))
             kept.update({vid: self.values[vid] for vid, q in keep_at.items() if q == p})
             finish = []
             for r in rs:
@@ -659,9 +667,10 @@ class _Renderer:
             with self.one_lane():
                 parts = [self.store_lines(op, slot) for op in full_outs]
                 out_ragged = dict(
-                    loads=ragged_loads,
+                    loads=ragged_loads + ragged_late(self.used_ids(phase_roots[phases + 1],
+                                                                   available_at(phases + 1), {})),
                     decls=[line for d, _, _ in parts for line in d], stores=[line for _, _, st in parts for line in st],
-                    lanes=self.lane_loop(self.element_body(phase_roots[phases + 1], available_at(phases + 1), slot,
+                    lanes=self.lane_loop(self.element_body(phase_roots[phases + 1], available_at(phases + 1), "0",
                                                            [line for _, ln, _ in parts for line in ln])))
         row_loads = [f"const {reg_type(op.dtype)} v{op.value.id} = "
                      f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" + self.reciprocal_of(op.value)
@@ -717,7 +726,7 @@ class _Renderer:
             scratch = []
         return dict(
             split=split, stream_unroll=stream_unroll,
-            row_threads=self.s.row_threads, items=self.s.items, cached=cached,
+            row_threads=self.s.row_threads, items=self.s.items, cached=cached, cached_end="vend" if peel else "rvec",
             # a lane past the last row reads that row again and stores nothing
             together=together, flip="int flip = 0;" in scratch,
             lane="threadIdx.x / RPB" if self.column_tiles else

@@ -23,6 +23,7 @@ INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
 LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
+PEELED_HELD_ROW = 4096      # rows breaking alignment this long or longer are held peeled (peeled_row_schedule)
 
 
 @dataclass(frozen=True)
@@ -233,8 +234,8 @@ def max_vector(p: Problem, cap: Optional[int] = None, whole: bool = True) -> int
 
 
 def peel_refusal(p: Problem, s: Schedule) -> str:
-    """'' when a looped row reduction can read each row in vectors of `s.vec` from its
-    first aligned element (Schedule.peel), else why not. Every operand along the row
+    """'' when a row reduction (looped or held in registers) can read each row in vectors
+    of `s.vec` from its first aligned element (Schedule.peel), else why not. Every operand along the row
     either has all of the group's loops (each row then starts at the same element
     offset in all of them: one head a row) or is the same for every row (a weight over
     N: its lanes are gathered one by one, from L1, as its alignment differs):
@@ -244,6 +245,9 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
                 "have every loop of the group or only the reduced one")
     if s.vec > max_vector(p, whole=False):
         return f"vector width {s.vec} exceeds what alignment and dtypes allow"
+    if s.items and s.hoist and p.has_row_invariant_inputs():
+        return ("a peeled row held in registers loads its weights where they are used (hoist false): "
+                "their lanes move with each row's head")
     return ""
 
 
@@ -783,6 +787,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     if peel > 1 and not hints.vector:   # looped rows peeled to aligned vectors, as wide vectors go first
         out += [Schedule("reduce_row", block=tpr, vec=peel, items=0, row_threads=tpr, peel=True,
                          index64=p.index64) for tpr in sorted((256, 512, 1024), key=lambda t: abs(t.bit_length() - center))]
+    if peel > 1 and not hints.vector:   # held in registers, peeled: a block alone, or a cluster's blocks
+        out += [s for tpr in (128, 256, 512, 1024) for s in held_row_share(p, peel, tpr, peel=True)]
+        if not held_row_share(p, peel, 1024, peel=True):
+            out += cluster_row_shares(p, peel, peel=True)
     # rows too long for a block's registers: shared by a cluster's blocks (sm_90a)
     if p.row_major() and not row_share_fits(p, row_share(p.row_length // vecs[0], 1024), vecs[0]):
         out += cluster_row_shares(p, vecs[0])
@@ -925,10 +933,15 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         return short
     vec = max_vector(p, hints.vector) if p.row_major() else 1
     if hints.cluster and hints.cluster > 1:     # pinned: a row shared by that many blocks, where a share fits
-        pinned = [s for s in cluster_row_shares(p, vec)
+        odd = vec == 1 and not hints.vector and peel_vector(p) > 1      # (peeled to aligned vectors)
+        pinned = [s for s in cluster_row_shares(p, peel_vector(p) if odd else vec, peel=odd)
                   if s.cluster == hints.cluster and hints.threads in (None, s.block)]
         if pinned:
             return pinned[0]
+    if vec == 1 and not hints.vector and p.row_major():
+        peeled = peeled_row_schedule(p, hints, clusters)
+        if peeled is not None:
+            return peeled
     rvec = p.row_length // vec
     per_thread = max(1, (16 if vec >= 4 else 8) // vec)
     tpr = min(512, max(64, _pow2_at_least(-(-rvec // per_thread))))
@@ -948,8 +961,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     late_weights = False
     if not row_share_fits(p, items, vec):
         if vec == 1:
-            # a row length that breaks alignment: its rows peeled to aligned vectors where they can
-            # be, unless weights over N (gathered lane by lane from L1) outweigh the row's inputs
+            # a row length that breaks alignment, not held peeled (peeled_row_schedule, above): its
+            # rows streamed, peeled to aligned vectors where they can be, unless weights over N
+            # (gathered lane by lane from L1) outweigh the row's inputs
             # (H200 2026-11-26, scripts/probe_peel.py, us, element by element / peeled: softmax f16
             # 4096x50257 349.6 / 275.6, f32 682.1 / 577.5, f16 2048x131075 654.4 / 394.6; rmsnorm
             # bf16, its bf16 weight gathered, 2048x40001 200.1 / 109.6; logsumexp f32 222.8 / 210.4;
@@ -1027,6 +1041,38 @@ def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Sc
                     online=online_pays(p, threads), unroll=4 if narrow else 0)
 
 
+def peeled_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Optional[Schedule]:
+    """A row whose length breaks alignment (read in vectors only peeled: peel_vector), of
+    PEELED_HELD_ROW elements or more, that a stream would read twice or more
+    (streamed_reads), its weights no heavier than it (peel_weights_fit): held in
+    registers peeled (Schedule.peel with items) by the fewest threads of a block whose
+    share fits (128 to 1024; 16-bit values packed two a register), else by a cluster's
+    blocks (cluster_row_shares); else None. The more elements a thread holds, the more
+    rows each SM has in flight. H100 2026-11-26 (scripts/probe_cluster_rows.py odd
+    near), us, the default before (element by element, or streamed peeled) / this:
+    softmax f32 8192x4097 111.3 / 93.5 (128 threads; 1024: 188.4), 4096x8193 93.9
+    (256; 512: 94.3), 4096x12001 136.8 / 136.1 (512), 4096x50257 818.4 /
+    641.5 (4 blocks of 512; 2 of 1024: 717.8), 1024x65537 275.0 / 206.3 (4 of 512);
+    softmax f16 16384x4099 162.0 / 95.2 (128), 8192x10001 166.3 / 115.7 (256; 512:
+    138.9), 4096x50257 348.2 / 328.4 (1024); bf16 2048x131075 547.9 / 435.6 (4 of 512);
+    rmsnorm bf16 8192x6001 78.0 / 72.5 (128), 2048x40001 134.6 / 126.1 (1024). Not
+    taken: layernorm f16 with f32 weight and bias 4096x20001 (their gathered lanes:
+    207.1 element by element, 225.8 held peeled), softmax f32 32768x781 (72.8 element
+    by element, 77.4 peeled at 128 threads)."""
+    vec = peel_vector(p)
+    if (vec == 1 or p.row_length < PEELED_HELD_ROW or streamed_reads(p) < 2 or not peel_weights_fit(p)
+            or 0 < (hints.threads or 32) < 32):
+        return None
+    for threads in (hints.threads,) if hints.threads else (128, 256, 512, 1024):
+        held = held_row_share(p, vec, threads, peel=True)
+        if held:
+            return held[0]
+    if not clusters or hints.threads or hints.cluster == 1:
+        return None
+    shares = cluster_row_shares(p, vec, peel=True)
+    return shares[0] if shares else None
+
+
 def streamed_reads(p: Problem) -> int:
     """Times a looped row (a block a row, streaming it) reads its row: once a reduction
     level, max and sum(exp(x - max)) in one pass where the default takes one
@@ -1037,22 +1083,28 @@ def streamed_reads(p: Problem) -> int:
     return levels - merged + full
 
 
-def cluster_row_shares(p: Problem, vec: int) -> list[Schedule]:
+def cluster_row_shares(p: Problem, vec: int, peel: bool = False) -> list[Schedule]:
     """A row shared by the blocks of a cluster (Schedule.cluster, sm_90a), each block's
     share in registers: for 512 and then 1024 threads a block, 2, 4 and 8 blocks, each
-    where the share fits (row-invariant inputs hoisted, else loaded late)."""
+    where the share fits (row-invariant inputs hoisted, else loaded late; `peel`: the
+    rows peeled to aligned vectors, their weights late)."""
     if p.arch != "sm_90a" or vec == 1 or not p.row_major() or not cluster_values_fit(p):
         return []
-    out = []
-    for threads in (512, 1024):
-        for blocks in ROW_CLUSTERS:
-            share = row_share(p.row_length // vec, threads * blocks)
-            for hoist in (True, False) if p.has_row_invariant_inputs() else (True,):
-                if row_share_fits(p, share, vec, hoisted=hoist, packed=True):
-                    out.append(Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads,
-                                        hoist=hoist, cluster=blocks, index64=p.index64))
-                    break
-    return out
+    return [s for threads in (512, 1024) for blocks in ROW_CLUSTERS
+            for s in held_row_share(p, vec, threads, blocks, peel)[:1]]
+
+
+def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bool = False) -> list[Schedule]:
+    """A row held in the registers of `blocks` blocks of `threads` threads, in vectors of
+    `vec` (16-bit ones packed two a register), its weights hoisted or else loaded late
+    (late alone where the row is peeled): the schedule where its share fits, else none."""
+    weights = p.has_row_invariant_inputs()
+    share = row_share(p.row_length // vec, threads * blocks)
+    for hoist in (False,) if peel and weights else (True, False) if weights else (True,):
+        if row_share_fits(p, share, vec, hoisted=hoist, packed=True):
+            return [Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads, hoist=hoist,
+                             cluster=blocks, peel=peel, index64=p.index64)]
+    return []
 
 
 def cluster_values_fit(p: Problem) -> bool:
@@ -1792,7 +1844,9 @@ def fits(p: Problem, s: Schedule) -> str:
             return "blocks sharing a row exchange 4- or 8-byte values: a reduction here is narrower"
         if s.block < 64:
             return "blocks sharing a row have two warps or more (a block barrier orders each exchange)"
-    if s.kind == "reduce_row" and s.items and s.items * s.row_threads * s.cluster * s.vec < p.row_length:
+    # (a peeled row holds its whole vectors: the head and tail, fewer than a vector each, go apart)
+    held = p.row_length - p.row_length % s.vec if s.peel else p.row_length
+    if s.kind == "reduce_row" and s.items and s.items * s.row_threads * s.cluster * s.vec < held:
         return "the row does not fit the threads and items"
     if s.kind == "reduce_row" and s.stages > 1:
         why = ring_problem(p, s)

@@ -53,6 +53,12 @@ of it: one compiled kernel serves every size of its class.
                                         it and after its last whole vector go one
                                         at a time (vec 1 before: a row length that
                                         breaks alignment read element by element)
+    reduce_row items=4 vec=8 peel=True  softmax over rows of 4099 f16 held in
+               block=128 (tag _pe)      registers, peeled: each thread's whole
+                                        vectors held, the row's head and tail
+                                        read again by each phase (element by
+                                        element before: 16384 rows, 162.0 ->
+                                        95.2 us on an H100)
     reduce_col                          a thread per kept element, for
                                         reductions over outer dims
     reduce_split vec=2 row_threads=1    batch mean of f16 [65536, 768]: a thread
@@ -267,9 +273,11 @@ class Schedule:
     online: bool = True         # reduce_row, looped (items=0): max(a) and sum(exp(a - max)) in one pass over
                                 # the row where the group has them (partition.online_pairs); False: two
                                 # passes, the second re-reading the row from L2 (tag _2p)
-    peel: bool = False          # reduce_row, looped, vec > 1: a row whose start breaks the vectors' alignment
-                                # (a length not a multiple of vec) is read in vectors from its first aligned
-                                # element; the few before it and after its last whole vector one at a time (_pe)
+    peel: bool = False          # reduce_row, vec > 1: a row whose start breaks the vectors' alignment (a
+                                # length not a multiple of vec) is read in vectors from its first aligned
+                                # element; the few before it and after its last whole vector one at a time,
+                                # again by each phase (_pe). Looped (items=0) or held in registers (its
+                                # weights then loaded where used: their lanes move with each row's head)
     specialized: bool = False   # matmul (wgmma, TMA, unsplit): a producer warpgroup beside the multiplying ones
                                 # starts every copy, refilling a stage as soon as the tensor cores are done
                                 # with it (a second barrier per stage), with no block-wide barrier a K tile;
@@ -309,10 +317,10 @@ class Schedule:
             return "only a streamed loop (a column or split reduction, a looped row: items=0) takes an unroll"
         if not self.online and not (self.kind == "reduce_row" and self.items == 0):
             return "only a looped row reduction (items=0) chooses one pass or two for max and sum(exp) (online)"
-        if self.peel and not (self.kind == "reduce_row" and self.items == 0 and self.vec > 1
-                              and self.row_threads >= 32):
-            return ("only a looped row reduction (items=0) read in vectors (vec > 1), a warp or more "
-                    "a row, is peeled to aligned vectors")
+        if self.peel and not (self.kind == "reduce_row" and self.vec > 1 and self.row_threads >= 32
+                              and not self.prefetch and self.stages == 1):
+            return ("only a row reduction read in vectors (vec > 1), a warp or more a row, neither "
+                    "prefetched nor staged, is peeled to aligned vectors")
         if self.prefetch and self.kind != "reduce_row":
             return "only a row reduction prefetches its next row"
         if self.stages < 1 or (self.stages > 1 and self.kind not in ("matmul", "reduce_row")):
