@@ -6,8 +6,11 @@ checked against the float64 reference first; three interleaved rounds, median
 microseconds, and the ratio of the bytes moved to copy.
 
     python scripts/probe_cluster_rows.py [names to keep]
-    python scripts/probe_cluster_rows.py --wide16 [names]    16-bit rows: shares of up to 64
-        elements a thread (MAX_ROW_ELEMENTS patched in this process), by a block alone too
+
+Rows held by a block alone are timed too (16-bit ones up to 64 elements a thread: the
+`--wide16` of 2026-11-26 15:06, which patched the cap in; now the library's), and rows
+whose length breaks alignment held peeled (a block alone or a cluster's blocks) against
+the default before they were (`not held peeled`).
 """
 import os
 import sys
@@ -18,8 +21,7 @@ import row_probe  # noqa: E402  (beside this script)
 from benchmarks.bench_memory import LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
 from benchmarks.common import copy_bandwidth  # noqa: E402
 from probe_online import LSE, softmax  # noqa: E402
-from tiledsl.schedule import choose, schedules  # noqa: E402
-from tiledsl.schedule.schedules import Schedule  # noqa: E402
+from tiledsl.schedule import choose  # noqa: E402
 
 
 RMS_BF16 = ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
@@ -58,59 +60,38 @@ CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
          ("softmax f32 aligned mid", softmax("f32"), {"M": 4096, "N": 12000})]
 
 
-WIDE16 = "--wide16" in sys.argv
-
-
-def wide16_variants(p) -> dict:
-    """Shares of 16-bit rows of up to 64 elements a thread (32 words, packed two a register):
-    a block alone (512, 1024 threads) and every cluster share."""
-    out = {}
-    vec = choose.max_vector(p)
-    for threads in (512, 1024):
-        for hoist in (True, False) if p.has_row_invariant_inputs() else (True,):
-            share = choose.row_share(p.row_length // vec, threads)
-            if choose.row_share_fits(p, share, vec, hoisted=hoist):
-                out[f"alone t{threads}{'' if hoist else ' late'}"] = Schedule(
-                    "reduce_row", block=threads, vec=vec, items=share, row_threads=threads,
-                    hoist=hoist or not p.has_row_invariant_inputs(), index64=p.index64)
-                break
-    return out
-
-
-def peeled_variants(p) -> dict:
-    """Rows of a length that breaks alignment, held in registers peeled to aligned vectors
-    (Schedule.peel with items): a block alone of 128 to 1024 threads, and every cluster share
-    of more than a vector a thread."""
-    vec = choose.peel_vector(p)
-    if vec == 1:    # rows in vectors already: held by a block of each size alone, for comparison
-        vec = choose.max_vector(p)
-        return {f"t{s.block}": s for t in (128, 256, 512, 1024) for s in choose.held_row_share(p, vec, t)} \
-            if vec > 1 and p.row_length <= 16384 else {}
-    out = {f"pe t{s.block}": s for t in (128, 256, 512, 1024) for s in choose.held_row_share(p, vec, t, peel=True)}
-    out.update({f"pe c{s.cluster} t{s.block}": s for s in choose.cluster_row_shares(p, vec, peel=True)
-                if s.items > 1})
+def held_variants(p) -> dict:
+    """The row held by a block alone of 128 to 1024 threads (16-bit values packed two a
+    register: up to 64 a thread), peeled to aligned vectors where its length breaks
+    alignment (Schedule.peel with items), and then every peeled cluster share of more than
+    a vector a thread."""
+    peel = choose.peel_vector(p) > 1
+    vec = choose.peel_vector(p) if peel else choose.max_vector(p)
+    if vec == 1:
+        return {}
+    tag = "pe " if peel else ""
+    out = {f"{tag}t{t}": s for t in (128, 256, 512, 1024) if (s := choose.held_row_share(p, vec, t, peel=peel))}
+    if peel:
+        out.update({f"pe c{s.cluster} t{s.block}": s for s in choose.cluster_row_shares(p, vec, peel=True)
+                    if s.items > 1})
     return out
 
 
 def variants(p, d, hints) -> dict:
-    """The default, the row streamed by a block (what the default was), and every share
-    of the row by a cluster's blocks (choose.cluster_row_shares)."""
+    """The default; the row streamed by a block where clusters are not taken; the default
+    before rows were held peeled; every share of the row by a cluster's blocks
+    (choose.cluster_row_shares); and held_variants."""
     out = {"default": d, "looped": choose.default(p, hints, clusters=False)}
-    saved, choose.PEELED_HELD_ROW = choose.PEELED_HELD_ROW, 1 << 62      # the default before rows were held peeled
+    saved, choose.PEELED_HELD_ROW = choose.PEELED_HELD_ROW, 1 << 62
     out["not held peeled"] = choose.default(p, hints)
     choose.PEELED_HELD_ROW = saved
     for s in choose.cluster_row_shares(p, choose.max_vector(p)):
         out[f"c{s.cluster} t{s.block}{'' if s.hoist or not p.has_row_invariant_inputs() else ' late'}"] = s
-    out.update(peeled_variants(p))
-    if WIDE16:
-        out.update(wide16_variants(p))
+    out.update(held_variants(p))
     return out
 
 
 def main() -> None:
-    if WIDE16:      # 16-bit shares of 64 elements: registers measured with ptxas (no spills for
-        sys.argv.remove("--wide16")     # softmax; norms with their weights loaded late)
-        schedules.MAX_ROW_ELEMENTS = choose.MAX_ROW_ELEMENTS = 64
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s")
     cases = []

@@ -234,12 +234,13 @@ def max_vector(p: Problem, cap: Optional[int] = None, whole: bool = True) -> int
 
 
 def peel_refusal(p: Problem, s: Schedule) -> str:
-    """'' when a row reduction (looped or held in registers) can read each row in vectors
-    of `s.vec` from its first aligned element (Schedule.peel), else why not. Every operand along the row
-    either has all of the group's loops (each row then starts at the same element
-    offset in all of them: one head a row) or is the same for every row (a weight over
-    N: its lanes are gathered one by one, from L1, as its alignment differs):
-    `layout.peeled_operands`."""
+    """'' when a row reduction (looped or held in registers) can read each row in
+    vectors of `s.vec` from its first aligned element (Schedule.peel), else why not.
+    Every operand along the row either has all of the group's loops (each row then
+    starts at the same element offset in all of them: one head a row) or is the same
+    for every row (a weight over N: its lanes are gathered one by one, from L1, as its
+    alignment differs): `layout.peeled_operands`. Held, the weights are loaded where
+    used (their lanes move with each row's head)."""
     if peeled_operands(p.layout) is None:
         return ("peeling takes rows along the innermost dim, reduced over it alone, whose operands "
                 "have every loop of the group or only the reduced one")
@@ -784,11 +785,11 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     widths = (1, 2, 4, 8, 16) if p.row_length <= SHORT_ROW and p.row_major() else ()
     widths = sorted(widths + (32, 64, 128, 256, 512, 1024), key=lambda t: (abs(t.bit_length() - center), t))
     peel = peel_vector(p) if p.row_length >= 2048 else 1
-    if peel > 1 and not hints.vector:   # looped rows peeled to aligned vectors, as wide vectors go first
+    if peel > 1 and not hints.vector:   # rows peeled to aligned vectors, as wide vectors go first: looped,
         out += [Schedule("reduce_row", block=tpr, vec=peel, items=0, row_threads=tpr, peel=True,
                          index64=p.index64) for tpr in sorted((256, 512, 1024), key=lambda t: abs(t.bit_length() - center))]
-    if peel > 1 and not hints.vector:   # held in registers, peeled: a block alone, or a cluster's blocks
-        out += [s for tpr in (128, 256, 512, 1024) for s in held_row_share(p, peel, tpr, peel=True)]
+        # and held in registers, by a block alone or a cluster's blocks
+        out += [s for tpr in (128, 256, 512, 1024) if (s := held_row_share(p, peel, tpr, peel=True))]
         if not held_row_share(p, peel, 1024, peel=True):
             out += cluster_row_shares(p, peel, peel=True)
     # rows too long for a block's registers: shared by a cluster's blocks (sm_90a)
@@ -1066,7 +1067,7 @@ def peeled_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Opti
     for threads in (hints.threads,) if hints.threads else (128, 256, 512, 1024):
         held = held_row_share(p, vec, threads, peel=True)
         if held:
-            return held[0]
+            return held
     if not clusters or hints.threads or hints.cluster == 1:
         return None
     shares = cluster_row_shares(p, vec, peel=True)
@@ -1091,20 +1092,20 @@ def cluster_row_shares(p: Problem, vec: int, peel: bool = False) -> list[Schedul
     if p.arch != "sm_90a" or vec == 1 or not p.row_major() or not cluster_values_fit(p):
         return []
     return [s for threads in (512, 1024) for blocks in ROW_CLUSTERS
-            for s in held_row_share(p, vec, threads, blocks, peel)[:1]]
+            if (s := held_row_share(p, vec, threads, blocks, peel))]
 
 
-def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bool = False) -> list[Schedule]:
+def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bool = False) -> Optional[Schedule]:
     """A row held in the registers of `blocks` blocks of `threads` threads, in vectors of
     `vec` (16-bit ones packed two a register), its weights hoisted or else loaded late
-    (late alone where the row is peeled): the schedule where its share fits, else none."""
+    (late alone where the row is peeled): the schedule where its share fits, else None."""
     weights = p.has_row_invariant_inputs()
     share = row_share(p.row_length // vec, threads * blocks)
     for hoist in (False,) if peel and weights else (True, False) if weights else (True,):
         if row_share_fits(p, share, vec, hoisted=hoist, packed=True):
-            return [Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads, hoist=hoist,
-                             cluster=blocks, peel=peel, index64=p.index64)]
-    return []
+            return Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads, hoist=hoist,
+                            cluster=blocks, peel=peel, index64=p.index64)
+    return None
 
 
 def cluster_values_fit(p: Problem) -> bool:
