@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402  (beside this script)
-from benchmarks.bench_memory import LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
+from benchmarks.bench_memory import LAYERNORM16_TDSL, LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
 from benchmarks.common import copy_bandwidth  # noqa: E402
 from probe_online import LSE, softmax  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
@@ -56,6 +56,12 @@ CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
          ("three f32 odd multi", THREE, {"M": 4096, "N": 4097}),
          ("two f32 odd multi", TWO, {"M": 2048, "N": 8193}),
          ("two f32 odd multi", TWO, {"M": 4096, "N": 20001}),
+         ("softmax f16 aligned16", softmax("f16"), {"M": 16384, "N": 4096}),
+         ("softmax f16 aligned16", softmax("f16"), {"M": 8192, "N": 8192}),
+         ("softmax f16 aligned16", softmax("f16"), {"M": 4096, "N": 32000}),
+         ("rmsnorm f16 aligned16", RMSNORM_TDSL, {"M": 4096, "N": 8192}),
+         ("rmsnorm f16 aligned16", RMSNORM_TDSL, {"M": 16384, "N": 4096}),
+         ("layernorm16 aligned16", LAYERNORM16_TDSL, {"M": 4096, "N": 8192}),
          ("softmax f16 aligned mid", softmax("f16"), {"M": 8192, "N": 10000}),
          ("softmax f32 aligned mid", softmax("f32"), {"M": 4096, "N": 12000})]
 
@@ -80,13 +86,15 @@ def held_variants(p) -> dict:
 def variants(p, d, hints) -> dict:
     """The default; the row streamed by a block where clusters are not taken; the default
     before rows were held peeled; every share of the row by a cluster's blocks
-    (choose.cluster_row_shares); and held_variants."""
+    (choose.cluster_row_shares) where a block cannot hold it; and held_variants."""
     out = {"default": d, "looped": choose.default(p, hints, clusters=False)}
-    saved, choose.PEELED_HELD_ROW = choose.PEELED_HELD_ROW, 1 << 62
-    out["not held peeled"] = choose.default(p, hints)
-    choose.PEELED_HELD_ROW = saved
-    for s in choose.cluster_row_shares(p, choose.max_vector(p)):
-        out[f"c{s.cluster} t{s.block}{'' if s.hoist or not p.has_row_invariant_inputs() else ' late'}"] = s
+    saved, choose.LONG_ROW = choose.LONG_ROW, 1 << 62
+    out["not held"] = choose.default(p, hints)
+    choose.LONG_ROW = saved
+    vec = choose.max_vector(p)
+    if not choose.held_row_share(p, vec, 1024):     # (rows a block holds: no cluster)
+        for s in choose.cluster_row_shares(p, vec):
+            out[f"c{s.cluster} t{s.block}{'' if s.hoist or not p.has_row_invariant_inputs() else ' late'}"] = s
     out.update(held_variants(p))
     return out
 

@@ -705,7 +705,7 @@ def test_a_default_row_share_is_exact_not_a_power_of_two(length):
 def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late():
     """row_share_fits: a thread's share of a row over its register budget (the old
     defaults spilled 24 to 136 bytes) is held peeled to aligned vectors by more threads
-    (peeled_row_schedule), or, where its inputs are misaligned, read one by one,
+    (long_row_schedule), or, where its inputs are misaligned, read one by one,
     unrolled to 16 elements in flight over all its inputs; vectorized, it takes 1024
     threads, or loads its row-invariant weights late where that alone makes it fit. Each
     compiles without spilling."""
@@ -1247,7 +1247,7 @@ RMSNORM_BF16 = "kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] { return x * r
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_row_whose_length_breaks_alignment_is_held_peeled_in_registers(arch):
     """Rows of 4096 elements or more whose length breaks 16-byte alignment are held in
-    registers peeled to aligned vectors (choose.peeled_row_schedule) by the fewest threads
+    registers peeled to aligned vectors (choose.long_row_schedule) by the fewest threads
     whose share fits, else by a cluster's blocks (sm_90a): in 16-byte vectors, without
     spills, the head and tail re-read by each phase. Not where f32 weights outweigh an f16
     row (their lanes gathered), nor short rows (781: element by element)."""
@@ -1290,6 +1290,30 @@ def test_a_row_whose_length_breaks_alignment_is_held_peeled_in_registers(arch):
     for c in held:
         usage = _compile(k, g, lay, c, arch)[2]
         assert usage.spill_stores == 0 and usage.local_bytes == 0, (c.tag, usage)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_long_16_bit_row_without_weights_is_held_by_the_fewest_threads_it_fits(arch):
+    """Softmax f16 over 4096 columns or more (choose.long_row_schedule): the fewest threads
+    of a block whose share fits, up to 64 elements a thread packed two a register, nothing
+    kept; more rows in flight an SM (8192x8192: 109.5 -> 94.3 us on an H100). Norms, whose
+    weights gained nothing so, and f32 rows keep their rule."""
+    k = tiledsl.compile(SOFTMAX_F16)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    for n, want in ((4096, (128, 4)), (8192, (128, 8)), (10000, (256, 5)), (32000, (512, 8)), (50304, (1024, 7))):
+        s = default(problem(g, lay, dict(M=4096, N=n), arch=arch))
+        assert (s.block, s.items, s.vec, s.keep, s.min_blocks, s.cluster) == (*want, 8, False, 1, 1), (n, s.tag)
+        if n in (8192, 32000):
+            usage = _compile(k, g, lay, s, arch)[2]
+            assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+    short = default(problem(g, lay, dict(M=4096, N=2048), arch=arch))      # shorter: the rule before (16 elements)
+    assert (short.block, short.items, short.keep) == (128, 2, True), short.tag
+    for src in (EXAMPLES / "rmsnorm.tdsl", EXAMPLES / "softmax.tdsl"):
+        k = tiledsl.compile(src.read_text())
+        g = partition(k.graph)[0]
+        s = default(problem(g, plan_layout(g, k.graph), dict(M=4096, N=8192), arch=arch))
+        assert (s.block, s.items) == (512, 2 if "rmsnorm" in src.name else 4), s.tag
 
 
 def test_a_peeled_row_held_in_registers_that_cannot_run_is_refused_with_a_reason():

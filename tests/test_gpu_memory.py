@@ -1114,7 +1114,7 @@ def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, online, rng):
         if s.cluster > 1:
             _needs_clusters()
         threads = 0
-    elif s.items and n == 40009:    # held peeled (choose.peeled_row_schedule): streamed here
+    elif s.items and n == 40009:    # held peeled (choose.long_row_schedule): streamed here
         s = replace(s, items=0, cluster=1, min_blocks=1)
     assert s.kind == "reduce_row" and (s.items == 0 or n < 40009 or s.peel), s
     if threads:
@@ -1499,7 +1499,7 @@ def test_rows_held_peeled_to_aligned_vectors(src, extents, schedule):
 
 
 def test_rows_breaking_alignment_are_held_peeled_by_default():
-    """The defaults (choose.peeled_row_schedule) on this GPU: softmax f32 over 4097 (a block
+    """The defaults (choose.long_row_schedule) on this GPU: softmax f32 over 4097 (a block
     of 128) and 65537 (a cluster's blocks on sm_90a, else streamed peeled), f16 over 50257
     (a block of 1024, 56 elements a thread), against float64, outputs poisoned."""
     from tiledsl.runtime import launcher_for
@@ -1514,6 +1514,22 @@ def test_rows_breaking_alignment_are_held_peeled_by_default():
         s = default(p, k.hints)
         assert s.peel and (s.items > 0 or device_arch(0) != "sm_90a"), s.tag
         check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
+@pytest.mark.parametrize("dtype,extents", [("f16", dict(M=300, N=8192)), ("bf16", dict(M=77, N=10000)),
+                                          ("f16", dict(M=33, N=32000)), ("bf16", dict(M=1000, N=4096))])
+def test_long_16_bit_rows_without_weights_are_held_by_the_fewest_threads(dtype, extents):
+    """The defaults of choose.long_row_schedule for softmax in 16 bits: 128 to 512 threads,
+    up to 64 elements a thread, against float64, outputs poisoned."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import _sm_count, device_arch
+    from tiledsl.schedule.choose import default, problem
+    k = fresh(PEELED_HELD_PROGRAMS[1][0].replace("f16", dtype))
+    k._launcher = launcher_for(k)
+    p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0), device_arch(0))
+    s = default(p, k.hints)
+    assert s.block <= 512 and s.items * s.vec >= 32 and not s.keep, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
 @pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(

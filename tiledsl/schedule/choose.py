@@ -23,7 +23,7 @@ INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
 LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
-PEELED_HELD_ROW = 4096      # rows breaking alignment this long or longer are held peeled (peeled_row_schedule)
+LONG_ROW = 4096     # rows this long or longer are held by the fewest threads they fit (long_row_schedule)
 
 
 @dataclass(frozen=True)
@@ -939,10 +939,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
                   if s.cluster == hints.cluster and hints.threads in (None, s.block)]
         if pinned:
             return pinned[0]
-    if vec == 1 and not hints.vector and p.row_major():
-        peeled = peeled_row_schedule(p, hints, clusters)
-        if peeled is not None:
-            return peeled
+    held = long_row_schedule(p, vec, hints, clusters)
+    if held is not None:
+        return held
     rvec = p.row_length // vec
     per_thread = max(1, (16 if vec >= 4 else 8) // vec)
     tpr = min(512, max(64, _pow2_at_least(-(-rvec // per_thread))))
@@ -962,7 +961,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     late_weights = False
     if not row_share_fits(p, items, vec):
         if vec == 1:
-            # a row length that breaks alignment, not held peeled (peeled_row_schedule, above): its
+            # a row length that breaks alignment, not held peeled (long_row_schedule, above): its
             # rows streamed, peeled to aligned vectors where they can be, unless weights over N
             # (gathered lane by lane from L1) outweigh the row's inputs
             # (H200 2026-11-26, scripts/probe_peel.py, us, element by element / peeled: softmax f16
@@ -1042,33 +1041,41 @@ def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Sc
                     online=online_pays(p, threads), unroll=4 if narrow else 0)
 
 
-def peeled_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Optional[Schedule]:
-    """A row whose length breaks alignment (read in vectors only peeled: peel_vector), of
-    PEELED_HELD_ROW elements or more, that a stream would read twice or more
-    (streamed_reads), its weights no heavier than it (peel_weights_fit): held in
-    registers peeled (Schedule.peel with items) by the fewest threads of a block whose
-    share fits (128 to 1024; 16-bit values packed two a register), else by a cluster's
-    blocks (cluster_row_shares); else None. The more elements a thread holds, the more
-    rows each SM has in flight. H100 2026-11-26 (scripts/probe_cluster_rows.py odd
-    near), us, the default before (element by element, or streamed peeled) / this:
-    softmax f32 8192x4097 111.3 / 93.5 (128 threads; 1024: 188.4), 4096x8193 93.9
-    (256; 512: 94.3), 4096x12001 136.8 / 136.1 (512), 4096x50257 818.4 /
-    641.5 (4 blocks of 512; 2 of 1024: 717.8), 1024x65537 275.0 / 206.3 (4 of 512);
-    softmax f16 16384x4099 162.0 / 95.2 (128), 8192x10001 166.3 / 115.7 (256; 512:
-    138.9), 4096x50257 348.2 / 328.4 (1024); bf16 2048x131075 547.9 / 435.6 (4 of 512);
-    rmsnorm bf16 8192x6001 78.0 / 72.5 (128), 2048x40001 134.6 / 126.1 (1024). Not
-    taken: layernorm f16 with f32 weight and bias 4096x20001 (their gathered lanes:
-    207.1 element by element, 225.8 held peeled), softmax f32 32768x781 (72.8 element
-    by element, 77.4 peeled at 128 threads)."""
-    vec = peel_vector(p)
-    if (vec == 1 or p.row_length < PEELED_HELD_ROW or streamed_reads(p) < 2 or not peel_weights_fit(p)
-            or 0 < (hints.threads or 32) < 32):
+def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True) -> Optional[Schedule]:
+    """A row of LONG_ROW elements or more that a stream would read twice or more
+    (streamed_reads), held in registers by the fewest threads of a block whose share fits
+    (128 to 1024, or `threads`; 16-bit values packed two a register), where it is
+    (1) of a length that breaks alignment (`vec` 1; read in vectors only peeled:
+    peel_vector), its weights no heavier than it (peel_weights_fit): held peeled
+    (Schedule.peel with items), else by a cluster's blocks (cluster_row_shares); or
+    (2) 16-bit in vectors with no weights (softmax f16); else None. The more elements a
+    thread holds, the more rows each SM has in flight. H100 2026-11-26
+    (scripts/probe_cluster_rows.py), us, the default before / this:
+    (1) softmax f32 8192x4097 111.3 / 93.5 (128 threads; 1024: 188.4), 4096x8193 93.9
+    (256; 512: 94.3), 4096x12001 136.8 / 136.1 (512), 4096x50257 818.4 / 641.5 (4 blocks
+    of 512; 2 of 1024: 717.8), 1024x65537 275.0 / 206.3 (4 of 512); softmax f16
+    16384x4099 162.0 / 95.2 (128), 8192x10001 166.3 / 115.7 (256; 512: 138.9),
+    4096x50257 348.2 / 328.4 (1024); bf16 2048x131075 547.9 / 435.6 (4 of 512); rmsnorm
+    bf16 8192x6001 78.0 / 72.5 (128), 2048x40001 134.6 / 126.1 (1024). Not taken:
+    layernorm f16 with f32 weight and bias 4096x20001 (their gathered lanes: 207.1
+    element by element, 225.8 held peeled), softmax f32 32768x781 (72.8 element by
+    element, 77.4 peeled at 128 threads).
+    (2) softmax f16 8192x8192 109.5 / 94.3 (128; 16 elements a thread kept: 99.4 without
+    keeping), 8192x10000 124.0 / 113.6 (256), 4096x32000 198.8 / 181.4 (512, 64 a
+    thread), 16384x4096 93.9 / 93.6 (128). The norms (weights) gained nothing: rmsnorm
+    f16 4096x8192 49.6 / 49.2 at 256, all-f16 layernorm 50.5 / 50.9, and keep their rule."""
+    if p.row_length < LONG_ROW or streamed_reads(p) < 2 or not p.row_major() or 0 < (hints.threads or 32) < 32:
+        return None
+    peel = vec == 1 and not hints.vector and peel_vector(p) > 1 and peel_weights_fit(p)
+    if peel:
+        vec = peel_vector(p)
+    elif not (packed_rows(p, vec) and not p.has_row_invariant_inputs()):
         return None
     for threads in (hints.threads,) if hints.threads else (128, 256, 512, 1024):
-        held = held_row_share(p, vec, threads, peel=True)
+        held = held_row_share(p, vec, threads, peel=peel)
         if held:
             return held
-    if not clusters or hints.threads or hints.cluster == 1:
+    if not peel or not clusters or hints.threads or hints.cluster == 1:
         return None
     shares = cluster_row_shares(p, vec, peel=True)
     return shares[0] if shares else None
