@@ -15,6 +15,7 @@ from tiledsl.codegen.cuda import literal, render
 from tiledsl.dtypes import DTYPES
 from tiledsl.errors import TdslError
 from tiledsl.schedule.choose import candidates, default, fits, launches, problem
+from tiledsl.schedule.hints import Hints
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.schedule.schedules import Schedule
@@ -1307,6 +1308,8 @@ def test_a_long_16_bit_row_without_weights_is_held_by_the_fewest_threads_it_fits
         if n in (8192, 32000):
             usage = _compile(k, g, lay, s, arch)[2]
             assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+    ring = default(problem(g, lay, dict(M=4096, N=8192), arch=arch), Hints(stages=3))     # pinned: kept
+    assert ring.stages > 1, ring.tag      # (as many as shared memory holds)
     short = default(problem(g, lay, dict(M=4096, N=2048), arch=arch))      # shorter: the rule before (16 elements)
     assert (short.block, short.items, short.keep) == (128, 2, True), short.tag
     for src in (EXAMPLES / "rmsnorm.tdsl", EXAMPLES / "softmax.tdsl"):

@@ -1064,7 +1064,8 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     keeping), 8192x10000 124.0 / 113.6 (256), 4096x32000 198.8 / 181.4 (512, 64 a
     thread), 16384x4096 93.9 / 93.6 (128). The norms (weights) gained nothing: rmsnorm
     f16 4096x8192 49.6 / 49.2 at 256, all-f16 layernorm 50.5 / 50.9, and keep their rule."""
-    if p.row_length < LONG_ROW or streamed_reads(p) < 2 or not p.row_major() or 0 < (hints.threads or 32) < 32:
+    if (p.row_length < LONG_ROW or streamed_reads(p) < 2 or not p.row_major() or 0 < (hints.threads or 32) < 32
+            or (hints.stages or 1) > 1):        # (a ring of rows pinned: the rule below places it)
         return None
     peel = vec == 1 and not hints.vector and peel_vector(p) > 1 and peel_weights_fit(p)
     if peel:
