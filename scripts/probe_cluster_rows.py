@@ -53,6 +53,11 @@ CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
          ("softmax f16 odd near", softmax("f16"), {"M": 16384, "N": 4099}),
          ("softmax f16 odd near", softmax("f16"), {"M": 8192, "N": 8193}),
          ("rmsnorm bf16 odd near", RMS_BF16, {"M": 8192, "N": 6001}),
+         ("softmax f32 odd below", softmax("f32"), {"M": 16384, "N": 2049}),
+         ("softmax f32 odd below", softmax("f32"), {"M": 16384, "N": 3001}),
+         ("softmax f16 odd below", softmax("f16"), {"M": 16384, "N": 3001}),
+         ("softmax f16 odd below", softmax("f16"), {"M": 32768, "N": 1537}),
+         ("rmsnorm bf16 odd below", RMS_BF16, {"M": 16384, "N": 3001}),
          ("three f32 odd multi", THREE, {"M": 4096, "N": 4097}),
          ("two f32 odd multi", TWO, {"M": 2048, "N": 8193}),
          ("two f32 odd multi", TWO, {"M": 4096, "N": 20001}),
@@ -67,7 +72,7 @@ CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
 
 
 def held_variants(p) -> dict:
-    """The row held by a block alone of 128 to 1024 threads (16-bit values packed two a
+    """The row held by a block alone of 32 to 1024 threads (16-bit values packed two a
     register: up to 64 a thread), peeled to aligned vectors where its length breaks
     alignment (Schedule.peel with items), and then every peeled cluster share of more than
     a vector a thread."""
@@ -76,7 +81,7 @@ def held_variants(p) -> dict:
     if vec == 1:
         return {}
     tag = "pe " if peel else ""
-    out = {f"{tag}t{t}": s for t in (128, 256, 512, 1024) if (s := choose.held_row_share(p, vec, t, peel=peel))}
+    out = {f"{tag}t{t}": s for t in (32, 64, 128, 256, 512, 1024) if (s := choose.held_row_share(p, vec, t, peel=peel))}
     if peel:
         out.update({f"pe c{s.cluster} t{s.block}": s for s in choose.cluster_row_shares(p, vec, peel=True)
                     if s.items > 1})

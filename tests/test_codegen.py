@@ -1247,14 +1247,16 @@ RMSNORM_BF16 = "kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] { return x * r
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_row_whose_length_breaks_alignment_is_held_peeled_in_registers(arch):
-    """Rows of 4096 elements or more whose length breaks 16-byte alignment are held in
+    """Rows of 1536 elements or more whose length breaks 16-byte alignment are held in
     registers peeled to aligned vectors (choose.long_row_schedule) by the fewest threads
     whose share fits, else by a cluster's blocks (sm_90a): in 16-byte vectors, without
     spills, the head and tail re-read by each phase. Not where f32 weights outweigh an f16
     row (their lanes gathered), nor short rows (781: element by element)."""
     # (source, extents, (block, items, vec, cluster), passes over the head and tail: a reduction
     # level each and the output's)
-    cases = [("examples/softmax.tdsl", dict(M=8192, N=4097), (128, 8, 4, 1), 3),
+    cases = [(SOFTMAX_F16, dict(M=32768, N=1537), (32, 6, 8, 1), 3),
+             (SOFTMAX_F16, dict(M=16384, N=3001), (64, 6, 8, 1), 3),
+             ("examples/softmax.tdsl", dict(M=8192, N=4097), (128, 8, 4, 1), 3),
              (SOFTMAX_F16, dict(M=8192, N=10001), (256, 5, 8, 1), 3),
              (SOFTMAX_F16, dict(M=4096, N=50257), (1024, 7, 8, 1), 3),
              (RMSNORM_BF16, dict(M=2048, N=40001), (1024, 5, 8, 1), 2),

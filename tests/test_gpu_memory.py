@@ -1486,6 +1486,8 @@ PEELED_HELD_PROGRAMS = [("softmax.tdsl", dict(M=33, N=4097)),
                         ("kernel m(x: f16[M, N], y: f32[M, N], s: f32[M]) -> f32[M, N] { z = x * y + s\n"
                          " return z - max(z, axis=N) }", dict(M=6, N=6011)),
                         ("softmax.tdsl", dict(M=11, N=65537)),
+                        ("kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n"
+                         " return e / sum(e, axis=N)\n}", dict(M=37, N=2053)),
                         ("kernel l(x: f32[M, N]) -> f32[M, N] { return x / max(abs(x), axis=N) }",
                          dict(M=2, N=200001))]
 
@@ -1501,12 +1503,15 @@ def test_rows_held_peeled_to_aligned_vectors(src, extents, schedule):
 def test_rows_breaking_alignment_are_held_peeled_by_default():
     """The defaults (choose.long_row_schedule) on this GPU: softmax f32 over 4097 (a block
     of 128) and 65537 (a cluster's blocks on sm_90a, else streamed peeled), f16 over 50257
-    (a block of 1024, 56 elements a thread), against float64, outputs poisoned."""
+    (a block of 1024, 56 elements a thread) and 1537 (a warp), rmsnorm bf16 over 3001 (64
+    threads), against float64, outputs poisoned."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import _sm_count, device_arch
     from tiledsl.schedule.choose import default, problem
     for src, extents in (("softmax.tdsl", dict(M=300, N=4097)), ("softmax.tdsl", dict(M=150, N=65537)),
-                         (PEELED_HELD_PROGRAMS[1][0], dict(M=40, N=50257))):
+                         (PEELED_HELD_PROGRAMS[1][0], dict(M=40, N=50257)),
+                         (PEELED_HELD_PROGRAMS[1][0], dict(M=999, N=1537)),
+                         (PEELED_HELD_PROGRAMS[2][0], dict(M=500, N=3001))):
         k = fresh(src)
         k._launcher = launcher_for(k)
         p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0),

@@ -23,7 +23,8 @@ INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
 LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
-LONG_ROW = 4096     # rows this long or longer are held by the fewest threads they fit (long_row_schedule)
+LONG_ROW = 4096     # 16-bit rows without weights this long or longer: held by the fewest threads they fit
+PEELED_ROW = 1536   # rows breaking alignment this long or longer: held peeled likewise (long_row_schedule)
 
 
 @dataclass(frozen=True)
@@ -789,7 +790,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         out += [Schedule("reduce_row", block=tpr, vec=peel, items=0, row_threads=tpr, peel=True,
                          index64=p.index64) for tpr in sorted((256, 512, 1024), key=lambda t: abs(t.bit_length() - center))]
         # and held in registers, by a block alone or a cluster's blocks
-        out += [s for tpr in (128, 256, 512, 1024) if (s := held_row_share(p, peel, tpr, peel=True))]
+        out += [s for tpr in (32, 64, 128, 256, 512, 1024) if (s := held_row_share(p, peel, tpr, peel=True))]
         if not held_row_share(p, peel, 1024, peel=True):
             out += cluster_row_shares(p, peel, peel=True)
     # rows too long for a block's registers: shared by a cluster's blocks (sm_90a)
@@ -1042,13 +1043,15 @@ def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Sc
 
 
 def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True) -> Optional[Schedule]:
-    """A row of LONG_ROW elements or more that a stream would read twice or more
-    (streamed_reads), held in registers by the fewest threads of a block whose share fits
-    (128 to 1024, or `threads`; 16-bit values packed two a register), where it is
-    (1) of a length that breaks alignment (`vec` 1; read in vectors only peeled:
-    peel_vector), its weights no heavier than it (peel_weights_fit): held peeled
-    (Schedule.peel with items), else by a cluster's blocks (cluster_row_shares); or
-    (2) 16-bit in vectors with no weights (softmax f16); else None. The more elements a
+    """A long row that a stream would read twice or more (streamed_reads), held in
+    registers by the fewest threads of a block whose share fits (or `threads`; 16-bit
+    values packed two a register), where it is (1) of PEELED_ROW elements or more, of a
+    length that breaks alignment (`vec` 1; read in vectors only peeled: peel_vector), its
+    weights no heavier than it (peel_weights_fit): held peeled (Schedule.peel with items)
+    by 32 (below LONG_ROW; else 128) to 1024 threads, else by a cluster's blocks
+    (cluster_row_shares); or (2) of
+    LONG_ROW elements or more, 16-bit in vectors with no weights (softmax f16): by 128 to
+    1024 threads; else None. The more elements a
     thread holds, the more rows each SM has in flight. H100 2026-11-26
     (scripts/probe_cluster_rows.py), us, the default before / this:
     (1) softmax f32 8192x4097 111.3 / 93.5 (128 threads; 1024: 188.4), 4096x8193 93.9
@@ -1056,7 +1059,10 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     of 512; 2 of 1024: 717.8), 1024x65537 275.0 / 206.3 (4 of 512); softmax f16
     16384x4099 162.0 / 95.2 (128), 8192x10001 166.3 / 115.7 (256; 512: 138.9),
     4096x50257 348.2 / 328.4 (1024); bf16 2048x131075 547.9 / 435.6 (4 of 512); rmsnorm
-    bf16 8192x6001 78.0 / 72.5 (128), 2048x40001 134.6 / 126.1 (1024). Not taken:
+    bf16 8192x6001 78.0 / 72.5 (128), 2048x40001 134.6 / 126.1 (1024); below 4096
+    (19:22): softmax f16 16384x3001 92.7 / 72.5 (64), 32768x1537 92.2 / 74.8 (32), f32
+    16384x2049 100.3 / 94.7 (64), 16384x3001 133.8 / 135.2 (128); rmsnorm bf16
+    16384x3001 99.1 / 73.1 (64; 128: 71.8). Not taken:
     layernorm f16 with f32 weight and bias 4096x20001 (their gathered lanes: 207.1
     element by element, 225.8 held peeled), softmax f32 32768x781 (72.8 element by
     element, 77.4 peeled at 128 threads).
@@ -1064,15 +1070,19 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     keeping), 8192x10000 124.0 / 113.6 (256), 4096x32000 198.8 / 181.4 (512, 64 a
     thread), 16384x4096 93.9 / 93.6 (128). The norms (weights) gained nothing: rmsnorm
     f16 4096x8192 49.6 / 49.2 at 256, all-f16 layernorm 50.5 / 50.9, and keep their rule."""
-    if (p.row_length < LONG_ROW or streamed_reads(p) < 2 or not p.row_major() or 0 < (hints.threads or 32) < 32
+    if (streamed_reads(p) < 2 or not p.row_major() or 0 < (hints.threads or 32) < 32
             or (hints.stages or 1) > 1):        # (a ring of rows pinned: the rule below places it)
         return None
-    peel = vec == 1 and not hints.vector and peel_vector(p) > 1 and peel_weights_fit(p)
-    if peel:
+    peel = (vec == 1 and not hints.vector and p.row_length >= PEELED_ROW and peel_vector(p) > 1
+            and peel_weights_fit(p))
+    if peel:        # (below LONG_ROW from a warp: measured there; from 128 threads above it)
         vec = peel_vector(p)
-    elif not (packed_rows(p, vec) and not p.has_row_invariant_inputs()):
+        widths = (32, 64, 128, 256, 512, 1024) if p.row_length < LONG_ROW else (128, 256, 512, 1024)
+    elif packed_rows(p, vec) and not p.has_row_invariant_inputs() and p.row_length >= LONG_ROW:
+        widths = (128, 256, 512, 1024)
+    else:
         return None
-    for threads in (hints.threads,) if hints.threads else (128, 256, 512, 1024):
+    for threads in (hints.threads,) if hints.threads else widths:
         held = held_row_share(p, vec, threads, peel=peel)
         if held:
             return held
