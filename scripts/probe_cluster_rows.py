@@ -93,9 +93,10 @@ def variants(p, d, hints) -> dict:
     before rows were held peeled; every share of the row by a cluster's blocks
     (choose.cluster_row_shares) where a block cannot hold it; and held_variants."""
     out = {"default": d, "looped": choose.default(p, hints, clusters=False)}
-    saved, choose.LONG_ROW = choose.LONG_ROW, 1 << 62
+    saved = choose.LONG_ROW, choose.PEELED_ROW
+    choose.LONG_ROW = choose.PEELED_ROW = 1 << 62
     out["not held"] = choose.default(p, hints)
-    choose.LONG_ROW = saved
+    choose.LONG_ROW, choose.PEELED_ROW = saved
     vec = choose.max_vector(p)
     if not choose.held_row_share(p, vec, 1024):     # (rows a block holds: no cluster)
         for s in choose.cluster_row_shares(p, vec):
