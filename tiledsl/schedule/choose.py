@@ -1049,10 +1049,9 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     length that breaks alignment (`vec` 1; read in vectors only peeled: peel_vector), its
     weights no heavier than it (peel_weights_fit): held peeled (Schedule.peel with items)
     by 32 (below LONG_ROW; else 128) to 1024 threads, else by a cluster's blocks
-    (cluster_row_shares); or (2) of
-    LONG_ROW elements or more, 16-bit in vectors with no weights (softmax f16): by 128 to
-    1024 threads; else None. The more elements a
-    thread holds, the more rows each SM has in flight. H100 2026-11-26
+    (cluster_row_shares); or (2) of LONG_ROW elements or more, 16-bit in vectors with no
+    weights (softmax f16): by 128 to 1024 threads; else None. The more elements a thread
+    holds, the more rows each SM has in flight. H100 2026-11-26
     (scripts/probe_cluster_rows.py), us, the default before / this:
     (1) softmax f32 8192x4097 111.3 / 93.5 (128 threads; 1024: 188.4), 4096x8193 93.9
     (256; 512: 94.3), 4096x12001 136.8 / 136.1 (512), 4096x50257 818.4 / 641.5 (4 blocks
