@@ -790,9 +790,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         out += [Schedule("reduce_row", block=tpr, vec=peel, items=0, row_threads=tpr, peel=True,
                          index64=p.index64) for tpr in sorted((256, 512, 1024), key=lambda t: abs(t.bit_length() - center))]
         # and held in registers, by a block alone or a cluster's blocks
-        out += [s for tpr in (32, 64, 128, 256, 512, 1024) if (s := held_row_share(p, peel, tpr, peel=True))]
-        if not held_row_share(p, peel, 1024, peel=True):
-            out += cluster_row_shares(p, peel, peel=True)
+        held = [s for tpr in (32, 64, 128, 256, 512, 1024) if (s := held_row_share(p, peel, tpr, peel=True))]
+        out += held if any(s.block == 1024 for s in held) else held + cluster_row_shares(p, peel, peel=True)
     # rows too long for a block's registers: shared by a cluster's blocks (sm_90a)
     if p.row_major() and not row_share_fits(p, row_share(p.row_length // vecs[0], 1024), vecs[0]):
         out += cluster_row_shares(p, vecs[0])
@@ -1087,8 +1086,7 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
             return held
     if not peel or not clusters or hints.threads or hints.cluster == 1:
         return None
-    shares = cluster_row_shares(p, vec, peel=True)
-    return shares[0] if shares else None
+    return cluster_row_schedule(p, vec, peel=True)
 
 
 def streamed_reads(p: Problem) -> int:
@@ -1131,10 +1129,10 @@ def cluster_values_fit(p: Problem) -> bool:
     return all(v.dtype.is_float or v.dtype.itemsize in (4, 8) for v in p.group.values if v.op == "reduce")
 
 
-def cluster_row_schedule(p: Problem, vec: int) -> Optional[Schedule]:
+def cluster_row_schedule(p: Problem, vec: int, peel: bool = False) -> Optional[Schedule]:
     """A row too long for a block's registers, shared by a cluster's blocks: the first
-    of cluster_row_shares (512 threads before 1024, fewer blocks before more; 16-bit
-    rows in vectors hold up to 64 elements a thread), where a looped row reads it twice
+    of cluster_row_shares (`peel`: peeled; 512 threads before 1024, fewer blocks before
+    more; 16-bit rows in vectors hold up to 64 elements a thread), where a looped row reads it twice
     or more (streamed_reads). Read once from HBM, not phase after phase. H100
     2026-11-26 (scripts/probe_cluster_rows.py), us, streamed / shared (schedule):
     softmax f32 1024x65536 290.4 / 193.9 (4 blocks of 512, 0.92x copy), 256x262144
@@ -1145,7 +1143,7 @@ def cluster_row_schedule(p: Problem, vec: int) -> Optional[Schedule]:
     lost (softmax f16 4096x50304 381.8 / 437.7 at 4 of 512): half the bytes in flight."""
     if streamed_reads(p) < 2:
         return None
-    shares = cluster_row_shares(p, vec)
+    shares = cluster_row_shares(p, vec, peel)
     return shares[0] if shares else None
 
 
