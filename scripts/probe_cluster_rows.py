@@ -47,6 +47,15 @@ CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
          ("layernorm f16 odd", LAYERNORM_TDSL, {"M": 4096, "N": 20001}),
          ("softmax f32 odd mid", softmax("f32"), {"M": 4096, "N": 12001}),
          ("softmax f32 odd short", softmax("f32"), {"M": 32768, "N": 781}),
+         ("softmax f32 odd short", softmax("f32"), {"M": 32768, "N": 1201}),
+         ("softmax f16 odd short", softmax("f16"), {"M": 65536, "N": 781}),
+         ("softmax f16 odd short", softmax("f16"), {"M": 32768, "N": 1001}),
+         ("rmsnorm bf16 odd short", RMS_BF16, {"M": 32768, "N": 1001}),
+         ("layernorm16 odd short", LAYERNORM16_TDSL, {"M": 32768, "N": 1001}),
+         ("softmax f16 odd tiny", softmax("f16"), {"M": 65536, "N": 513}),
+         ("softmax f16 odd tiny", softmax("f16"), {"M": 131072, "N": 257}),
+         ("softmax f16 odd tiny", softmax("f16"), {"M": 262144, "N": 129}),
+         ("rmsnorm bf16 odd tiny", RMS_BF16, {"M": 131072, "N": 257}),
          ("softmax f16 odd mid", softmax("f16"), {"M": 8192, "N": 10001}),
          ("softmax f32 odd near", softmax("f32"), {"M": 8192, "N": 4097}),
          ("softmax f32 odd near", softmax("f32"), {"M": 4096, "N": 8193}),
@@ -93,10 +102,11 @@ def variants(p, d, hints) -> dict:
     before rows were held peeled; every share of the row by a cluster's blocks
     (choose.cluster_row_shares) where a block cannot hold it; and held_variants."""
     out = {"default": d, "looped": choose.default(p, hints, clusters=False)}
-    saved = choose.LONG_ROW, choose.PEELED_ROW
-    choose.LONG_ROW = choose.PEELED_ROW = 1 << 62
+    saved = choose.LONG_ROW, choose.PEELED_ROW, choose.PEELED_ROW_16, choose.WARP_ROW_BYTES
+    choose.LONG_ROW = choose.PEELED_ROW = choose.PEELED_ROW_16 = 1 << 62
+    choose.WARP_ROW_BYTES = 0
     out["not held"] = choose.default(p, hints)
-    choose.LONG_ROW, choose.PEELED_ROW = saved
+    choose.LONG_ROW, choose.PEELED_ROW, choose.PEELED_ROW_16, choose.WARP_ROW_BYTES = saved
     vec = choose.max_vector(p)
     if not choose.held_row_share(p, vec, 1024):     # (rows a block holds: no cluster)
         for s in choose.cluster_row_shares(p, vec):

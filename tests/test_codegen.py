@@ -897,14 +897,14 @@ def test_short_rows_take_part_of_a_warp_each(name, length, vec, threads):
     """short_row_schedule: rows of at most 128 elements take the fewest threads (1 to
     32) that hold at most 16 bytes each in at most 4 accesses and use half of each
     sector they read (the general rule gave a row of 8 elements 64 threads); longer
-    rows keep the general rule. Each compiles without spilling; where rows share a
+    rows take a warp each. Each compiles without spilling; where rows share a
     warp, each row's reduction shuffles within its own lanes."""
     k = tiledsl.compile(EXAMPLES / f"{name}.tdsl")
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
     s = default(problem(g, lay, dict(M=1 << 17, N=length), hbm_gbps=3352.0))
-    if vec is None:
-        assert s.row_threads >= 64 and s.row_threads == s.block, s
+    if vec is None:     # longer: a warp a row, 4 rows a block (warp_row_schedule, below)
+        assert (s.block, s.row_threads) == (128, 32), s
         return
     assert (s.kind, s.block, s.row_threads, s.vec) == ("reduce_row", 256, threads, vec), s
     assert s.items * s.vec * threads >= length > (s.items * s.vec - 1) * threads or s.items == 1, s
@@ -914,6 +914,46 @@ def test_short_rows_take_part_of_a_warp_each(name, length, vec, threads):
         assert usage.spill_stores == 0 and usage.local_bytes == 0, (length, arch, usage)
     shuffles = re.findall(r"tdsl::warp_reduce<tdsl::\w+, (\d+)>", ks.source)
     assert shuffles == ([str(threads)] * {"softmax": 2, "rmsnorm": 1}[name] if threads > 1 else []), shuffles
+
+
+LAYERNORM16 = ("kernel l(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n mu = mean(x, axis=N)\n"
+               " xc = x - mu\n return xc * rsqrt(mean(xc * xc, axis=N) + 1e-5) * w + b\n}")
+LSE32 = "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}"
+
+
+@pytest.mark.parametrize("src,length,vec,peel", [
+    ("softmax", 129, 4, True), ("softmax", 200, 4, False), ("softmax", 257, 4, True), ("softmax", 511, 4, True),
+    ("softmax", 512, None, None), ("rmsnorm", 256, 8, False), ("rmsnorm", 257, 8, True),
+    ("rmsnorm", 1001, 8, True), ("rmsnorm", 1024, None, None), ("layernorm", 257, 1, False),
+    ("layernorm", 1000, 8, False), (LAYERNORM16, 513, 1, False), (LSE32, 1000, 4, False),
+    (LSE32, 1021, 4, True), (LSE32, 1023, None, None)])
+def test_many_light_rows_take_a_warp_each_four_a_block(src, length, vec, peel):
+    """warp_row_schedule: rows longer than 128 elements that move fewer than 4096 bytes
+    (read and written; a weight over N read from cache) take a warp each, 4 rows a block
+    of 128: a block a row was bound by how fast SMs take in blocks. In vectors, peeled
+    where the length alone breaks alignment and the weights are no heavier than the row
+    (layernorm's weight and bias are not: element by element); 4096 bytes or more
+    (softmax f32 over 512, rmsnorm f16 over 1024, logsumexp f32 over 1023: 4092 and a
+    result), the general rule, a block a row. Each
+    compiles without spilling; a row's reductions shuffle across its warp, never through
+    shared memory."""
+    k = tiledsl.compile(EXAMPLES / f"{src}.tdsl" if "kernel" not in src else src)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, dict(M=1 << 16, N=length), hbm_gbps=3352.0))
+    if vec is None:
+        assert s.row_threads >= 64 and s.row_threads == s.block, s
+        return
+    assert (s.kind, s.block, s.row_threads, s.vec, s.peel) == ("reduce_row", 128, 32, vec, peel), s
+    assert s.items * s.vec * 32 >= length - (2 * vec - 2 if peel else 0), s
+    pinned = default(problem(g, lay, dict(M=1 << 16, N=length), hbm_gbps=3352.0), Hints(threads=64))
+    assert pinned.row_threads == pinned.block == 64, pinned       # threads(n) pins the general rule
+    for arch in ARCHS:
+        ks, _, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (length, arch, usage)
+    body = ks.source[ks.source.index('extern "C"'):]
+    assert set(re.findall(r"tdsl::warp_reduce<tdsl::\w+, (\d+)>", body)) == {"32"}, body
+    assert "block_reduce" not in body and "__syncthreads" not in body, body
 
 
 @pytest.mark.parametrize("extents,tile", [

@@ -1537,6 +1537,45 @@ def test_long_16_bit_rows_without_weights_are_held_by_the_fewest_threads(dtype, 
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+# Many light rows (choose.warp_row_schedule): a warp a row, 4 rows a block of 128, in vectors,
+# peeled where the length breaks alignment, else element by element; row counts that leave the
+# last block part empty, a result per row, weights hoisted or gathered.
+WARP_ROW_PROGRAMS = [("softmax.tdsl", dict(M=4099, N=200)),
+                     ("kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n"
+                      " return e / sum(e, axis=N)\n}", dict(M=1001, N=257)),
+                     ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
+                      "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=77, N=1001)),
+                     ("layernorm.tdsl", dict(M=37, N=257)),
+                     ("kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n"
+                      " return m + log(sum(exp(x - m), axis=N))\n}", dict(M=6, N=1021)),
+                     ("kernel l(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n mu = mean(x, axis=N)\n"
+                      " xc = x - mu\n return xc * rsqrt(mean(xc * xc, axis=N) + 1e-5) * w + b\n}", dict(M=3, N=513))]
+
+
+@pytest.mark.parametrize("src,extents", WARP_ROW_PROGRAMS + [
+    ("softmax.tdsl", dict(M=1, N=129)), ("softmax.tdsl", dict(M=262147, N=255)),
+    (WARP_ROW_PROGRAMS[1][0], dict(M=131073, N=511)), (WARP_ROW_PROGRAMS[2][0], dict(M=2, N=1023))],
+    ids=lambda v: "x".join(map(str, v.values())) if isinstance(v, dict) else v[:12])
+def test_many_light_rows_take_a_warp_each_by_default(src, extents):
+    """The default (choose.warp_row_schedule) for rows of 129 to 1023 elements moving
+    under 4096 bytes: a warp a row, 4 a block; against float64, outputs poisoned."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import _sm_count, device_arch
+    from tiledsl.schedule.choose import default, problem
+    k = fresh(src)
+    k._launcher = launcher_for(k)
+    p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0), device_arch(0))
+    s = default(p, k.hints)
+    assert (s.block, s.row_threads) == (128, 32), s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(
+    WARP_ROW_PROGRAMS, lambda s: s.kind == "reduce_row" and s.row_threads == 32 and s.block > 32)))
+def test_rows_taking_a_warp_each_several_a_block(src, extents, schedule):
+    _check_pinned(src, extents, schedule)
+
+
 @pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(
     PACKED_PROGRAMS, lambda s: s.kind == "reduce_row" and s.items * s.vec > 32, lambda s: f"-ps{s.blocks_per_sm}")))
 def test_16_bit_rows_held_64_elements_a_thread(src, extents, schedule):

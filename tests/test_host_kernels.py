@@ -40,6 +40,11 @@ PROGRAMS = [
     ("softmax looped f16", SOFTMAX.format(t="f16"), dict(M=3, N=50257)),
     ("logsumexp looped", LSE, dict(M=4, N=33001)),
     ("softmax short rows", SOFTMAX.format(t="f32"), dict(M=1001, N=13)),
+    # a warp a row, 4 rows a block (choose.warp_row_schedule): peeled where the length breaks
+    # alignment, with a last block of one row; a result per row; gathered f32 weights
+    ("softmax warp rows peeled", SOFTMAX.format(t="f16"), dict(M=37, N=257)),
+    ("logsumexp warp rows", LSE, dict(M=10, N=300)),
+    ("layernorm warp rows odd", (EXAMPLES / "layernorm.tdsl").read_text(), dict(M=6, N=257)),
     ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text(), dict(M=19, N=1000)),
     ("rmsnorm bf16", "kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
      "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=23, N=520)),

@@ -25,6 +25,9 @@ PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and t
 LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
 LONG_ROW = 4096     # 16-bit rows without weights this long or longer: held by the fewest threads they fit
 PEELED_ROW = 1536   # rows breaking alignment this long or longer: held peeled likewise (long_row_schedule)
+PEELED_ROW_16 = 1024    # ... of 16-bit values (every input over the row 2 bytes wide)
+WARP_ROW_BYTES = 4096   # rows moving fewer bytes than this take a warp each, several a block (warp_row_schedule)
+WARP_ROW_BLOCK = 128
 
 
 @dataclass(frozen=True)
@@ -389,6 +392,45 @@ def short_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
                     hoist=not p.has_row_invariant_inputs(), index64=p.index64)
 
 
+def row_bytes(p: Problem) -> int:
+    """Bytes a row moves from and to memory: each operand that differs from row to row,
+    read or written, over the row's length where it has the reduced loops, else one element
+    (a result per row). Operands the same for every row (weights) are read from cache."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    return sum(op.dtype.itemsize * (p.row_length if set(op.loops) & reduced else 1)
+               for op in p.layout.inputs + p.layout.outputs if set(op.loops) & kept)
+
+
+def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
+    """A warp a row, WARP_ROW_BLOCK threads a block, for rows longer than SHORT_ROW that
+    move fewer than WARP_ROW_BYTES: the general rule gives each a block of 64 or more
+    threads, and blocks so light finish faster than an SM takes in new ones (about 1.2 ns
+    a block over the whole H100, whatever their size), so many such rows were bound by the
+    blocks, not by memory. In vectors as wide as alignment allows; where the length alone
+    breaks it, peeled to aligned vectors (weights no heavier than the row:
+    peel_weights_fit), else element by element. Measured on an H100, 2026-11-26
+    (scripts/probe_mid_rows.py, 20:54), us, a block a row -> this rule (x copy):
+        softmax f16 131072x256  162.3 -> 52.3 (0.85x)     f32 131072x256  161.3 -> 93.4 (0.96x)
+        softmax f16 65536x512    82.4 -> 49.0 (0.91x)     f32 100000x200  124.0 -> 58.2 (0.92x)
+        rmsnorm f16 131072x256  161.5 -> 49.8 (0.90x)     layernorm f16 131072x256  161.5 -> 51.9
+        logsumexp f32 131072x300 161.5 -> 55.3 (0.95x)
+        odd, peeled: softmax f16 65536x513 82.6 -> 55.1, 32768x1001 58.5 -> 49.2, rmsnorm
+        bf16 131072x257 161.5 -> 58.8, softmax f32 131072x257 161.2 -> 94.0; element by
+        element: layernorm f16 65536x513 (f32 weights) 71.4 -> 59.7, all f16 71.3 -> 60.2.
+    A few rows: level (softmax f16 2048x256 8.7 -> 9.6, f32 600x511 8.3 -> 7.8, rmsnorm
+    f16 264x768 11.9 -> 11.4: launches). Rows of 4096 bytes or more are level or faster
+    a block a row (softmax f16 32768x1024 49.6 against 49.4; 16384x2048 48.8 against
+    50.0; rmsnorm and layernorm f16 65536x1024 level); blocks of 256 and 512 rows were
+    level or slower than 128."""
+    if (hints.threads or (hints.cluster or 1) > 1 or (hints.stages or 1) > 1 or not p.row_major()
+            or p.row_length <= SHORT_ROW or row_bytes(p) >= WARP_ROW_BYTES):
+        return None
+    vec = max_vector(p, hints.vector)
+    peel = vec == 1 and not hints.vector and peel_vector(p) > 1 and peel_weights_fit(p)
+    held = held_row_share(p, peel_vector(p) if peel else vec, 32, peel=peel)
+    return replace(held, block=WARP_ROW_BLOCK) if held else None
+
+
 SHORT_ROW_BYTES = 16        # most bytes of the row's main input a thread holds (short_row_threads)
 SHORT_ROW_ITEMS = 4         # most accesses a thread makes to it
 SECTOR = 32                 # bytes of a memory transaction
@@ -420,13 +462,18 @@ def short_row_threads(p: Problem, vec: int) -> int:
     return 32
 
 
+def narrow_rows(p: Problem) -> bool:
+    """Whether every input over the row and its reduced dims is 2 bytes wide."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    row = [op for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced]
+    return bool(row) and all(op.dtype.itemsize == 2 for op in row)
+
+
 def packed_rows(p: Problem, vec: int) -> bool:
     """Whether a thread's share of each row is 16-bit values in vectors (every input over
     the row and its reduced dims 2 bytes wide): held two a register, so a share may have
     MAX_PACKED_ROW_ELEMENTS of them, the bytes of MAX_ROW_ELEMENTS 4-byte ones."""
-    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
-    row = [op for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced]
-    return vec > 1 and bool(row) and all(op.dtype.itemsize == 2 for op in row)
+    return vec > 1 and narrow_rows(p)
 
 
 def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packed: bool = False) -> bool:
@@ -785,12 +832,15 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     # short rows: part of a warp a row too (several rows a warp: no prefetch, no ring)
     widths = (1, 2, 4, 8, 16) if p.row_length <= SHORT_ROW and p.row_major() else ()
     widths = sorted(widths + (32, 64, 128, 256, 512, 1024), key=lambda t: (abs(t.bit_length() - center), t))
-    peel = peel_vector(p) if p.row_length >= 2048 else 1
-    if peel > 1 and not hints.vector:   # rows peeled to aligned vectors, as wide vectors go first: looped,
-        out += [Schedule("reduce_row", block=tpr, vec=peel, items=0, row_threads=tpr, peel=True,
-                         index64=p.index64) for tpr in sorted((256, 512, 1024), key=lambda t: abs(t.bit_length() - center))]
-        # and held in registers, by a block alone or a cluster's blocks
+    peel = peel_vector(p) if p.row_length > SHORT_ROW and not hints.vector else 1
+    if peel > 1:    # rows peeled to aligned vectors, as wide vectors go first: looped (long rows),
+        if p.row_length >= 2048:
+            out += [Schedule("reduce_row", block=tpr, vec=peel, items=0, row_threads=tpr, peel=True,
+                             index64=p.index64)
+                    for tpr in sorted((256, 512, 1024), key=lambda t: abs(t.bit_length() - center))]
+        # and held in registers: a warp each of several rows a block, a block alone, a cluster's blocks
         held = [s for tpr in (32, 64, 128, 256, 512, 1024) if (s := held_row_share(p, peel, tpr, peel=True))]
+        out += [replace(s, block=WARP_ROW_BLOCK) for s in held[:1] if s.block == 32]
         out += held if any(s.block == 1024 for s in held) else held + cluster_row_shares(p, peel, peel=True)
     # rows too long for a block's registers: shared by a cluster's blocks (sm_90a)
     if p.row_major() and not row_share_fits(p, row_share(p.row_length // vecs[0], 1024), vecs[0]):
@@ -929,7 +979,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     split = split_schedule(p, paired_columns(p))
     if split is not None:
         return split
-    short = short_row_schedule(p, hints)
+    short = short_row_schedule(p, hints) or warp_row_schedule(p, hints)
     if short is not None:
         return short
     vec = max_vector(p, hints.vector) if p.row_major() else 1
@@ -1044,9 +1094,10 @@ def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Sc
 def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True) -> Optional[Schedule]:
     """A long row that a stream would read twice or more (streamed_reads), held in
     registers by the fewest threads of a block whose share fits (or `threads`; 16-bit
-    values packed two a register), where it is (1) of PEELED_ROW elements or more, of a
-    length that breaks alignment (`vec` 1; read in vectors only peeled: peel_vector), its
-    weights no heavier than it (peel_weights_fit): held peeled (Schedule.peel with items)
+    values packed two a register), where it is (1) of PEELED_ROW elements or more
+    (PEELED_ROW_16 of 16-bit values: narrow_rows), of a length that breaks alignment
+    (`vec` 1; read in vectors only peeled: peel_vector), its weights no heavier than it
+    (peel_weights_fit): held peeled (Schedule.peel with items)
     by 32 (below LONG_ROW; else 128) to 1024 threads, else by a cluster's blocks
     (cluster_row_shares); or (2) of LONG_ROW elements or more, 16-bit in vectors with no
     weights (softmax f16): by 128 to 1024 threads; else None. The more elements a thread
@@ -1060,7 +1111,8 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     bf16 8192x6001 78.0 / 72.5 (128), 2048x40001 134.6 / 126.1 (1024); below 4096
     (19:22): softmax f16 16384x3001 92.7 / 72.5 (64), 32768x1537 92.2 / 74.8 (32), f32
     16384x2049 100.3 / 94.7 (64), 16384x3001 133.8 / 135.2 (128); rmsnorm bf16
-    16384x3001 99.1 / 73.1 (64; 128: 71.8). Not taken:
+    16384x3001 99.1 / 73.1 (64; 128: 71.8); 16-bit rows from PEELED_ROW_16 (20:54): softmax
+    f16 16384x1201 40.6 / 33.0, rmsnorm bf16 16384x1299 44.7 / 35.8 (a warp). Not taken:
     layernorm f16 with f32 weight and bias 4096x20001 (their gathered lanes: 207.1
     element by element, 225.8 held peeled), softmax f32 32768x781 (72.8 element by
     element, 77.4 peeled at 128 threads).
@@ -1071,7 +1123,8 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     if (streamed_reads(p) < 2 or not p.row_major() or 0 < (hints.threads or 32) < 32
             or (hints.stages or 1) > 1):        # (a ring of rows pinned: the rule below places it)
         return None
-    peel = (vec == 1 and not hints.vector and p.row_length >= PEELED_ROW and peel_vector(p) > 1
+    shortest = PEELED_ROW_16 if narrow_rows(p) else PEELED_ROW
+    peel = (vec == 1 and not hints.vector and p.row_length >= shortest and peel_vector(p) > 1
             and peel_weights_fit(p))
     if peel:        # (below LONG_ROW from a warp: measured there; from 128 threads above it)
         vec = peel_vector(p)

@@ -1,0 +1,95 @@
+"""Probe (device run): many rows of 129 to 2048 elements. Rows of at most 128 take part
+of a warp (choose.short_row_schedule); longer ones took a block each (row_threads =
+block, 64 or more threads), so 131072 rows were 131072 blocks, until rows moving under
+4096 bytes took a warp each (choose.warp_row_schedule). Here the default, the default
+before that (`block a row`), and a warp a row with several rows a block (row_threads 32,
+blocks of 128 to 512), in aligned vectors, peeled to them where the row's length breaks
+alignment, or element by element. Each schedule is checked against the float64 reference first; three
+interleaved rounds, median microseconds, and the ratio of the bytes moved to copy.
+
+    python scripts/probe_mid_rows.py [names to keep]
+"""
+import os
+import sys
+from dataclasses import replace
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import row_probe  # noqa: E402  (beside this script)
+from benchmarks.bench_memory import LAYERNORM16_TDSL, LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
+from benchmarks.common import copy_bandwidth  # noqa: E402
+from probe_cluster_rows import RMS_BF16  # noqa: E402
+from probe_online import LSE, softmax  # noqa: E402
+from tiledsl.schedule import choose  # noqa: E402
+
+ATTENTION_SOFTMAX = ("kernel a(x: f16[B, H, S, T], s: f32) -> f16[B, H, S, T] {\n"
+                     " e = exp((x - max(x, axis=T)) * s)\n return e / sum(e, axis=T)\n}")
+CASES = [("softmax f16", softmax("f16"), {"M": 131072, "N": 256}),
+         ("softmax f16", softmax("f16"), {"M": 65536, "N": 512}),
+         ("softmax f16", softmax("f16"), {"M": 32768, "N": 1024}),
+         ("softmax f16", softmax("f16"), {"M": 16384, "N": 2048}),
+         ("softmax f32", softmax("f32"), {"M": 131072, "N": 256}),
+         ("softmax f32", softmax("f32"), {"M": 65536, "N": 512}),
+         ("softmax f32", softmax("f32"), {"M": 16384, "N": 1024}),
+         ("softmax f32", softmax("f32"), {"M": 100000, "N": 200}),
+         ("rmsnorm f16", RMSNORM_TDSL, {"M": 131072, "N": 256}),
+         ("rmsnorm f16", RMSNORM_TDSL, {"M": 65536, "N": 1024}),
+         ("layernorm f16", LAYERNORM_TDSL, {"M": 131072, "N": 256}),
+         ("layernorm f16", LAYERNORM_TDSL, {"M": 65536, "N": 1024}),
+         ("layernorm16", LAYERNORM16_TDSL, {"M": 65536, "N": 1024}),
+         ("softmax f16 odd", softmax("f16"), {"M": 131072, "N": 257}),
+         ("softmax f16 odd", softmax("f16"), {"M": 65536, "N": 513}),
+         ("softmax f16 odd", softmax("f16"), {"M": 32768, "N": 1001}),
+         ("softmax f32 odd", softmax("f32"), {"M": 131072, "N": 257}),
+         ("softmax f32 odd", softmax("f32"), {"M": 65536, "N": 513}),
+         ("rmsnorm bf16 odd", RMS_BF16, {"M": 131072, "N": 257}),
+         ("layernorm16 odd", LAYERNORM16_TDSL, {"M": 65536, "N": 513}),
+         ("layernorm f16 odd", LAYERNORM_TDSL, {"M": 65536, "N": 513}),
+         ("logsumexp f32", LSE, {"M": 131072, "N": 300}),
+         ("few softmax f16", softmax("f16"), {"M": 2048, "N": 256}),
+         ("few softmax f32 odd", softmax("f32"), {"M": 600, "N": 511}),
+         ("few rmsnorm f16", RMSNORM_TDSL, {"M": 264, "N": 768}),
+         ("softmax f16 odd 16-bit", softmax("f16"), {"M": 16384, "N": 1201}),
+         ("rmsnorm bf16 odd 16-bit", RMS_BF16, {"M": 16384, "N": 1299}),
+         ("common layernorm f16", LAYERNORM_TDSL, {"M": 65536, "N": 768}),
+         ("common layernorm16", LAYERNORM16_TDSL, {"M": 65536, "N": 768}),
+         ("common rmsnorm f16", RMSNORM_TDSL, {"M": 65536, "N": 768}),
+         ("common softmax f16", softmax("f16"), {"M": 65536, "N": 1000}),
+         ("common softmax f32", softmax("f32"), {"M": 65536, "N": 384}),
+         ("common attention f16", ATTENTION_SOFTMAX, {"B": 8, "H": 16, "S": 512, "T": 512}),
+         ("common attention f16", ATTENTION_SOFTMAX, {"B": 32, "H": 12, "S": 197, "T": 197})]
+
+
+def variants(p, d, hints) -> dict:
+    """The default; the default before rows took a warp each (`block a row`: no
+    warp_row_schedule, 16-bit rows peeled from PEELED_ROW like the others); and a warp a
+    row in blocks of 128, 256 and 512 threads: vectors as wide as alignment allows, peeled
+    ones where the length breaks it, single elements."""
+    out = {"default": d}
+    saved = choose.WARP_ROW_BYTES, choose.PEELED_ROW_16
+    choose.WARP_ROW_BYTES, choose.PEELED_ROW_16 = 0, choose.PEELED_ROW
+    out["block a row"] = choose.default(p, hints)
+    choose.WARP_ROW_BYTES, choose.PEELED_ROW_16 = saved
+    peel = choose.peel_vector(p) > 1 and choose.max_vector(p) == 1
+    for vec, peeled in sorted({(choose.max_vector(p), False), (1, False)}
+                              | ({(choose.peel_vector(p), True)} if peel else set())):
+        held = choose.held_row_share(p, vec, 32, peel=peeled)
+        if not held:
+            continue
+        for block in (128, 256, 512):
+            out[f"{'pe ' if peeled else ''}v{vec} w b{block}"] = replace(held, block=block)
+    return out
+
+
+def main() -> None:
+    copy = copy_bandwidth()["gbps"]
+    print(f"copy {copy:.0f} GB/s")
+    cases = []
+    for case, d in row_probe.prepared(CASES, sys.argv[1:]):
+        case.variants = row_probe.exact(case, row_probe.distinct(variants(case.problem, d, case.kernel.hints)))
+        cases.append(case)
+    row_probe.time_and_report(cases, copy, label_width=14)
+
+
+if __name__ == "__main__":
+    main()
