@@ -57,7 +57,15 @@ CASES = [("softmax f16", softmax("f16"), {"M": 131072, "N": 256}),
          ("common softmax f16", softmax("f16"), {"M": 65536, "N": 1000}),
          ("common softmax f32", softmax("f32"), {"M": 65536, "N": 384}),
          ("common attention f16", ATTENTION_SOFTMAX, {"B": 8, "H": 16, "S": 512, "T": 512}),
-         ("common attention f16", ATTENTION_SOFTMAX, {"B": 32, "H": 12, "S": 197, "T": 197})]
+         ("common attention f16", ATTENTION_SOFTMAX, {"B": 32, "H": 12, "S": 197, "T": 197}),
+         ("peelcut softmax f16", softmax("f16"), {"M": 75648, "N": 197}),
+         ("peelcut softmax f16", softmax("f16"), {"M": 262144, "N": 129}),
+         ("peelcut softmax f16", softmax("f16"), {"M": 65536, "N": 385}),
+         ("peelcut softmax bf16", softmax("bf16"), {"M": 131072, "N": 257}),
+         ("peelcut rmsnorm bf16", RMS_BF16, {"M": 75648, "N": 197}),
+         ("peelcut rmsnorm bf16", RMS_BF16, {"M": 65536, "N": 385}),
+         ("peelcut attention f16", ATTENTION_SOFTMAX, {"B": 16, "H": 16, "S": 257, "T": 257}),
+         ("peelcut softmax f32", softmax("f32"), {"M": 75648, "N": 197})]
 
 
 def variants(p, d, hints) -> dict:

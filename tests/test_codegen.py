@@ -922,17 +922,18 @@ LSE32 = "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + lo
 
 
 @pytest.mark.parametrize("src,length,vec,peel", [
-    ("softmax", 129, 4, True), ("softmax", 200, 4, False), ("softmax", 257, 4, True), ("softmax", 511, 4, True),
-    ("softmax", 512, None, None), ("rmsnorm", 256, 8, False), ("rmsnorm", 257, 8, True),
-    ("rmsnorm", 1001, 8, True), ("rmsnorm", 1024, None, None), ("layernorm", 257, 1, False),
+    ("softmax", 129, 1, False), ("softmax", 200, 4, False), ("softmax", 257, 1, False), ("softmax", 511, 1, False),
+    ("softmax", 512, None, None), ("rmsnorm", 256, 8, False), ("rmsnorm", 257, 1, False),
+    ("rmsnorm", 513, 8, True), ("rmsnorm", 1001, 8, True), ("rmsnorm", 1024, None, None), ("layernorm", 257, 1, False),
     ("layernorm", 1000, 8, False), (LAYERNORM16, 513, 1, False), (LSE32, 1000, 4, False),
     (LSE32, 1021, 4, True), (LSE32, 1023, None, None)])
 def test_many_light_rows_take_a_warp_each_four_a_block(src, length, vec, peel):
     """warp_row_schedule: rows longer than 128 elements that move fewer than 4096 bytes
     (read and written; a weight over N read from cache) take a warp each, 4 rows a block
     of 128: a block a row was bound by how fast SMs take in blocks. In vectors, peeled
-    where the length alone breaks alignment and the weights are no heavier than the row
-    (layernorm's weight and bias are not: element by element); 4096 bytes or more
+    where the length alone breaks alignment, from 512 elements, and the weights are no
+    heavier than the row (layernorm's weight and bias are not), else element by element;
+    4096 bytes or more
     (softmax f32 over 512, rmsnorm f16 over 1024, logsumexp f32 over 1023: 4092 and a
     result), the general rule, a block a row. Each
     compiles without spilling; a row's reductions shuffle across its warp, never through

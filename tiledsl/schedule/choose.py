@@ -28,6 +28,7 @@ PEELED_ROW = 1536   # rows breaking alignment this long or longer: held peeled l
 PEELED_ROW_16 = 1024    # ... of 16-bit values (every input over the row 2 bytes wide)
 WARP_ROW_BYTES = 4096   # rows moving fewer bytes than this take a warp each, several a block (warp_row_schedule)
 WARP_ROW_BLOCK = 128
+WARP_ROW_PEELED = 512   # ... peeled to aligned vectors from this long where the length breaks alignment
 
 
 @dataclass(frozen=True)
@@ -407,26 +408,30 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     threads, and blocks so light finish faster than an SM takes in new ones (about 1.2 ns
     a block over the whole H100, whatever their size), so many such rows were bound by the
     blocks, not by memory. In vectors as wide as alignment allows; where the length alone
-    breaks it, peeled to aligned vectors (weights no heavier than the row:
-    peel_weights_fit), else element by element. Measured on an H100, 2026-11-26
-    (scripts/probe_mid_rows.py, 20:54), us, a block a row -> this rule (x copy):
-        softmax f16 131072x256  162.3 -> 52.3 (0.85x)     f32 131072x256  161.3 -> 93.4 (0.96x)
-        softmax f16 65536x512    82.4 -> 49.0 (0.91x)     f32 100000x200  124.0 -> 58.2 (0.92x)
-        rmsnorm f16 131072x256  161.5 -> 49.8 (0.90x)     layernorm f16 131072x256  161.5 -> 51.9
-        logsumexp f32 131072x300 161.5 -> 55.3 (0.95x)
-        odd, peeled: softmax f16 65536x513 82.6 -> 55.1, 32768x1001 58.5 -> 49.2, rmsnorm
-        bf16 131072x257 161.5 -> 58.8, softmax f32 131072x257 161.2 -> 94.0; element by
-        element: layernorm f16 65536x513 (f32 weights) 71.4 -> 59.7, all f16 71.3 -> 60.2.
+    breaks it, from WARP_ROW_PEELED elements peeled to aligned vectors (weights no heavier
+    than the row: peel_weights_fit), else element by element. Measured on an H100,
+    2026-11-26 (scripts/probe_mid_rows.py, 20:54-21:05), us, a block a row -> this rule:
+        softmax f16 131072x256  162.3 -> 52.3 (0.85x copy)  f32 131072x256  161.3 -> 93.4 (0.96x)
+        softmax f16 65536x512    82.4 -> 49.0 (0.91x)       f32 100000x200  124.0 -> 58.2 (0.92x)
+        rmsnorm f16 131072x256  161.5 -> 49.8 (0.90x)       f32 65536x384    82.5 -> 71.4 (0.94x)
+        layernorm f16 65536x768  84.5 -> 73.0 (0.92x)       logsumexp f32 131072x300 161.5 -> 55.3
+        softmax f16 over [8, 16, 512, 512] (rows of attention) 82.6 -> 49.7 (0.90x)
+        odd, peeled: softmax f16 65536x513 82.6 -> 55.1 (element by element 62.3), 32768x1001
+        58.5 -> 49.2; element by element: softmax f16 over [32, 12, 197, 197] 94.7 -> 35.1
+        (peeled 44.0), 262144x129 318.9 -> 83.7 (peeled 127.9), 65536x385 82.3 -> 49.0 (51.4),
+        131072x257 161.4 -> 69.6 (71.6); layernorm f16 65536x513 (f32 weights) 71.4 -> 59.7.
     A few rows: level (softmax f16 2048x256 8.7 -> 9.6, f32 600x511 8.3 -> 7.8, rmsnorm
     f16 264x768 11.9 -> 11.4: launches). Rows of 4096 bytes or more are level or faster
     a block a row (softmax f16 32768x1024 49.6 against 49.4; 16384x2048 48.8 against
-    50.0; rmsnorm and layernorm f16 65536x1024 level); blocks of 256 and 512 rows were
-    level or slower than 128."""
+    50.0; rmsnorm and layernorm f16 65536x1024 level), just under it a little slower
+    (softmax f16 65536x1000 92.3 against 90.8); blocks of 256 and 512 rows were level or
+    slower than 128."""
     if (hints.threads or (hints.cluster or 1) > 1 or (hints.stages or 1) > 1 or not p.row_major()
             or p.row_length <= SHORT_ROW or row_bytes(p) >= WARP_ROW_BYTES):
         return None
     vec = max_vector(p, hints.vector)
-    peel = vec == 1 and not hints.vector and peel_vector(p) > 1 and peel_weights_fit(p)
+    peel = (vec == 1 and not hints.vector and p.row_length >= WARP_ROW_PEELED and peel_vector(p) > 1
+            and peel_weights_fit(p))
     held = held_row_share(p, peel_vector(p) if peel else vec, 32, peel=peel)
     return replace(held, block=WARP_ROW_BLOCK) if held else None
 
