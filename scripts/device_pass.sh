@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: clusterrows midrows moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -44,6 +44,11 @@ for phase in "$@"; do
     relu) timeout 200 python3 benchmarks/bench_gemm.py --only relu --no-triton ;;
     # the GPU suite but its tests over 2^31 elements (about 520 s on 14 workers at 4956 tests, 2026-11-26)
     gpu) timeout 580 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
+         grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests.log | tail -22 ;;
+    # the same in two calls where one runs past the device's 10 minutes: the memory-bound tests, then the rest
+    gpumem) timeout 580 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
+         grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests.log | tail -22 ;;
+    gpurest) timeout 580 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/ --ignore=tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
          grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests.log | tail -22 ;;
     # the tests over 2^31 elements (marked slow), one at a time: beside other workers' memory
     # pools they found too little free memory and skipped
