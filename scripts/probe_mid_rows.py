@@ -7,7 +7,7 @@ blocks of 128 to 512), in aligned vectors, peeled to them where the row's length
 alignment, or element by element. Each schedule is checked against the float64 reference first; three
 interleaved rounds, median microseconds, and the ratio of the bytes moved to copy.
 
-    python scripts/probe_mid_rows.py [names to keep]
+    python scripts/probe_mid_rows.py [names to keep]      (SUBWARP=1: 16 and 8 threads a row too)
 """
 import os
 import sys
@@ -21,6 +21,7 @@ from benchmarks.common import copy_bandwidth  # noqa: E402
 from probe_cluster_rows import RMS_BF16  # noqa: E402
 from probe_online import LSE, softmax  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
 ATTENTION_SOFTMAX = ("kernel a(x: f16[B, H, S, T], s: f32) -> f16[B, H, S, T] {\n"
                      " e = exp((x - max(x, axis=T)) * s)\n return e / sum(e, axis=T)\n}")
@@ -65,7 +66,18 @@ CASES = [("softmax f16", softmax("f16"), {"M": 131072, "N": 256}),
          ("peelcut rmsnorm bf16", RMS_BF16, {"M": 75648, "N": 197}),
          ("peelcut rmsnorm bf16", RMS_BF16, {"M": 65536, "N": 385}),
          ("peelcut attention f16", ATTENTION_SOFTMAX, {"B": 16, "H": 16, "S": 257, "T": 257}),
-         ("peelcut softmax f32", softmax("f32"), {"M": 75648, "N": 197})]
+         ("peelcut softmax f32", softmax("f32"), {"M": 75648, "N": 197}),
+         ("sub softmax f16", softmax("f16"), {"M": 131072, "N": 256}),
+         ("sub softmax f32", softmax("f32"), {"M": 131072, "N": 256}),
+         ("sub softmax f16", softmax("f16"), {"M": 262144, "N": 129}),
+         ("sub softmax f16", softmax("f16"), {"M": 75648, "N": 197}),
+         ("sub rmsnorm f16", RMSNORM_TDSL, {"M": 131072, "N": 256}),
+         ("sub layernorm f16", LAYERNORM_TDSL, {"M": 65536, "N": 768}),
+         ("sub softmax f32", softmax("f32"), {"M": 65536, "N": 384}),
+         ("sub softmax f16", softmax("f16"), {"M": 65536, "N": 512})]
+
+
+SUBWARP = os.environ.get("SUBWARP") == "1"     # also part of a warp a row (16 and 8 threads)
 
 
 def variants(p, d, hints) -> dict:
@@ -86,6 +98,13 @@ def variants(p, d, hints) -> dict:
             continue
         for block in (128, 256, 512):
             out[f"{'pe ' if peeled else ''}v{vec} w b{block}"] = replace(held, block=block)
+        if SUBWARP and not peeled:   # part of a warp a row (rows sharing a warp), 256 threads a block
+            for tpr in (16, 8):
+                items = choose.row_share(p.row_length // vec, tpr)
+                if choose.row_share_fits(p, items, vec, hoisted=False, packed=True):
+                    out[f"v{vec} t{tpr} b256"] = Schedule("reduce_row", block=256, vec=vec, items=items,
+                                                          row_threads=tpr, hoist=not p.has_row_invariant_inputs(),
+                                                          index64=p.index64)
     return out
 
 

@@ -41,10 +41,12 @@ PROGRAMS = [
     ("logsumexp looped", LSE, dict(M=4, N=33001)),
     ("softmax short rows", SOFTMAX.format(t="f32"), dict(M=1001, N=13)),
     # a warp a row, 4 rows a block (choose.warp_row_schedule): peeled where the length breaks
-    # alignment (from 512), with a last block of one row; element by element; a result per
-    # row; f32 weights
+    # alignment (from 512), with a last block of one row; element by element; half a warp
+    # a row (rows of 512 bytes or less), with a last block part empty; a result per row; f32 weights
     ("softmax warp rows peeled", SOFTMAX.format(t="f16"), dict(M=37, N=601)),
-    ("softmax warp rows odd", SOFTMAX.format(t="bf16"), dict(M=5, N=199)),
+    ("softmax warp rows odd", SOFTMAX.format(t="f32"), dict(M=5, N=199)),
+    ("softmax half-warp rows", SOFTMAX.format(t="f16"), dict(M=37, N=200)),
+    ("softmax half-warp rows odd", SOFTMAX.format(t="bf16"), dict(M=19, N=199)),
     ("logsumexp warp rows", LSE, dict(M=10, N=300)),
     ("layernorm warp rows odd", (EXAMPLES / "layernorm.tdsl").read_text(), dict(M=6, N=257)),
     ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text(), dict(M=19, N=1000)),

@@ -29,6 +29,7 @@ PEELED_ROW_16 = 1024    # ... of 16-bit values (every input over the row 2 bytes
 WARP_ROW_BYTES = 4096   # rows moving fewer bytes than this take a warp each, several a block (warp_row_schedule)
 WARP_ROW_BLOCK = 128
 WARP_ROW_PEELED = 512   # ... peeled to aligned vectors from this long where the length breaks alignment
+HALF_WARP_ROW_BYTES = 512   # ... half a warp each where each row of the inputs is this light (16-bit rows of 256)
 
 
 @dataclass(frozen=True)
@@ -403,7 +404,7 @@ def row_bytes(p: Problem) -> int:
 
 
 def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
-    """A warp a row, WARP_ROW_BLOCK threads a block, for rows longer than SHORT_ROW that
+    """A warp a row (or half of one), WARP_ROW_BLOCK threads a block, for rows longer than SHORT_ROW that
     move fewer than WARP_ROW_BYTES: the general rule gives each a block of 64 or more
     threads, and blocks so light finish faster than an SM takes in new ones (about 1.2 ns
     a block over the whole H100, whatever their size), so many such rows were bound by the
@@ -420,6 +421,10 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
         58.5 -> 49.2; element by element: softmax f16 over [32, 12, 197, 197] 94.7 -> 35.1
         (peeled 44.0), 262144x129 318.9 -> 83.7 (peeled 127.9), 65536x385 82.3 -> 49.0 (51.4),
         131072x257 161.4 -> 69.6 (71.6); layernorm f16 65536x513 (f32 weights) 71.4 -> 59.7.
+    Rows of inputs of at most HALF_WARP_ROW_BYTES take half a warp each, 16 rows a block of 256
+    (21:30): softmax f16 131072x256 52.4 -> 49.4 us (0.90x), 262144x129 84.0 -> 71.2; rmsnorm
+    f16 131072x256 49.3 -> 48.8; level at 75648x197 (34.0, 34.2); at 1 KiB (f32 131072x256,
+    f16 65536x512) level or a little slower (93.4 / 93.7, 49.3 / 49.8).
     A few rows: level (softmax f16 2048x256 8.7 -> 9.6, f32 600x511 8.3 -> 7.8, rmsnorm
     f16 264x768 11.9 -> 11.4: launches). Rows of 4096 bytes or more are level or faster
     a block a row (softmax f16 32768x1024 49.6 against 49.4; 16384x2048 48.8 against
@@ -432,8 +437,20 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     vec = max_vector(p, hints.vector)
     peel = (vec == 1 and not hints.vector and p.row_length >= WARP_ROW_PEELED and peel_vector(p) > 1
             and peel_weights_fit(p))
+    if not peel and row_input_bytes(p) <= HALF_WARP_ROW_BYTES:
+        items = row_share(p.row_length // vec, 16)
+        if row_share_fits(p, items, vec, hoisted=False, packed=True):
+            return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=16,
+                            hoist=not p.has_row_invariant_inputs(), index64=p.index64)
     held = held_row_share(p, peel_vector(p) if peel else vec, 32, peel=peel)
     return replace(held, block=WARP_ROW_BLOCK) if held else None
+
+
+def row_input_bytes(p: Problem) -> int:
+    """Bytes of a row of the widest input that differs from row to row."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    return p.row_length * max((op.dtype.itemsize for op in p.layout.inputs
+                               if set(op.loops) & kept and set(op.loops) & reduced), default=0)
 
 
 SHORT_ROW_BYTES = 16        # most bytes of the row's main input a thread holds (short_row_threads)
@@ -835,7 +852,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     base = default(p, hints)
     center = (base.row_threads if base.kind == "reduce_row" else 256).bit_length()
     # short rows: part of a warp a row too (several rows a warp: no prefetch, no ring)
-    widths = (1, 2, 4, 8, 16) if p.row_length <= SHORT_ROW and p.row_major() else ()
+    widths = ((1, 2, 4, 8, 16) if p.row_length <= SHORT_ROW and p.row_major() else
+              (16,) if p.row_major() and row_input_bytes(p) <= 2 * HALF_WARP_ROW_BYTES else ())
     widths = sorted(widths + (32, 64, 128, 256, 512, 1024), key=lambda t: (abs(t.bit_length() - center), t))
     peel = peel_vector(p) if p.row_length > SHORT_ROW and not hints.vector else 1
     if peel > 1:    # rows peeled to aligned vectors, as wide vectors go first: looped (long rows),
