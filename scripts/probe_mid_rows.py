@@ -74,7 +74,15 @@ CASES = [("softmax f16", softmax("f16"), {"M": 131072, "N": 256}),
          ("sub rmsnorm f16", RMSNORM_TDSL, {"M": 131072, "N": 256}),
          ("sub layernorm f16", LAYERNORM_TDSL, {"M": 65536, "N": 768}),
          ("sub softmax f32", softmax("f32"), {"M": 65536, "N": 384}),
-         ("sub softmax f16", softmax("f16"), {"M": 65536, "N": 512})]
+         ("sub softmax f16", softmax("f16"), {"M": 65536, "N": 512}),
+         ("wide rmsnorm f16", RMSNORM_TDSL, {"M": 65536, "N": 1024}),
+         ("wide layernorm f16", LAYERNORM_TDSL, {"M": 65536, "N": 1024}),
+         ("wide layernorm16", LAYERNORM16_TDSL, {"M": 65536, "N": 1024}),
+         ("wide softmax f16", softmax("f16"), {"M": 65536, "N": 1024}),
+         ("wide softmax f16", softmax("f16"), {"M": 32768, "N": 1536}),
+         ("wide softmax f32", softmax("f32"), {"M": 32768, "N": 1024}),
+         ("wide softmax f32", softmax("f32"), {"M": 65536, "N": 512}),
+         ("wide rmsnorm f16", RMSNORM_TDSL, {"M": 32768, "N": 1536})]
 
 
 SUBWARP = os.environ.get("SUBWARP") == "1"     # also part of a warp a row (16 and 8 threads)

@@ -958,6 +958,24 @@ def test_many_light_rows_take_a_warp_each_four_a_block(src, length, vec, peel, t
     assert "block_reduce" not in body and "__syncthreads" not in body, body
 
 
+@pytest.mark.parametrize("name,length,hbm_gbps,warp", [
+    ("rmsnorm", 1024, 3352.0, False), ("rmsnorm", 1024, 4800.0, True), ("rmsnorm", 1024, 0.0, False),
+    ("rmsnorm", 1432, 4800.0, True), ("rmsnorm", 1440, 4800.0, False), ("softmax", 1024, 4800.0, False),
+    ("layernorm", 1000, 3352.0, True), ("layernorm", 1000, 0.0, True)])
+def test_faster_memory_gives_heavier_rows_a_warp(name, length, hbm_gbps, warp):
+    """warp_row_bytes: 4096 bytes a row, or what the GPU's peak bandwidth moves in 1.2 ns
+    (the time the SMs take to take in a block) where that is more: 5760 on an H200 (4800
+    GB/s). There rmsnorm rows of 1024 and 1432 f16 take a warp each; rows of 1440 (5760
+    bytes) take a block, as softmax f32 rows of 1024 (8192) do. On an H100, or where the
+    bandwidth is not known (0): 4096."""
+    k = tiledsl.compile(EXAMPLES / f"{name}.tdsl")
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, dict(M=1 << 16, N=length), hbm_gbps=hbm_gbps))
+    assert (s.row_threads == 32 and s.block == 128) == warp, s.tag
+    assert (s.row_threads == s.block) != warp, s.tag
+
+
 @pytest.mark.parametrize("extents,tile", [
     (dict(M=8, N=4194304), (512, 8)), (dict(M=3, N=1000), (1024, 4)), (dict(M=15, N=70001), (256, 16)),
     (dict(M=2, N=300), (2048, 2)),

@@ -27,6 +27,7 @@ LONG_ROW = 4096     # 16-bit rows without weights this long or longer: held by t
 PEELED_ROW = 1536   # rows breaking alignment this long or longer: held peeled likewise (long_row_schedule)
 PEELED_ROW_16 = 1024    # ... of 16-bit values (every input over the row 2 bytes wide)
 WARP_ROW_BYTES = 4096   # rows moving fewer bytes than this take a warp each, several a block (warp_row_schedule)
+WARP_ROW_NS = 1.2       # ... or than the GPU's peak bandwidth moves in this time, where that is more
 WARP_ROW_BLOCK = 128
 WARP_ROW_PEELED = 512   # ... peeled to aligned vectors from this long where the length breaks alignment
 HALF_WARP_ROW_BYTES = 512   # ... half a warp each where each row of the inputs is this light (16-bit rows of 256)
@@ -404,8 +405,9 @@ def row_bytes(p: Problem) -> int:
 
 
 def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
-    """A warp a row (or half of one), WARP_ROW_BLOCK threads a block, for rows longer than SHORT_ROW that
-    move fewer than WARP_ROW_BYTES: the general rule gives each a block of 64 or more
+    """A warp a row (or half of one), WARP_ROW_BLOCK threads a block, for rows longer than
+    SHORT_ROW that move fewer bytes than warp_row_bytes (4096 on an H100, 5760 on an
+    H200): the general rule gives each a block of 64 or more
     threads, and blocks so light finish faster than an SM takes in new ones (about 1.2 ns
     a block over the whole H100, whatever their size), so many such rows were bound by the
     blocks, not by memory. In vectors as wide as alignment allows; where the length alone
@@ -432,7 +434,7 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     (softmax f16 65536x1000 92.3 against 90.8); blocks of 256 and 512 rows were level or
     slower than 128."""
     if (hints.threads or (hints.cluster or 1) > 1 or (hints.stages or 1) > 1 or not p.row_major()
-            or p.row_length <= SHORT_ROW or row_bytes(p) >= WARP_ROW_BYTES):
+            or p.row_length <= SHORT_ROW or row_bytes(p) >= warp_row_bytes(p)):
         return None
     vec = max_vector(p, hints.vector)
     peel = (vec == 1 and not hints.vector and p.row_length >= WARP_ROW_PEELED and peel_vector(p) > 1
@@ -444,6 +446,19 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
                             hoist=not p.has_row_invariant_inputs(), index64=p.index64)
     held = held_row_share(p, peel_vector(p) if peel else vec, 32, peel=peel)
     return replace(held, block=WARP_ROW_BLOCK) if held else None
+
+
+def warp_row_bytes(p: Problem) -> float:
+    """The bytes a row moves below which it takes a warp (warp_row_schedule): WARP_ROW_BYTES,
+    measured on an H100, or what the GPU's peak bandwidth moves in WARP_ROW_NS, about the
+    time the SMs take to take in a block (1.23-1.28 ns a block on an H100 and an H200), where
+    that is more: on an H200 (4800 GB/s) 5760 bytes. H200 2026-11-26 21:37
+    (scripts/probe_mid_rows.py), us, a block a row / a warp at 4096 bytes a row: rmsnorm f16
+    65536x1024 83.7 / 69.3 (0.75x / 0.91x copy), all-f16 layernorm 83.9 / 70.3, layernorm f16
+    (w, b f32) 72.1 / 70.8, softmax f16 82.6 / 75.0, f32 65536x512 82.5 / 68.7; at 6144 mixed
+    (softmax f16 32768x1536 63.4 / 57.1, rmsnorm 54.1 / 53.8), at 8192 a block a row (softmax
+    f32 32768x1024 67.6 / 68.7)."""
+    return max(WARP_ROW_BYTES, WARP_ROW_NS * p.hbm_gbps)
 
 
 def row_input_bytes(p: Problem) -> int:
