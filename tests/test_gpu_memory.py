@@ -1423,6 +1423,19 @@ def _pinned_params(programs: list, wanted, suffix=lambda s: ""):
         yield from (pytest.param(src, extents, s, id=f"{name}-{label}-{s.tag}{suffix(s)}") for s in kept)
 
 
+def _default_here(src: str, extents: dict):
+    """A fresh kernel of `src` (its launcher built) and its first group's default
+    schedule on this GPU at `extents`."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth
+    from tiledsl.schedule.choose import default, problem
+    k = fresh(src)
+    k._launcher = launcher_for(k)
+    p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0),
+                device_arch(0), hbm_bandwidth(0))
+    return k, default(p, k.hints)
+
+
 def _check_pinned(src: str, extents: dict, schedule) -> None:
     """The program run under `schedule`, its outputs poisoned, against float64."""
     from tiledsl.runtime import launcher_for
@@ -1505,18 +1518,12 @@ def test_rows_breaking_alignment_are_held_peeled_by_default():
     of 128) and 65537 (a cluster's blocks on sm_90a, else streamed peeled), f16 over 50257
     (a block of 1024, 56 elements a thread) and 1537 (a warp), rmsnorm bf16 over 3001 (64
     threads), against float64, outputs poisoned."""
-    from tiledsl.runtime import launcher_for
-    from tiledsl.runtime.launcher import _sm_count, device_arch
-    from tiledsl.schedule.choose import default, problem
+    from tiledsl.runtime.launcher import device_arch
     for src, extents in (("softmax.tdsl", dict(M=300, N=4097)), ("softmax.tdsl", dict(M=150, N=65537)),
                          (PEELED_HELD_PROGRAMS[1][0], dict(M=40, N=50257)),
                          (PEELED_HELD_PROGRAMS[1][0], dict(M=999, N=1537)),
                          (PEELED_HELD_PROGRAMS[2][0], dict(M=500, N=3001))):
-        k = fresh(src)
-        k._launcher = launcher_for(k)
-        p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0),
-                    device_arch(0))
-        s = default(p, k.hints)
+        k, s = _default_here(src, extents)
         assert s.peel and (s.items > 0 or device_arch(0) != "sm_90a"), s.tag
         check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
@@ -1526,13 +1533,7 @@ def test_rows_breaking_alignment_are_held_peeled_by_default():
 def test_long_16_bit_rows_without_weights_are_held_by_the_fewest_threads(dtype, extents):
     """The defaults of choose.long_row_schedule for softmax in 16 bits: 128 to 512 threads,
     up to 64 elements a thread, against float64, outputs poisoned."""
-    from tiledsl.runtime import launcher_for
-    from tiledsl.runtime.launcher import _sm_count, device_arch
-    from tiledsl.schedule.choose import default, problem
-    k = fresh(PEELED_HELD_PROGRAMS[1][0].replace("f16", dtype))
-    k._launcher = launcher_for(k)
-    p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0), device_arch(0))
-    s = default(p, k.hints)
+    k, s = _default_here(PEELED_HELD_PROGRAMS[1][0].replace("f16", dtype), extents)
     assert s.block <= 512 and s.items * s.vec >= 32 and not s.keep, s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
@@ -1562,13 +1563,7 @@ def test_many_light_rows_take_a_warp_each_by_default(src, extents):
     """The default (choose.warp_row_schedule) for rows of 129 to 1023 elements moving
     under 4096 bytes: a warp a row, 4 a block (half a warp, 16 a block, where a row of
     each input is 512 bytes or less); against float64, outputs poisoned."""
-    from tiledsl.runtime import launcher_for
-    from tiledsl.runtime.launcher import _sm_count, device_arch
-    from tiledsl.schedule.choose import default, problem
-    k = fresh(src)
-    k._launcher = launcher_for(k)
-    p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0), device_arch(0))
-    s = default(p, k.hints)
+    k, s = _default_here(src, extents)
     assert (s.block, s.row_threads) in ((128, 32), (256, 16)), s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 

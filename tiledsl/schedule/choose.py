@@ -263,7 +263,7 @@ def peel_weights_fit(p: Problem) -> bool:
     """Whether a peeled row's weights over N (gathered lane by lane) take no more bytes an
     element than its per-row inputs: what the default peels (see default())."""
     kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
-    per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced)
+    per_row = sum(op.dtype.itemsize for op in row_inputs(p))
     weights = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & reduced and not set(op.loops) & kept)
     return weights <= per_row
 
@@ -405,14 +405,15 @@ def row_bytes(p: Problem) -> int:
 
 
 def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
-    """A warp a row (or half of one), WARP_ROW_BLOCK threads a block, for rows longer than
-    SHORT_ROW that move fewer bytes than warp_row_bytes (4096 on an H100, 5760 on an
-    H200): the general rule gives each a block of 64 or more
-    threads, and blocks so light finish faster than an SM takes in new ones (about 1.2 ns
-    a block over the whole H100, whatever their size), so many such rows were bound by the
-    blocks, not by memory. In vectors as wide as alignment allows; where the length alone
-    breaks it, from WARP_ROW_PEELED elements peeled to aligned vectors (weights no heavier
-    than the row: peel_weights_fit), else element by element. Measured on an H100,
+    """A warp a row, WARP_ROW_BLOCK threads a block, for rows longer than SHORT_ROW that
+    move fewer bytes than warp_row_bytes (4096 on an H100, 5760 on an H200); half a warp,
+    16 rows a block of 256, where each row of the inputs is at most HALF_WARP_ROW_BYTES.
+    The general rule gives each row a block of 64 or more threads, and blocks so light
+    finish faster than the SMs take in new ones (about 1.2 ns a block over the whole GPU,
+    whatever their size), so many such rows were bound by the blocks, not by memory. In
+    vectors as wide as alignment allows; where the length alone breaks it, from
+    WARP_ROW_PEELED elements peeled to aligned vectors (weights no heavier than the row:
+    peel_weights_fit), else element by element. Measured on an H100,
     2026-11-26 (scripts/probe_mid_rows.py, 20:54-21:05), us, a block a row -> this rule:
         softmax f16 131072x256  162.3 -> 52.3 (0.85x copy)  f32 131072x256  161.3 -> 93.4 (0.96x)
         softmax f16 65536x512    82.4 -> 49.0 (0.91x)       f32 100000x200  124.0 -> 58.2 (0.92x)
@@ -423,8 +424,8 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
         58.5 -> 49.2; element by element: softmax f16 over [32, 12, 197, 197] 94.7 -> 35.1
         (peeled 44.0), 262144x129 318.9 -> 83.7 (peeled 127.9), 65536x385 82.3 -> 49.0 (51.4),
         131072x257 161.4 -> 69.6 (71.6); layernorm f16 65536x513 (f32 weights) 71.4 -> 59.7.
-    Rows of inputs of at most HALF_WARP_ROW_BYTES take half a warp each, 16 rows a block of 256
-    (21:30): softmax f16 131072x256 52.4 -> 49.4 us (0.90x), 262144x129 84.0 -> 71.2; rmsnorm
+    Half a warp a row against a warp (21:30): softmax f16 131072x256 52.4 -> 49.4 us
+    (0.90x), 262144x129 84.0 -> 71.2; rmsnorm
     f16 131072x256 49.3 -> 48.8; level at 75648x197 (34.0, 34.2); at 1 KiB (f32 131072x256,
     f16 65536x512) level or a little slower (93.4 / 93.7, 49.3 / 49.8).
     A few rows: level (softmax f16 2048x256 8.7 -> 9.6, f32 600x511 8.3 -> 7.8, rmsnorm
@@ -463,9 +464,7 @@ def warp_row_bytes(p: Problem) -> float:
 
 def row_input_bytes(p: Problem) -> int:
     """Bytes of a row of the widest input that differs from row to row."""
-    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
-    return p.row_length * max((op.dtype.itemsize for op in p.layout.inputs
-                               if set(op.loops) & kept and set(op.loops) & reduced), default=0)
+    return p.row_length * max((op.dtype.itemsize for op in row_inputs(p)), default=0)
 
 
 SHORT_ROW_BYTES = 16        # most bytes of the row's main input a thread holds (short_row_threads)
@@ -499,10 +498,15 @@ def short_row_threads(p: Problem, vec: int) -> int:
     return 32
 
 
+def row_inputs(p: Problem) -> list:
+    """The inputs that differ from row to row and run along the row (not weights)."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    return [op for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced]
+
+
 def narrow_rows(p: Problem) -> bool:
     """Whether every input over the row and its reduced dims is 2 bytes wide."""
-    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
-    row = [op for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced]
+    row = row_inputs(p)
     return bool(row) and all(op.dtype.itemsize == 2 for op in row)
 
 
