@@ -186,13 +186,14 @@ def test_a_winner_that_does_not_beat_the_default_side_by_side_gives_way(gpu, mon
         search_refine(self, g, others)
         state["searching"] = False
     monkeypatch.setattr(runner._Tuner, "_refine", refine_then_drift)
-    report = autotune(_kernel(cost=cost, noise=0.0005), EXT, max_candidates=16, db=False)
+    ext = dict(M=64, N=1024)        # rows a block each by default (lighter ones take a warp)
+    report = autotune(_kernel(cost=cost, noise=0.0005), ext, max_candidates=16, db=False)
     [g] = report.groups
     assert "b512" in g.choice.challenger and "b512" not in g.winner.tag
     assert g.winner.is_default and g.choice.overruled and "side by side" in g.choice.reason
     state["searching"] = True           # still 10% faster side by side: it wins, confirmed
     monkeypatch.setattr(runner._Tuner, "_refine", search_refine)
-    report = autotune(_kernel(cost=cost, noise=0.0005), EXT, max_candidates=16, db=False)
+    report = autotune(_kernel(cost=cost, noise=0.0005), ext, max_candidates=16, db=False)
     [g] = report.groups
     assert "b512" in g.winner.tag and not g.choice.overruled
     assert "side by side with the default -10" in g.choice.reason
@@ -302,7 +303,7 @@ def test_the_search_space_centres_on_the_default_this_gpus_bandwidth_picks(gpu, 
     (2619 MHz x 5120 bits, 3352 GB/s) layernorm's default, timed first, is the late-load row."""
     from tiledsl.runtime import launcher
     layernorm = (EXAMPLES / "layernorm.tdsl").read_text()
-    ext = dict(M=8448, N=256)        # 64 rows per SM of 132 (rows of 128 or fewer take a warp each)
+    ext = dict(M=8448, N=1536)       # 64 rows per SM of 132 (rows under 4096 bytes, 5898 at 4.9 TB/s, take a warp each)
     report = autotune(_kernel(layernorm), ext, max_candidates=1, db=False)
     assert report.groups[0].default.tag.endswith("_p_x32")         # the fake H200: 4.9 TB/s
     attrs = {36: 2_619_000, 37: 5120}
