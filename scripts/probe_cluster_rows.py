@@ -19,7 +19,6 @@ sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.bench_memory import LAYERNORM16_TDSL, LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
-from benchmarks.common import copy_bandwidth  # noqa: E402
 from probe_online import LSE, softmax  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
 
@@ -102,11 +101,9 @@ def variants(p, d, hints) -> dict:
     before rows were held peeled; every share of the row by a cluster's blocks
     (choose.cluster_row_shares) where a block cannot hold it; and held_variants."""
     out = {"default": d, "looped": choose.default(p, hints, clusters=False)}
-    saved = choose.LONG_ROW, choose.PEELED_ROW, choose.PEELED_ROW_16, choose.WARP_ROW_BYTES
-    choose.LONG_ROW = choose.PEELED_ROW = choose.PEELED_ROW_16 = 1 << 62
-    choose.WARP_ROW_BYTES = 0
-    out["not held"] = choose.default(p, hints)
-    choose.LONG_ROW, choose.PEELED_ROW, choose.PEELED_ROW_16, choose.WARP_ROW_BYTES = saved
+    with row_probe.constants(choose, LONG_ROW=1 << 62, PEELED_ROW=1 << 62, PEELED_ROW_16=1 << 62,
+                             WARP_ROW_BYTES=0, WARP_ROW_NS=0.0):
+        out["not held"] = choose.default(p, hints)
     vec = choose.max_vector(p)
     if not choose.held_row_share(p, vec, 1024):     # (rows a block holds: no cluster)
         for s in choose.cluster_row_shares(p, vec):
@@ -116,13 +113,7 @@ def variants(p, d, hints) -> dict:
 
 
 def main() -> None:
-    copy = copy_bandwidth()["gbps"]
-    print(f"copy {copy:.0f} GB/s")
-    cases = []
-    for case, d in row_probe.prepared(CASES, sys.argv[1:]):
-        case.variants = row_probe.exact(case, row_probe.distinct(variants(case.problem, d, case.kernel.hints)))
-        cases.append(case)
-    row_probe.time_and_report(cases, copy, label_width=14)
+    row_probe.run(CASES, lambda case, d: variants(case.problem, d, case.kernel.hints))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.bench_memory import LAYERNORM16_TDSL, LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
-from benchmarks.common import copy_bandwidth  # noqa: E402
 from probe_cluster_rows import RMS_BF16  # noqa: E402
 from probe_online import LSE, softmax  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
@@ -94,10 +93,8 @@ def variants(p, d, hints) -> dict:
     row in blocks of 128, 256 and 512 threads: vectors as wide as alignment allows, peeled
     ones where the length breaks it, single elements."""
     out = {"default": d}
-    saved = choose.WARP_ROW_BYTES, choose.PEELED_ROW_16
-    choose.WARP_ROW_BYTES, choose.PEELED_ROW_16 = 0, choose.PEELED_ROW
-    out["block a row"] = choose.default(p, hints)
-    choose.WARP_ROW_BYTES, choose.PEELED_ROW_16 = saved
+    with row_probe.constants(choose, WARP_ROW_BYTES=0, WARP_ROW_NS=0.0, PEELED_ROW_16=choose.PEELED_ROW):
+        out["block a row"] = choose.default(p, hints)
     peel = choose.peel_vector(p) > 1 and choose.max_vector(p) == 1
     for vec, peeled in sorted({(choose.max_vector(p), False), (1, False)}
                               | ({(choose.peel_vector(p), True)} if peel else set())):
@@ -117,13 +114,7 @@ def variants(p, d, hints) -> dict:
 
 
 def main() -> None:
-    copy = copy_bandwidth()["gbps"]
-    print(f"copy {copy:.0f} GB/s")
-    cases = []
-    for case, d in row_probe.prepared(CASES, sys.argv[1:]):
-        case.variants = row_probe.exact(case, row_probe.distinct(variants(case.problem, d, case.kernel.hints)))
-        cases.append(case)
-    row_probe.time_and_report(cases, copy, label_width=14)
+    row_probe.run(CASES, lambda case, d: variants(case.problem, d, case.kernel.hints))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ result) and reported as median microseconds and a ratio to copy."""
 import os
 import statistics
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.getcwd())
@@ -14,7 +15,7 @@ import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tiledsl  # noqa: E402
-from benchmarks.common import input_sets_needed, time_cuda  # noqa: E402
+from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
 from tiledsl.errors import TdslError  # noqa: E402
 from tiledsl.inputs import random_arguments, relative_error  # noqa: E402
 from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides  # noqa: E402
@@ -111,3 +112,30 @@ def time_and_report(cases: list, copy_gbps: float, rounds: int = 3, label_width:
             rows.append(f"  {label:{label_width}s} {s.tag:{tag_width}s} {us:8.1f} us "
                         f"{case.nbytes / us / 1e3 / copy_gbps:5.2f}x copy")
         print(f"{case.name} {'x'.join(map(str, case.extents.values()))}:\n" + "\n".join(rows), flush=True)
+
+
+def run(cases: list, variants_of, label_width: int = 14) -> None:
+    """The probe's main: copy bandwidth, then each case of `cases` (name, source, extents)
+    named on the command line (all when none) with the schedules `variants_of(case,
+    default)` gives (label -> Schedule), each checked against float64 first, timed and reported."""
+    copy = copy_bandwidth()["gbps"]
+    print(f"copy {copy:.0f} GB/s")
+    kept = []
+    for case, d in prepared(cases, sys.argv[1:]):
+        case.variants = exact(case, distinct(variants_of(case, d)))
+        kept.append(case)
+    time_and_report(kept, copy, label_width=label_width)
+
+
+@contextmanager
+def constants(module, **values):
+    """Module constants set to `values` for the block (a rule turned off to time the
+    default it replaced), then restored."""
+    saved = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)

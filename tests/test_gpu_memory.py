@@ -1542,10 +1542,8 @@ def test_long_16_bit_rows_without_weights_are_held_by_the_fewest_threads(dtype, 
 # peeled where the length breaks alignment, else element by element; row counts that leave the
 # last block part empty, a result per row, weights hoisted or gathered.
 WARP_ROW_PROGRAMS = [("softmax.tdsl", dict(M=4099, N=200)),
-                     ("kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n"
-                      " return e / sum(e, axis=N)\n}", dict(M=1001, N=257)),
-                     ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
-                      "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=77, N=1001)),
+                     (PEELED_HELD_PROGRAMS[1][0], dict(M=1001, N=257)),      # softmax f16
+                     (PEELED_HELD_PROGRAMS[2][0], dict(M=77, N=1001)),       # rmsnorm bf16
                      ("layernorm.tdsl", dict(M=37, N=257)),
                      ("kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n"
                       " return m + log(sum(exp(x - m), axis=N))\n}", dict(M=6, N=1021)),
