@@ -20,6 +20,13 @@ for phase in "$@"; do
     mmtests) timeout 420 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     probe) timeout 300 python3 scripts/probe_rows.py ;;
     clusterrows) timeout 480 python3 scripts/probe_cluster_rows.py $CLUSTERROWS ;;   # CLUSTERROWS="names to keep"
+    staged) timeout 480 python3 scripts/probe_staged_rows.py $STAGED ;;   # STAGED="names to keep"
+    elemrows) timeout 400 python3 scripts/probe_element_rows.py $ELEM ;;   # ELEM="names to keep"
+    # the same in the tree of .whl/abtree.tar (`git archive <commit> tiledsl templates`), then this one: A/B of code generation
+    elemrows_ab) rm -rf /tmp/abold && mkdir -p /tmp/abold && tar -c --exclude=./.whl --exclude=./.git . | tar -x -C /tmp/abold \
+           && rm -rf /tmp/abold/tiledsl /tmp/abold/templates && tar -xf .whl/abtree.tar -C /tmp/abold || exit 1
+         echo "--- the old tree"; (cd /tmp/abold && timeout 280 python3 scripts/probe_element_rows.py $ELEM)
+         echo "--- this tree"; timeout 280 python3 scripts/probe_element_rows.py $ELEM ;;
     midrows) timeout 480 python3 scripts/probe_mid_rows.py $MIDROWS ;;   # MIDROWS="names to keep"
     peel) timeout 400 python3 scripts/probe_peel.py $PEEL ;;   # PEEL="names to keep", PEEL_UNROLLS="0 2 4"
     columns) timeout 300 python3 scripts/probe_columns.py $COLUMNS ;;   # COLUMNS="names to keep"

@@ -962,6 +962,46 @@ def test_many_light_rows_take_a_warp_each_four_a_block(src, length, vec, peel, t
     assert "block_reduce" not in body and "__syncthreads" not in body, body
 
 
+SOFTMAX_OF = "kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}}"
+GATED_RMSNORM = ("kernel g(x: f16[M, N], w: f16[N]) -> f16[M, N] "
+                 "{ return silu(x) * rsqrt(mean(x * x, axis=N) + 1e-6) * w }")
+LSE16 = "kernel l(x: f16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n return m + log(sum(exp(f32(x) - m), axis=N))\n}"
+
+
+@pytest.mark.parametrize("src,length,threads,keep,branchless", [
+    (SOFTMAX_OF.format(t="f16"), 197, 16, True, True), (SOFTMAX_OF.format(t="f16"), 129, 16, True, True),
+    (SOFTMAX_OF.format(t="bf16"), 255, 16, True, True), (SOFTMAX_OF.format(t="f32"), 13, 8, True, True),
+    (LSE16, 199, 16, True, True), (SOFTMAX_OF.format(t="f16"), 257, 32, True, False),
+    (SOFTMAX_OF.format(t="f16"), 511, 32, True, False), (SOFTMAX_OF.format(t="f32"), 199, 32, True, False),
+    (GATED_RMSNORM, 197, 16, False, False), ("rmsnorm", 129, 16, False, False), ("layernorm", 257, 32, False, False),
+    (SOFTMAX_OF.format(t="f16"), 256, 16, False, False)])
+def test_rows_read_element_by_element_keep_costly_values_and_share_warps_without_branches(
+        src, length, threads, keep, branchless):
+    """Rows of a warp or part of one, read element by element (a length that breaks
+    16-byte alignment), are bound by instructions where each element takes a costly
+    function: such a default keeps the values a later phase needs again (exp(x - max))
+    where its elements take at most ELEMENT_KEEP_WORDS registers, and where rows share
+    a warp, computes every element it holds and leaves those past the row's end out by a
+    select and a predicate, not a branch around each. Weights loaded late keep the
+    branches (more registers there cost more than the branches); so do rows without a
+    costly function (rmsnorm, layernorm: nothing to keep) and rows in vectors. Each
+    compiles without spilling."""
+    k = tiledsl.compile(EXAMPLES / f"{src}.tdsl" if "kernel" not in src else src)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, dict(M=1 << 16, N=length), hbm_gbps=3352.0))
+    assert (s.row_threads, s.keep, s.vec == 1) == (threads, keep, length % 8 != 0), s.tag
+    for arch in ARCHS:
+        ks, compiled, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (length, arch, usage)
+    assert ("const bool inside" in ks.source) == branchless, s.tag
+    if branchless:      # no branch per element: those left are the shuffles' (and their fallback's)
+        branches = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))["BSSY"]
+        assert branches <= 1 + ks.source.count("tdsl::warp_reduce<"), (s.tag, branches)
+        if any(set(op.dims) & set(g.axes) for op in lay.outputs):      # results over the row: stored where inside
+            assert "if (live && inside)" in ks.source, ks.source
+
+
 @pytest.mark.parametrize("name,length,hbm_gbps,warp", [
     ("rmsnorm", 1024, 3352.0, False), ("rmsnorm", 1024, 4800.0, True), ("rmsnorm", 1024, 0.0, False),
     ("rmsnorm", 1432, 4800.0, True), ("rmsnorm", 1440, 4800.0, False), ("softmax", 1024, 4800.0, False),

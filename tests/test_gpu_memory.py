@@ -1572,6 +1572,41 @@ def test_rows_taking_a_warp_each_several_a_block(src, extents, schedule):
     _check_pinned(src, extents, schedule)
 
 
+# rows read element by element (lengths that break 16-byte alignment) whose elements take
+# exp: costly values kept between phases, and rows sharing a warp computed without a branch
+# per element (what lies past a row's end left out by a select and a predicate); weights
+# loaded late keep the branches
+ELEMENT_ROW_PROGRAMS = [
+    ("kernel a(x: f16[B, H, S, T], s: f32) -> f16[B, H, S, T] {\n e = exp((x - max(x, axis=T)) * s)\n"
+     " return e / sum(e, axis=T)\n}", dict(B=2, H=3, S=197, T=197)),
+    ("kernel s(x: bf16[M, N]) -> bf16[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+     dict(M=5003, N=255)),
+    ("kernel s(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+     dict(M=100003, N=13)),
+    ("kernel l(x: f16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n return m + log(sum(exp(f32(x) - m), axis=N))\n}",
+     dict(M=4097, N=199)),
+    ("kernel g(x: f16[M, N], w: f16[N]) -> f16[M, N] { return silu(x) * rsqrt(mean(x * x, axis=N) + 1e-6) * w }",
+     dict(M=1001, N=197))]
+
+
+@pytest.mark.parametrize("src,extents", ELEMENT_ROW_PROGRAMS + [
+    (ELEMENT_ROW_PROGRAMS[1][0], dict(M=1, N=129)), (ELEMENT_ROW_PROGRAMS[1][0], dict(M=262147, N=129)),
+    (ELEMENT_ROW_PROGRAMS[2][0], dict(M=7, N=3))],
+    ids=lambda v: "x".join(map(str, v.values())) if isinstance(v, dict) else v[:12])
+def test_rows_read_element_by_element_by_default(src, extents):
+    """The defaults of rows a warp or part of one reads element by element; against
+    float64, outputs poisoned."""
+    k, s = _default_here(src, extents)
+    assert s.vec == 1 and s.row_threads <= 32, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(
+    ELEMENT_ROW_PROGRAMS, lambda s: s.kind == "reduce_row" and s.vec == 1 and s.row_threads <= 32 and s.block > 32)))
+def test_rows_read_element_by_element_every_candidate(src, extents, schedule):
+    _check_pinned(src, extents, schedule)
+
+
 @pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(
     PACKED_PROGRAMS, lambda s: s.kind == "reduce_row" and s.items * s.vec > 32, lambda s: f"-ps{s.blocks_per_sm}")))
 def test_16_bit_rows_held_64_elements_a_thread(src, extents, schedule):

@@ -48,6 +48,9 @@ PROGRAMS = [
     ("softmax half-warp rows", SOFTMAX.format(t="f16"), dict(M=37, N=200)),
     ("softmax half-warp rows odd", SOFTMAX.format(t="bf16"), dict(M=19, N=199)),
     ("logsumexp warp rows", LSE, dict(M=10, N=300)),
+    # rows sharing a warp read element by element, exp in each: no branch per element
+    ("logsumexp half-warp rows odd", "kernel l(x: f16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n"
+     " return m + log(sum(exp(f32(x) - m), axis=N))\n}", dict(M=45, N=199)),
     ("layernorm warp rows odd", (EXAMPLES / "layernorm.tdsl").read_text(), dict(M=6, N=257)),
     ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text(), dict(M=19, N=1000)),
     ("rmsnorm bf16", "kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "

@@ -22,8 +22,8 @@ from ..resources import resource_dir
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
                                peeled_operands, row_major, transposed_loop)
 from ..schedule.partition import Group, online_pairs, reduction_levels
-from ..schedule.schedules import (Schedule, budgeted_threads, column_vector, ring_refusal, stream_unroll_rule,
-                                  stream_words)
+from ..schedule.schedules import (COSTLY_OPS, Schedule, budgeted_threads, column_vector, ring_refusal,
+                                  stream_unroll_rule, stream_words)
 
 
 @lru_cache(maxsize=1)
@@ -108,9 +108,6 @@ _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=",
 # `bf16(gelu(f32(x)))`) are computed with the hardware's approximations (tdsl::<op>_narrow,
 # within ~1e-5 relative): the rounding hides the difference.
 _NARROW_FN = {"exp", "sigmoid", "silu", "gelu"}
-# Element ops worth a register to avoid computing twice.
-_COSTLY = {"exp", "exp2", "log", "log2", "sin", "cos", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu",
-           "erf", "pow", "div", "sqrt", "rsqrt"}
 # Elements a thread takes at once in a looped row's online max and sum (where the loop
 # has no unroll of its own): their max, one rescale, independent exps. Element by
 # element, each step waited on the last and diverged where the max grew (H100, softmax
@@ -567,6 +564,20 @@ class _Renderer:
         # registers through the reductions (layernorm's f32 weight and bias: 32 of 64).
         late = [op for op in elem_inputs if cached and op not in hoisted and not set(op.loops) & kept_loops]
         per_row = [op for op in elem_inputs if op not in hoisted and op not in late]
+        # Rows sharing a warp, held element by element, whose elements each take a costly
+        # function (exp): bound by instructions more than by memory. Every element a thread
+        # holds is computed, those past the row's end (the last items of some threads) left
+        # out of the reductions by a select and out of the stores by a predicate, where a
+        # branch around each element's work cost more (H100 2026-11-26, µs, branches /
+        # none, costly values kept: softmax f16 over ViT's [32, 12, 197, 197] 33.2 / 28.6,
+        # 262144x129 67.2 / 59.5, 131072x255 64.7 / 55.2, f32 1048576x13 47.1 / 46.2). Their
+        # buffers start zeroed and are never loaded: what they compute is harmless. A warp
+        # or more a row was level or up to 2.5% slower without branches (softmax bf16
+        # 131072x257 58.7 / 60.2), and rows with weights loaded late much slower (silu(x) *
+        # rsqrt(mean(x * x)) * w over 65536x385: 54.9 / 74.2): they keep the branches.
+        branchless = (self.s.kind == "reduce_row" and cached and self.vec == 1 and tpr < 32 and not peel
+                      and kv == 1 and not late and not self.s.prefetch and self.s.stages == 1
+                      and any(v.op in COSTLY_OPS and set(v.dims) & r_dims for v in self.group.values))
         # loaded with the row (cached), or by every phase as it streams the row (looped)
         per_row_loads = [line for op in per_row for line in self.load_lines(op, slot)]
         late_loads = lambda used: [line for op in late if op.value.id in used  # noqa: E731
@@ -627,7 +638,8 @@ class _Renderer:
             rs = [r for r in reduces if level[r.id] == p]
             lane_acc = "[e]" if kv > 1 else ""
             tail = [f"acc{r.id}{lane_acc} = {_REDUCE_OP[r.attr('kind')]}::combine(acc{r.id}{lane_acc}, "
-                    f"v{r.operands[0].id});" for r in rs]
+                    + (f"inside ? v{r.operands[0].id} : {_identity(r.attr('kind'), r.dtype)});" if branchless
+                       else f"v{r.operands[0].id});") for r in rs]
             late_lines = late_loads(self.used_ids(phase_roots[p], available_at(p), dict(kept)))
             body = self.element_body(phase_roots[p], available_at(p), slot, tail, dict(kept),
                                      {vid for vid, q in keep_at.items() if q == p})
@@ -742,7 +754,9 @@ class _Renderer:
                                  f"c * {self.vec}" if self.vec > 1 and kv == 1 else "c"),
             peel=peel, ragged_coords=self.coords(r_loops, f"(c < head ? c : c + vend * {self.vec})") if peel else [],
             out_ragged=out_ragged,
-            buffers=[self.buffer_decl(op, max(1, self.s.items)) for op in elem_inputs]
+            branchless=branchless,
+            buffers=[self.buffer_decl(op, max(1, self.s.items))[:-1] + (" = {};" if branchless else ";")
+                     for op in elem_inputs]
             + [f"{reg_type(self.values[vid].dtype)} keep{vid}[{self.s.items}][{self.vec}];" for vid in keep_at],
             loads=per_row_loads,
             hoisted_loads=[line for op in hoisted for line in self.load_lines(op, slot)],
@@ -989,7 +1003,7 @@ class _Renderer:
         keep = {}
         for p in sorted(phase_roots):
             for v in self.closure(phase_roots[p], available_at(p)):
-                if first[v.id] < p and v.op in _COSTLY and v.dims:
+                if first[v.id] < p and v.op in COSTLY_OPS and v.dims:
                     keep[v.id] = first[v.id]
         return keep
 

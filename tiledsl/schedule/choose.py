@@ -15,7 +15,7 @@ from .layout import (across_operands, batched_operands, column_loop, gemm_result
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, reduction_levels
-from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
+from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
                         Schedule, column_vector, computes_f64_math, ring_refusal, stream_unroll_rule,
                         stream_words)
 
@@ -392,7 +392,8 @@ def short_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     if not row_share_fits(p, items, vec):
         return None
     return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=tpr,
-                    hoist=not p.has_row_invariant_inputs(), index64=p.index64)
+                    hoist=not p.has_row_invariant_inputs(), keep=vec == 1 and element_keeps_fit(p, items),
+                    index64=p.index64)
 
 
 def row_bytes(p: Problem) -> int:
@@ -444,9 +445,12 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
         items = row_share(p.row_length // vec, 16)
         if row_share_fits(p, items, vec, hoisted=False, packed=True):
             return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=16,
-                            hoist=not p.has_row_invariant_inputs(), index64=p.index64)
+                            hoist=not p.has_row_invariant_inputs(), keep=vec == 1 and element_keeps_fit(p, items),
+                            index64=p.index64)
     held = held_row_share(p, peel_vector(p) if peel else vec, 32, peel=peel)
-    return replace(held, block=WARP_ROW_BLOCK) if held else None
+    if not held:
+        return None
+    return replace(held, block=WARP_ROW_BLOCK, keep=vec == 1 and not peel and element_keeps_fit(p, held.items))
 
 
 def warp_row_bytes(p: Problem) -> float:
@@ -551,6 +555,25 @@ def keeps_fit(p: Problem, items: int, vec: int) -> bool:
     16-bit: softmax f16 at 40 elements a thread spilled 72 bytes, ptxas sm_90a)."""
     return (items * vec <= MAX_ROW_ELEMENTS
             and 2 * items * vec * p.words_per_row_element(vec) <= row_register_budget(vec))
+
+
+ELEMENT_KEEP_WORDS = 16     # registers a thread's held elements may take where it keeps their costly values
+
+
+def element_keeps_fit(p: Problem, items: int) -> bool:
+    """Whether a row held element by element (vec 1, a warp or part of one a row) keeps its
+    costly element values between phases (Schedule.keep): its `items` elements take at most
+    ELEMENT_KEEP_WORDS registers, the kept values as many again (ptxas sm_90a, softmax f16
+    at 16 elements a thread: 63 registers, none spilled). Such rows are bound by
+    instructions: softmax computed exp(x - max) twice (H100 2026-11-26, µs, computed
+    twice / kept: f16 131072x257 70.0 / 59.0, 65536x385 49.7 / 42.3, f32 1048576x13 52.6 /
+    47.3, ViT's [32, 12, 197, 197] 34.3 / 33.3; scripts/probe_element_rows.py)."""
+    return items * p.words_per_row_element(1) <= ELEMENT_KEEP_WORDS and costly_elements(p)
+
+
+def costly_elements(p: Problem) -> bool:
+    """Whether any value over the reduced dims is a costly function (COSTLY_OPS: exp, ...)."""
+    return any(v.op in COSTLY_OPS and set(v.dims) & set(p.group.axes) for v in p.group.values)
 
 
 def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
@@ -897,7 +920,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             hoists = [h for h in ((True, False) if p.has_row_invariant_inputs() else (True,))
                       if row_share_fits(p, items, vec, hoisted=h, packed=True)]
             if hoists:
-                keeps = (False, True) if keeps_fit(p, items, vec) else (False,)
+                keeps = ((False, True) if keeps_fit(p, items, vec) or (vec == 1 and element_keeps_fit(p, items))
+                         else (False,))
                 for hoist in hoists:
                     for per_sm in ((0, THREADS_PER_SM // block) if p.rows > 4 * p.sm_count else (0,)):
                         for keep in keeps:

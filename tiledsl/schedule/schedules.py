@@ -156,6 +156,10 @@ F64_MATH_OPS = frozenset(("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", 
                           "gelu", "gelu_tanh", "silu", "erf", "div", "pow"))
 TRANSPOSE_TILES = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)   # pointwise: sides of a transposing tile
 MAX_STATIC_SHARED = 48 * 1024    # static shared memory a block has without opting in
+# Element ops worth a register to avoid computing twice (Schedule.keep), and whose rows are
+# bound by instructions more than by memory (codegen's rows without branches).
+COSTLY_OPS = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "tanh", "sigmoid", "gelu", "gelu_tanh",
+                        "silu", "erf", "pow", "div", "sqrt", "rsqrt"})
 STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: the compiler's rule)
 
 
