@@ -316,22 +316,12 @@ class _Renderer:
     def store_lines(self, op: Operand, slot_var: str) -> tuple[list[str], list[str], list[str]]:
         """(declaration before lanes, per-lane assignment, store after lanes)."""
         S, V, k = storage_type(op.dtype), self.vec, op.index
-        value = self.stored(op)
+        value = to_storage(f"v{op.value.id}", op.dtype)
         if self.mode(op) == "vec":
             return ([f"tdsl::Vec<{S}, {V}> o{k};"], [f"o{k}.v[e] = {value};"],
                     [f"tdsl::store<{S}, {V}>(out{k} + {self.offset(op)}, o{k});"] if V > 1 else
                     [f"out{k}[{self.offset(op)}] = o{k}.v[0];"])
         return ([], [f"out{k}[{self.offset(op)} + e * ({self.inner_stride(op)})] = {value};"], [])
-
-    def stored(self, op: Operand) -> str:
-        """Output `op`'s value converted for storage. Where it is a cast of an f32 to the
-        stored 16-bit type, the f32 is converted once: rounded to 16 bits, widened back and
-        narrowed again for the store, it took three conversions an element to get the same bits."""
-        v = op.value
-        if (v.op == "cast" and op.dtype.name in ("f16", "bf16") and v.dtype == op.dtype
-                and reg_type(v.operands[0].dtype) == "float"):
-            return to_storage(f"v{v.operands[0].id}", op.dtype)
-        return to_storage(f"v{v.id}", op.dtype)
 
     def lane_offset(self, op: Operand) -> str:
         """The offset of lane `e`'s element of `op` (the vector's lanes walk the innermost loop)."""
@@ -465,7 +455,7 @@ class _Renderer:
             else:
                 name = f"s_out{k}"
                 staged.append(dict(name=name, ctype=S))
-                body.append(f"{name}[ii + e][jj] = {self.stored(op)};")
+                body.append(f"{name}[ii + e][jj] = {to_storage(f'v{op.value.id}', op.dtype)};")
                 staged_out += [f"tdsl::Vec<{S}, V> w{k};", "#pragma unroll",
                                f"for (int e = 0; e < V; ++e) w{k}.v[e] = {name}[ii][jj + e];",
                                f"tdsl::store<{S}, V>({at}, w{k});"]
@@ -698,7 +688,7 @@ class _Renderer:
                      f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" + self.reciprocal_of(op.value)
                      for op in row_inputs]
         row_stores = [f"out{op.index}[{self.lane_offset(op) if kv > 1 else self.offset(op)}] = "
-                      f"{self.stored(op)};" for op in row_outs]
+                      f"{to_storage(f'v{op.value.id}', op.dtype)};" for op in row_outs]
         if kv > 1:      # each lane's column finishes alone: its results and stores
             if row_inputs or row_stmts[0] or phases != 1:
                 raise TdslScheduleError(f"{self.s.tag}: vectors of columns take one reduction level "
@@ -820,7 +810,7 @@ class _Renderer:
             row_loads=[f"const {reg_type(op.dtype)} v{op.value.id} = "
                        f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs],
             row_stmts0=[self.define(v) for v in before], combine=combine,
-            row_stores=[f"out{op.index}[{self.offset(op)}] = {self.stored(op)};"
+            row_stores=[f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
                         for op in lay.outputs])
 
     def direct_body(self, roots, available) -> list[str]:
@@ -860,7 +850,7 @@ class _Renderer:
         tm, tn = self.s.micro
         outs = []
         for op in lay.outputs:
-            outs.append(f"out{op.index}[{self.offset(op)}] = {self.stored(op)};")
+            outs.append(f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};")
         epilogue = self.direct_body([op.value for op in lay.outputs],
                                     lambda v: available(v) or v.id == mm.id)
         vector = None
@@ -983,7 +973,7 @@ class _Renderer:
             bm, bn, _ = self.s.tile
             ld = bn + 16 // op.dtype.itemsize     # rows padded 16 bytes: the pair stores miss each other's banks
             pair = dict(out=op.index, offset=self.offset(op), ctype=storage_type(op.dtype),
-                        value=self.stored(op), bytes=op.dtype.itemsize,
+                        value=to_storage(f"v{op.value.id}", op.dtype), bytes=op.dtype.itemsize,
                         # the block's results go out through shared memory (the spent stages) in
                         # 16-byte row chunks, where the tile fits there (not in a persistent block:
                         # its stages take the next tile's copies then)
