@@ -22,8 +22,8 @@ from ..resources import resource_dir
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
                                peeled_operands, row_major, transposed_loop)
 from ..schedule.partition import Group, online_pairs, reduction_levels
-from ..schedule.schedules import (COSTLY_OPS, Schedule, budgeted_threads, column_vector, ring_refusal,
-                                  stream_unroll_rule, stream_words)
+from ..schedule.schedules import (COSTLY_OPS, Schedule, budgeted_threads, column_vector, costly_elements,
+                                  ring_refusal, stream_unroll_rule, stream_words)
 
 
 @lru_cache(maxsize=1)
@@ -251,11 +251,12 @@ class _Renderer:
         return ["#pragma unroll", f"for (int e = 0; e < {V}; ++e) "
                 f"{buf}{k}[{slot}].v[e] = in{k}[{self.offset(op)} + e * ({self.inner_stride(op)})];"]
 
-    def buffer_decl(self, op: Operand, slots: int, buf: str = "b") -> str:
+    def buffer_decl(self, op: Operand, slots: int, buf: str = "b", zeroed: bool = False) -> str:
         S, k = storage_type(op.dtype), op.index
+        init = " = {}" if zeroed else ""
         if self.mode(op) == "bcast":
-            return f"{S} {buf}{k}[{slots}];"
-        return f"tdsl::Vec<{S}, {self.vec}> {buf}{k}[{slots}];"
+            return f"{S} {buf}{k}[{slots}]{init};"
+        return f"tdsl::Vec<{S}, {self.vec}> {buf}{k}[{slots}]{init};"
 
     def lane_value(self, op: Operand, slot: str) -> str:
         raw = f"b{op.index}[{slot}]" if self.mode(op) == "bcast" else f"b{op.index}[{slot}].v[e]"
@@ -577,7 +578,7 @@ class _Renderer:
         # rsqrt(mean(x * x)) * w over 65536x385: 54.9 / 74.2): they keep the branches.
         branchless = (self.s.kind == "reduce_row" and cached and self.vec == 1 and tpr < 32 and not peel
                       and kv == 1 and not late and not self.s.prefetch and self.s.stages == 1
-                      and any(v.op in COSTLY_OPS and set(v.dims) & r_dims for v in self.group.values))
+                      and costly_elements(self.group))
         # loaded with the row (cached), or by every phase as it streams the row (looped)
         per_row_loads = [line for op in per_row for line in self.load_lines(op, slot)]
         late_loads = lambda used: [line for op in late if op.value.id in used  # noqa: E731
@@ -755,8 +756,7 @@ class _Renderer:
             peel=peel, ragged_coords=self.coords(r_loops, f"(c < head ? c : c + vend * {self.vec})") if peel else [],
             out_ragged=out_ragged,
             branchless=branchless,
-            buffers=[self.buffer_decl(op, max(1, self.s.items))[:-1] + (" = {};" if branchless else ";")
-                     for op in elem_inputs]
+            buffers=[self.buffer_decl(op, max(1, self.s.items), zeroed=branchless) for op in elem_inputs]
             + [f"{reg_type(self.values[vid].dtype)} keep{vid}[{self.s.items}][{self.vec}];" for vid in keep_at],
             loads=per_row_loads,
             hoisted_loads=[line for op in hoisted for line in self.load_lines(op, slot)],

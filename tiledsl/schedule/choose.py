@@ -15,9 +15,9 @@ from .layout import (across_operands, batched_operands, column_loop, gemm_result
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, reduction_levels
-from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
-                        Schedule, column_vector, computes_f64_math, ring_refusal, stream_unroll_rule,
-                        stream_words)
+from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
+                        Schedule, column_vector, computes_f64_math, costly_elements, ring_refusal,
+                        stream_unroll_rule, stream_words)
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
@@ -568,12 +568,7 @@ def element_keeps_fit(p: Problem, items: int) -> bool:
     instructions: softmax computed exp(x - max) twice (H100 2026-11-26, µs, computed
     twice / kept: f16 131072x257 70.0 / 59.0, 65536x385 49.7 / 42.3, f32 1048576x13 52.6 /
     47.3, ViT's [32, 12, 197, 197] 34.3 / 33.3; scripts/probe_element_rows.py)."""
-    return items * p.words_per_row_element(1) <= ELEMENT_KEEP_WORDS and costly_elements(p)
-
-
-def costly_elements(p: Problem) -> bool:
-    """Whether any value over the reduced dims is a costly function (COSTLY_OPS: exp, ...)."""
-    return any(v.op in COSTLY_OPS and set(v.dims) & set(p.group.axes) for v in p.group.values)
+    return items * p.words_per_row_element(1) <= ELEMENT_KEEP_WORDS and costly_elements(p.group)
 
 
 def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:

@@ -527,6 +527,13 @@ class Schedule:
         return f"tdsl_{kernel[:40]}_g{group}_{self.tag}" + (f"_s{stage}" if stage > 1 else "")
 
 
+def costly_elements(group) -> bool:
+    """Whether any value of a reduction `group` over its reduced dims is a costly function
+    (COSTLY_OPS: exp, ...): what a held row keeps between phases, and what makes rows read
+    element by element bound by instructions."""
+    return any(v.op in COSTLY_OPS and set(v.dims) & set(group.axes) for v in group.values)
+
+
 def computes_f64_math(values) -> bool:
     """Whether any of `values` is an f64 function (F64_MATH_OPS). Under the usual
     64-register cap such kernels spilled (ptxas, sm_90a: an f64 softmax of 1000
