@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: staged elemrows elemrows_ab clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
