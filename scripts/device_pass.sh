@@ -22,6 +22,7 @@ for phase in "$@"; do
     clusterrows) timeout 480 python3 scripts/probe_cluster_rows.py $CLUSTERROWS ;;   # CLUSTERROWS="names to keep"
     staged) timeout 480 python3 scripts/probe_staged_rows.py $STAGED ;;   # STAGED="names to keep"
     elemrows) timeout 400 python3 scripts/probe_element_rows.py $ELEM ;;   # ELEM="names to keep"
+    normrows) timeout 400 python3 scripts/probe_norm_rows.py $NORMS ;;   # NORMS="names to keep"
     # the same in the tree of .whl/abtree.tar (`git archive <commit> tiledsl templates`), then this one: A/B of code generation
     elemrows_ab) rm -rf /tmp/abold && mkdir -p /tmp/abold && tar -c --exclude=./.whl --exclude=./.git . | tar -x -C /tmp/abold \
            && rm -rf /tmp/abold/tiledsl /tmp/abold/templates && tar -xf .whl/abtree.tar -C /tmp/abold || exit 1

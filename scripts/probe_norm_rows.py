@@ -1,0 +1,55 @@
+"""Probe (device run): norms over rows a warp or part of one reads element by element (a
+length that breaks 16-byte alignment): the default loads the weights late, in the phase
+that reads them; here also hoisted (loaded once a thread, held through the row loop), and
+half a warp or a warp a row. Each schedule is checked against the float64 reference first;
+three interleaved rounds, median microseconds.
+
+    python scripts/probe_norm_rows.py [names to keep]
+"""
+import os
+import sys
+from dataclasses import replace
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import row_probe  # noqa: E402  (beside this script)
+from benchmarks.bench_memory import LAYERNORM16_TDSL, LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
+from probe_cluster_rows import RMS_BF16  # noqa: E402
+from probe_element_rows import GATED  # noqa: E402
+from probe_mid_rows import ATTENTION_SOFTMAX  # noqa: E402
+from probe_online import softmax  # noqa: E402
+from tiledsl.schedule import choose  # noqa: E402
+
+CASES = [("rmsnorm bf16", RMS_BF16, {"M": 75648, "N": 197}),
+         ("rmsnorm f16", RMSNORM_TDSL, {"M": 65536, "N": 385}),
+         ("rmsnorm f16", RMSNORM_TDSL, {"M": 131072, "N": 255}),
+         ("layernorm f16", LAYERNORM_TDSL, {"M": 65536, "N": 513}),
+         ("layernorm16", LAYERNORM16_TDSL, {"M": 65536, "N": 513}),
+         ("layernorm16", LAYERNORM16_TDSL, {"M": 131072, "N": 257}),
+         ("gated rmsnorm f16", GATED, {"M": 65536, "N": 385}),
+         ("rmsnorm f16", RMSNORM_TDSL, {"M": 262144, "N": 129}),
+         ("rmsnorm bf16", RMS_BF16, {"M": 131072, "N": 199}),
+         ("softmax f16", softmax("f16"), {"M": 262144, "N": 129}),
+         ("softmax f16", softmax("f16"), {"M": 131072, "N": 255}),
+         ("vit softmax f16", ATTENTION_SOFTMAX, {"B": 32, "H": 12, "S": 197, "T": 197})]
+
+
+def variants(p, d) -> dict:
+    out = {"default": d}
+    for tpr in (16, 32):
+        items = choose.row_share(p.row_length, tpr)
+        block = 256 if tpr == 16 else 128
+        for hoist in (False, True) if p.has_row_invariant_inputs() else (True,):
+            s = replace(d, row_threads=tpr, block=block, items=items, hoist=hoist,
+                        keep=choose.element_keeps_fit(p, items))
+            if not choose.fits(p, s):
+                out[f"t{tpr}{' hoisted' if hoist else ' late'}"] = s
+    return out
+
+
+def main() -> None:
+    row_probe.run(CASES, lambda case, d: variants(case.problem, d), label_width=16)
+
+
+if __name__ == "__main__":
+    main()
