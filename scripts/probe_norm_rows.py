@@ -4,7 +4,7 @@ that reads them; here also hoisted (loaded once a thread, held through the row l
 half a warp or a warp a row. Each schedule is checked against the float64 reference first;
 three interleaved rounds, median microseconds.
 
-    python scripts/probe_norm_rows.py [names to keep]
+    python scripts/probe_norm_rows.py [names to keep]      (SWEEP=1: lengths 129 to 255)
 """
 import os
 import sys
@@ -34,6 +34,25 @@ CASES = [("rmsnorm bf16", RMS_BF16, {"M": 75648, "N": 197}),
          ("vit softmax f16", ATTENTION_SOFTMAX, {"B": 32, "H": 12, "S": 197, "T": 197})]
 
 
+# SWEEP=1: half a warp against a warp over norm rows of 129 to 255 elements (about 64 MiB read each)
+SWEEP_CASES = [(f"sweep {name}", src, {"M": (1 << 25) // n, "N": n})
+               for name, src, lengths in (("rmsnorm f16", RMSNORM_TDSL, (129, 145, 161, 177, 193, 209, 225, 241, 255)),
+                                          ("rmsnorm bf16", RMS_BF16, (131, 163, 197)),
+                                          ("layernorm16", LAYERNORM16_TDSL, (129, 161, 193, 225, 255)),
+                                          ("layernorm f16", LAYERNORM_TDSL, (129, 193, 255)))
+               for n in lengths]
+SWEEP = os.environ.get("SWEEP") == "1"
+
+
+def sweep_variants(p, d) -> dict:
+    out = {}
+    for tpr, block in ((16, 256), (32, 128)):
+        s = replace(d, row_threads=tpr, block=block, items=choose.row_share(p.row_length, tpr))
+        if not choose.fits(p, s):
+            out[f"t{tpr}"] = s
+    return out
+
+
 def variants(p, d) -> dict:
     out = {"default": d}
     for tpr in (16, 32):
@@ -48,7 +67,10 @@ def variants(p, d) -> dict:
 
 
 def main() -> None:
-    row_probe.run(CASES, lambda case, d: variants(case.problem, d), label_width=16)
+    if SWEEP:
+        row_probe.run(SWEEP_CASES, lambda case, d: sweep_variants(case.problem, d), label_width=16)
+    else:
+        row_probe.run(CASES, lambda case, d: variants(case.problem, d), label_width=16)
 
 
 if __name__ == "__main__":

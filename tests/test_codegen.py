@@ -928,6 +928,8 @@ LSE32 = "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + lo
 @pytest.mark.parametrize("src,length,vec,peel,threads", [
     ("softmax", 129, 1, False, 32), ("softmax", 200, 4, False, 32), ("softmax", 257, 1, False, 32),
     ("softmax", 511, 1, False, 32), ("softmax", 512, None, None, None), ("rmsnorm", 129, 1, False, 16),
+    ("rmsnorm", 159, 1, False, 16), ("rmsnorm", 161, 1, False, 32), ("rmsnorm", 255, 1, False, 32),
+    (LAYERNORM16, 197, 1, False, 32),
     ("rmsnorm", 256, 8, False, 16), ("rmsnorm", 257, 1, False, 32), ("rmsnorm", 513, 8, True, 32),
     ("rmsnorm", 1001, 8, True, 32), ("rmsnorm", 1024, None, None, None), ("layernorm", 200, 8, False, 16),
     ("layernorm", 257, 1, False, 32), ("layernorm", 1000, 8, False, 32), (LAYERNORM16, 513, 1, False, 32),
@@ -935,7 +937,8 @@ LSE32 = "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + lo
 def test_many_light_rows_take_a_warp_each_four_a_block(src, length, vec, peel, threads):
     """warp_row_schedule: rows longer than 128 elements that move fewer than 4096 bytes
     (read and written; a weight over N read from cache) take a warp each, 4 rows a block
-    of 128 (rows of at most 512 bytes an input: half a warp, 16 rows a block of 256): a
+    of 128 (rows of at most 512 bytes an input: half a warp, 16 rows a block of 256; read
+    element by element with a branch per element, at most 320 bytes: rmsnorm over 159, not 161): a
     block a row was bound by how fast SMs take in blocks. In vectors, peeled where the
     length alone breaks alignment, from 512 elements, and the weights are no heavier than
     the row (layernorm's weight and bias are not), else element by element; 4096 bytes or more
@@ -973,7 +976,8 @@ LSE16 = "kernel l(x: f16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n return m
     (SOFTMAX_OF.format(t="bf16"), 255, 16, True, True), (SOFTMAX_OF.format(t="f32"), 13, 8, True, True),
     (LSE16, 199, 16, True, True), (SOFTMAX_OF.format(t="f16"), 257, 32, True, False),
     (SOFTMAX_OF.format(t="f16"), 511, 32, True, False), (SOFTMAX_OF.format(t="f32"), 199, 32, True, False),
-    (GATED_RMSNORM, 197, 16, False, False), ("rmsnorm", 129, 16, False, False), ("layernorm", 257, 32, False, False),
+    (GATED_RMSNORM, 197, 32, True, False), ("rmsnorm", 129, 16, False, False), ("rmsnorm", 161, 32, False, False),
+    ("layernorm", 257, 32, False, False),
     (SOFTMAX_OF.format(t="f16"), 256, 16, False, False)])
 def test_rows_read_element_by_element_keep_costly_values_and_share_warps_without_branches(
         src, length, threads, keep, branchless):

@@ -31,6 +31,7 @@ WARP_ROW_NS = 1.2       # ... or than the GPU's peak bandwidth moves in this tim
 WARP_ROW_BLOCK = 128
 WARP_ROW_PEELED = 512   # ... peeled to aligned vectors from this long where the length breaks alignment
 HALF_WARP_ROW_BYTES = 512   # ... half a warp each where each row of the inputs is this light (16-bit rows of 256)
+HALF_WARP_ELEMENT_ROW_BYTES = 320   # ... this light where read element by element, with branches (warp_row_schedule)
 
 
 @dataclass(frozen=True)
@@ -408,8 +409,8 @@ def row_bytes(p: Problem) -> int:
 def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     """A warp a row, WARP_ROW_BLOCK threads a block, for rows longer than SHORT_ROW that
     move fewer bytes than warp_row_bytes (4096 on an H100, 5760 on an H200); half a warp,
-    16 rows a block of 256, where each row of the inputs is at most HALF_WARP_ROW_BYTES.
-    The general rule gives each row a block of 64 or more threads, and blocks so light
+    16 rows a block of 256, where each row of the inputs is at most half_warp_row_bytes (512;
+    320 read element by element with branches). The general rule gives each row a block of 64 or more threads, and blocks so light
     finish faster than the SMs take in new ones (about 1.2 ns a block over the whole GPU,
     whatever their size), so many such rows were bound by the blocks, not by memory. In
     vectors as wide as alignment allows; where the length alone breaks it, from
@@ -441,7 +442,7 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     vec = max_vector(p, hints.vector)
     peel = (vec == 1 and not hints.vector and p.row_length >= WARP_ROW_PEELED and peel_vector(p) > 1
             and peel_weights_fit(p))
-    if not peel and row_input_bytes(p) <= HALF_WARP_ROW_BYTES:
+    if not peel and row_input_bytes(p) <= half_warp_row_bytes(p, vec):
         items = row_share(p.row_length // vec, 16)
         if row_share_fits(p, items, vec, hoisted=False, packed=True):
             return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=16,
@@ -451,6 +452,25 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     if not held:
         return None
     return replace(held, block=WARP_ROW_BLOCK, keep=vec == 1 and not peel and element_keeps_fit(p, held.items))
+
+
+def half_warp_row_bytes(p: Problem, vec: int) -> int:
+    """The heaviest row of an input that takes half a warp (warp_row_schedule): HALF_WARP_ROW_BYTES
+    where the row moves in vectors, or is read element by element without a branch per
+    element (a costly function in each, no weights: codegen's rows without branches);
+    HALF_WARP_ELEMENT_ROW_BYTES where it is read element by element with branches (weights loaded
+    late, or no costly function). There half a warp ran at a fixed ~0.64x copy whatever the
+    length, and a warp faster the longer the row: they cross at about 160 16-bit elements.
+    H100 2026-11-27 00:41 (scripts/probe_norm_rows.py SWEEP=1, about 64 MiB read each), us,
+    half a warp / a warp: rmsnorm f16 over 129 69.5 / 82.5, 145 69.2 / 74.0, 161 69.6 / 68.0,
+    177 69.5 / 62.9, 193 70.0 / 59.0, 225 70.8 / 57.0, 255 68.4 / 54.8; bf16 over 131 69.4 /
+    81.3, 163 68.8 / 66.5, 197 69.1 / 59.4; all-f16 layernorm over 129 71.0 / 83.9, 161 70.2 /
+    71.2, 193 70.6 / 66.5, 255 69.0 / 61.3; layernorm f16 (w, b f32) over 129 71.2 / 83.9, 193
+    71.6 / 65.4, 255 70.9 / 60.2. Softmax without branches keeps half a warp up to 512 bytes
+    (262144x129 59.1 / 83.0, 131072x255 55.3 / 56.2, ViT's rows of 197 28.4 / 28.9)."""
+    if vec > 1 or (costly_elements(p.group) and not p.has_row_invariant_inputs()):
+        return HALF_WARP_ROW_BYTES
+    return HALF_WARP_ELEMENT_ROW_BYTES
 
 
 def warp_row_bytes(p: Problem) -> float:
