@@ -60,7 +60,7 @@ def variants(p, d) -> dict:
         block = 256 if tpr == 16 else 128
         for hoist in (False, True) if p.has_row_invariant_inputs() else (True,):
             s = replace(d, row_threads=tpr, block=block, items=items, hoist=hoist,
-                        keep=choose.element_keeps_fit(p, items))
+                        keep=choose.element_keeps_fit(p, items, d.vec))
             if not choose.fits(p, s):
                 out[f"t{tpr}{' hoisted' if hoist else ' late'}"] = s
     return out

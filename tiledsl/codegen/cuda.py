@@ -22,7 +22,7 @@ from ..resources import resource_dir
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
                                peeled_operands, row_major, transposed_loop)
 from ..schedule.partition import Group, online_pairs, reduction_levels
-from ..schedule.schedules import (COSTLY_OPS, Schedule, budgeted_threads, column_vector, costly_elements,
+from ..schedule.schedules import (COSTLY_OPS, Schedule, budgeted_threads, column_vector, branchless_elements,
                                   ring_refusal, stream_unroll_rule, stream_words)
 
 
@@ -577,8 +577,8 @@ class _Renderer:
         # 131072x257 58.7 / 60.2), and rows with weights loaded late much slower (silu(x) *
         # rsqrt(mean(x * x)) * w over 65536x385: 54.9 / 74.2): they keep the branches.
         branchless = (self.s.kind == "reduce_row" and cached and self.vec == 1 and tpr < 32 and not peel
-                      and kv == 1 and not late and not self.s.prefetch and self.s.stages == 1
-                      and costly_elements(self.group))
+                      and kv == 1 and not self.s.prefetch and self.s.stages == 1
+                      and branchless_elements(self.group, bool(late)))
         # loaded with the row (cached), or by every phase as it streams the row (looped)
         per_row_loads = [line for op in per_row for line in self.load_lines(op, slot)]
         late_loads = lambda used: [line for op in late if op.value.id in used  # noqa: E731

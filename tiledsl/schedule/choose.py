@@ -16,7 +16,7 @@ from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, reduction_levels
 from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
-                        Schedule, column_vector, computes_f64_math, costly_elements, ring_refusal,
+                        Schedule, column_vector, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
                         stream_unroll_rule, stream_words)
 
 INDEX32_LIMIT = 2 ** 31 - 1
@@ -393,7 +393,7 @@ def short_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     if not row_share_fits(p, items, vec):
         return None
     return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=tpr,
-                    hoist=not p.has_row_invariant_inputs(), keep=vec == 1 and element_keeps_fit(p, items),
+                    hoist=not p.has_row_invariant_inputs(), keep=element_keeps_fit(p, items, vec),
                     index64=p.index64)
 
 
@@ -410,8 +410,8 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     """A warp a row, WARP_ROW_BLOCK threads a block, for rows longer than SHORT_ROW that
     move fewer bytes than warp_row_bytes (4096 on an H100, 5760 on an H200); half a warp,
     16 rows a block of 256, where each row of the inputs is at most half_warp_row_bytes (512;
-    320 read element by element with branches). The general rule gives each row a block of 64 or more threads, and blocks so light
-    finish faster than the SMs take in new ones (about 1.2 ns a block over the whole GPU,
+    320 read element by element with branches). The general rule gives each row a block of 64
+    or more threads, and blocks so light finish faster than the SMs take in new ones (about 1.2 ns a block over the whole GPU,
     whatever their size), so many such rows were bound by the blocks, not by memory. In
     vectors as wide as alignment allows; where the length alone breaks it, from
     WARP_ROW_PEELED elements peeled to aligned vectors (weights no heavier than the row:
@@ -446,12 +446,12 @@ def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
         items = row_share(p.row_length // vec, 16)
         if row_share_fits(p, items, vec, hoisted=False, packed=True):
             return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=16,
-                            hoist=not p.has_row_invariant_inputs(), keep=vec == 1 and element_keeps_fit(p, items),
+                            hoist=not p.has_row_invariant_inputs(), keep=element_keeps_fit(p, items, vec),
                             index64=p.index64)
     held = held_row_share(p, peel_vector(p) if peel else vec, 32, peel=peel)
     if not held:
         return None
-    return replace(held, block=WARP_ROW_BLOCK, keep=vec == 1 and not peel and element_keeps_fit(p, held.items))
+    return replace(held, block=WARP_ROW_BLOCK, keep=element_keeps_fit(p, held.items, held.vec))
 
 
 def half_warp_row_bytes(p: Problem, vec: int) -> int:
@@ -468,7 +468,8 @@ def half_warp_row_bytes(p: Problem, vec: int) -> int:
     71.2, 193 70.6 / 66.5, 255 69.0 / 61.3; layernorm f16 (w, b f32) over 129 71.2 / 83.9, 193
     71.6 / 65.4, 255 70.9 / 60.2. Softmax without branches keeps half a warp up to 512 bytes
     (262144x129 59.1 / 83.0, 131072x255 55.3 / 56.2, ViT's rows of 197 28.4 / 28.9)."""
-    if vec > 1 or (costly_elements(p.group) and not p.has_row_invariant_inputs()):
+    # (half a warp loads its weights late: warp_row_schedule)
+    if vec > 1 or branchless_elements(p.group, p.has_row_invariant_inputs()):
         return HALF_WARP_ROW_BYTES
     return HALF_WARP_ELEMENT_ROW_BYTES
 
@@ -580,7 +581,7 @@ def keeps_fit(p: Problem, items: int, vec: int) -> bool:
 ELEMENT_KEEP_WORDS = 16     # registers a thread's held elements may take where it keeps their costly values
 
 
-def element_keeps_fit(p: Problem, items: int) -> bool:
+def element_keeps_fit(p: Problem, items: int, vec: int) -> bool:
     """Whether a row held element by element (vec 1, a warp or part of one a row) keeps its
     costly element values between phases (Schedule.keep): its `items` elements take at most
     ELEMENT_KEEP_WORDS registers, the kept values as many again (ptxas sm_90a, softmax f16
@@ -588,7 +589,7 @@ def element_keeps_fit(p: Problem, items: int) -> bool:
     instructions: softmax computed exp(x - max) twice (H100 2026-11-26, µs, computed
     twice / kept: f16 131072x257 70.0 / 59.0, 65536x385 49.7 / 42.3, f32 1048576x13 52.6 /
     47.3, ViT's [32, 12, 197, 197] 34.3 / 33.3; scripts/probe_element_rows.py)."""
-    return items * p.words_per_row_element(1) <= ELEMENT_KEEP_WORDS and costly_elements(p.group)
+    return vec == 1 and items * p.words_per_row_element(1) <= ELEMENT_KEEP_WORDS and costly_elements(p.group)
 
 
 def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
@@ -935,8 +936,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             hoists = [h for h in ((True, False) if p.has_row_invariant_inputs() else (True,))
                       if row_share_fits(p, items, vec, hoisted=h, packed=True)]
             if hoists:
-                keeps = ((False, True) if keeps_fit(p, items, vec) or (vec == 1 and element_keeps_fit(p, items))
-                         else (False,))
+                keeps = (False, True) if keeps_fit(p, items, vec) or element_keeps_fit(p, items, vec) else (False,)
                 for hoist in hoists:
                     for per_sm in ((0, THREADS_PER_SM // block) if p.rows > 4 * p.sm_count else (0,)):
                         for keep in keeps:

@@ -534,6 +534,14 @@ def costly_elements(group) -> bool:
     return any(v.op in COSTLY_OPS and set(v.dims) & set(group.axes) for v in group.values)
 
 
+def branchless_elements(group, weights_late: bool) -> bool:
+    """Whether rows of `group` read element by element are computed without a branch per
+    element where they share a warp (codegen's reduce(); choose.half_warp_row_bytes): a costly
+    function in each element bounds them by instructions, and no weight is loaded late
+    (the registers that cost were worth more than the branches)."""
+    return costly_elements(group) and not weights_late
+
+
 def computes_f64_math(values) -> bool:
     """Whether any of `values` is an f64 function (F64_MATH_OPS). Under the usual
     64-register cap such kernels spilled (ptxas, sm_90a: an f64 softmax of 1000
