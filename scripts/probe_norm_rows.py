@@ -5,6 +5,10 @@ half a warp or a warp a row. Each schedule is checked against the float64 refere
 three interleaved rounds, median microseconds.
 
     python scripts/probe_norm_rows.py [names to keep]      (SWEEP=1: lengths 129 to 255)
+
+BRANCHLESS=1: rows sharing a warp whose weights are not loaded late are rendered without a
+branch per element, costly function or not (the library keeps that to rows with one);
+compare with a run without it on the same machine.
 """
 import os
 import sys
@@ -18,6 +22,7 @@ from probe_cluster_rows import RMS_BF16  # noqa: E402
 from probe_element_rows import GATED  # noqa: E402
 from probe_mid_rows import ATTENTION_SOFTMAX  # noqa: E402
 from probe_online import softmax  # noqa: E402
+from tiledsl.codegen import cuda as codegen_cuda  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
 
 CASES = [("rmsnorm bf16", RMS_BF16, {"M": 75648, "N": 197}),
@@ -42,6 +47,7 @@ SWEEP_CASES = [(f"sweep {name}", src, {"M": (1 << 25) // n, "N": n})
                                           ("layernorm f16", LAYERNORM_TDSL, (129, 193, 255)))
                for n in lengths]
 SWEEP = os.environ.get("SWEEP") == "1"
+BRANCHLESS = os.environ.get("BRANCHLESS") == "1"
 
 
 def sweep_variants(p, d) -> dict:
@@ -67,6 +73,8 @@ def variants(p, d) -> dict:
 
 
 def main() -> None:
+    if BRANCHLESS:
+        codegen_cuda.branchless_elements = lambda group, weights_late: not weights_late
     if SWEEP:
         row_probe.run(SWEEP_CASES, lambda case, d: sweep_variants(case.problem, d), label_width=16)
     else:
