@@ -8,7 +8,9 @@ three interleaved rounds, median microseconds.
 
 BRANCHLESS=1: rows sharing a warp whose weights are not loaded late are rendered without a
 branch per element, costly function or not (the library keeps that to rows with one);
-compare with a run without it on the same machine.
+compare with a run without it on the same machine. PREFETCH=1: a warp a row also on
+persistent blocks that load their next row while they reduce this one (8 or 16 blocks of
+128 an SM), where a thread's two rows fit (choose.prefetch_fits).
 """
 import os
 import sys
@@ -23,6 +25,7 @@ from probe_element_rows import GATED  # noqa: E402
 from probe_mid_rows import ATTENTION_SOFTMAX  # noqa: E402
 from probe_online import softmax  # noqa: E402
 from tiledsl.codegen import cuda as codegen_cuda  # noqa: E402
+from tiledsl.errors import TdslError  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
 
 CASES = [("rmsnorm bf16", RMS_BF16, {"M": 75648, "N": 197}),
@@ -48,6 +51,7 @@ SWEEP_CASES = [(f"sweep {name}", src, {"M": (1 << 25) // n, "N": n})
                for n in lengths]
 SWEEP = os.environ.get("SWEEP") == "1"
 BRANCHLESS = os.environ.get("BRANCHLESS") == "1"
+PREFETCH = os.environ.get("PREFETCH") == "1"
 
 
 def sweep_variants(p, d) -> dict:
@@ -69,6 +73,15 @@ def variants(p, d) -> dict:
                         keep=choose.element_keeps_fit(p, items, d.vec))
             if not choose.fits(p, s):
                 out[f"t{tpr}{' hoisted' if hoist else ' late'}"] = s
+            if PREFETCH and tpr == 32 and choose.prefetch_fits(p, items, d.vec):
+                for per_sm in (8, 16):
+                    try:
+                        s = replace(d, row_threads=tpr, block=block, items=items, hoist=hoist, prefetch=True,
+                                    blocks_per_sm=per_sm, keep=choose.element_keeps_fit(p, items, d.vec))
+                    except TdslError:
+                        continue
+                    if not choose.fits(p, s):
+                        out[f"t{tpr}{' hoisted' if hoist else ' late'} p{per_sm}"] = s
     return out
 
 
