@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -20,6 +20,7 @@ for phase in "$@"; do
     mmtests) timeout 420 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     probe) timeout 300 python3 scripts/probe_rows.py ;;
     clusterrows) timeout 480 python3 scripts/probe_cluster_rows.py $CLUSTERROWS ;;   # CLUSTERROWS="names to keep"
+    coltiles) timeout 480 python3 scripts/probe_col_tiles.py $COLTILES ;;   # COLTILES="names to keep"
     wideclusters) timeout 480 python3 scripts/probe_wide_clusters.py $WIDE ;;   # WIDE="names to keep"
     staged) timeout 480 python3 scripts/probe_staged_rows.py $STAGED ;;   # STAGED="names to keep"
     elemrows) timeout 400 python3 scripts/probe_element_rows.py $ELEM ;;   # ELEM="names to keep"
