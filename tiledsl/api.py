@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
-from .errors import TdslArgumentError, TdslError
+from .errors import TdslArgumentError, TdslError, TdslNameError
 from .frontend import compile_source
 from .ir.graph import Graph
 from .ir.printer import format_graph
@@ -119,7 +119,11 @@ class Kernel(functools.partial):
         bound = bind(self.graph, args, kwargs, dtype_of=dtype_of,
                      shape_of=lambda a: tuple(a.shape) if hasattr(a, "shape") else None,
                      describe=lambda a: type(a).__name__)
-        return "\n".join(s.source for s in sources_for(self, bound.extents))
+        sources = sources_for(self, bound.extents)
+        if not sources:     # every result is empty
+            zero = ", ".join(f"{d}=0" for d, n in bound.extents.items() if n == 0)
+            return f"// {self.name}: no kernel launches at {zero} (every result is empty)"
+        return "\n".join(s.source for s in sources)
 
     def autotune(self, *args, budget: Optional[float] = None, db=None, store: bool = True,
                  retune: bool = False, progress: bool = False, max_candidates: int = 64, **kwargs):
@@ -151,6 +155,12 @@ def reject_host_arrays(kernel: Kernel, args, kwargs) -> None:
                 f"To run on the CPU, call {kernel.name}.reference(...)", p.loc)
 
 
+class NoSuchKernelError(TdslNameError, KeyError):
+    """`mod["name"]` for a kernel the module does not have: a TdslError naming the
+    ones it has, and a KeyError as a failed lookup by key should be (its str is
+    TdslError's, not KeyError's quoted repr)."""
+
+
 class Module:
     """The kernels of a file with several: `mod.softmax(x)`, `mod["softmax"]`."""
 
@@ -158,15 +168,22 @@ class Module:
         self._kernels = kernels
         self.file = file
 
+    def _missing(self, name) -> str:
+        kernels = self.__dict__.get("_kernels", {})
+        return (f"module {self.__dict__.get('file', '?')!r} has no kernel {name!r}; "
+                f"it has {', '.join(kernels) or 'none'}")
+
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})
         if name in kernels:
             return kernels[name]
-        raise AttributeError(f"module {self.__dict__.get('file', '?')!r} has no kernel {name!r}; "
-                             f"it has {', '.join(kernels) or 'none'}")
+        raise AttributeError(self._missing(name))
 
     def __getitem__(self, name: str) -> Kernel:
-        return self._kernels[name]
+        try:
+            return self._kernels[name]
+        except (KeyError, TypeError):     # TypeError: an unhashable key
+            raise NoSuchKernelError(self._missing(name)) from None
 
     def __iter__(self) -> Iterator[Kernel]:
         return iter(self._kernels.values())
@@ -186,7 +203,14 @@ class Module:
 
 
 def _looks_like_path(text: str) -> bool:
-    return "\n" not in text and "{" not in text and (text.endswith(".tdsl") or os.path.isfile(text))
+    """Whether compile() reads `text` as a path. A program needs '{', so a single
+    line without one is a path where it could be one: it names a file or folder,
+    ends in .tdsl, or has a '/' and no spaces ('/tmp/nope'), rather than text
+    whose syntax error at '/' would hide the missing file."""
+    if "\n" in text or "{" in text:
+        return False
+    return (os.path.exists(text) or text.endswith(".tdsl")
+            or (("/" in text or os.sep in text) and not any(c.isspace() for c in text)))
 
 
 def read_source(src: Union[str, os.PathLike], file: Optional[str] = None) -> tuple[str, str]:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -11,10 +13,10 @@ import numpy as np
 
 from . import __version__
 from .api import Kernel, Module, compile as compile_program
-from .errors import TdslError
+from .errors import TdslArgumentError, TdslError
 
 
-def _kernels(path: str, name: Optional[str]) -> list[Kernel]:
+def _file_kernels(path: str) -> list[Kernel]:
     """The kernels of FILE: a path (any name: /dev/stdin, a.txt), '-' for standard input."""
     if path == "-":
         program = compile_program(sys.stdin.read(), file="<stdin>")
@@ -22,7 +24,11 @@ def _kernels(path: str, name: Optional[str]) -> list[Kernel]:
         program = compile_program(path)
     else:
         program = compile_program(Path(path), file=path)
-    kernels = list(program) if isinstance(program, Module) else [program]
+    return list(program) if isinstance(program, Module) else [program]
+
+
+def _chosen(kernels: list[Kernel], path: str, name: Optional[str]) -> list[Kernel]:
+    """The kernels --kernel NAME selects (all without it)."""
     if name is None:
         return kernels
     chosen = [k for k in kernels if k.name == name]
@@ -31,11 +37,90 @@ def _kernels(path: str, name: Optional[str]) -> list[Kernel]:
     return chosen
 
 
+SIZE_LIMIT = 2 ** 63          # extents are int64 on the host and in the kernels
+
+
+def _parse_sizes(text: Optional[str]) -> dict[str, int]:
+    """--shape 'M=4096,N=1024' → {'M': 4096, 'N': 1024}: ASCII digits only (str.isdigit
+    also takes '²' and '١٢'), each name once, each size below 2^63."""
+    sizes: dict[str, int] = {}
+    for part in filter(None, (text or "").replace(" ", "").split(",")):
+        name, _, value = part.partition("=")
+        if not name or not re.fullmatch(r"[0-9]+", value):
+            raise TdslArgumentError(f"--shape takes NAME=SIZE pairs separated by commas, e.g. "
+                                    f"M=4096,N=1024; got {part!r}")
+        if name in sizes:
+            raise TdslArgumentError(f"--shape gives {name} twice ({name}={sizes[name]} and {part})")
+        if int(value) >= SIZE_LIMIT:
+            raise TdslArgumentError(f"--shape: {part} is too large; a size must be below 2^63")
+        sizes[name] = int(value)
+    return sizes
+
+
+def _workload(args, sizes_needed: bool = True) -> tuple[list[Kernel], list]:
+    """The kernels FILE and --kernel select, and each one's extents from --shape
+    (None each when not `sizes_needed`), all checked before anything runs or prints.
+    A file's kernels may have different dims, and one --shape serves the whole file,
+    with or without --kernel: a name is an error only when it is a dim of none of
+    the file's kernels, and each selected kernel must get all of its own dims."""
+    from .inputs import parse_shape
+    every = _file_kernels(args.file)
+    kernels = _chosen(every, args.file, args.kernel)
+    if not sizes_needed:
+        return kernels, [None] * len(kernels)
+    sizes = _parse_sizes(args.shape)
+    dims = list(dict.fromkeys(d for k in every for d in k.graph.dims))
+    for name, size in sizes.items():
+        if name not in dims:
+            whose = " or ".join(k.name for k in every)
+            raise TdslArgumentError(f"--shape: '{name}' is not a dim of {whose}; "
+                                    f"{'its' if len(every) == 1 else 'their'} dims are {', '.join(dims) or 'none'}")
+        for k in every:
+            fixed = dict(k.graph.fixed_extents).get(name)
+            if fixed is not None and size != fixed:
+                raise TdslArgumentError(f"--shape: dim {name} of {k.name} is the literal {fixed} in its "
+                                        f"type; it cannot be set to {size}")
+    return kernels, [parse_shape(",".join(f"{d}={n}" for d, n in sizes.items() if d in k.graph.dims), k.graph)
+                     for k in kernels]
+
+
+def _shape_text(extents: dict[str, int]) -> str:
+    return ", ".join(f"{d}={n}" for d, n in extents.items())
+
+
+# Numeric options: (option, attribute, valid, what it takes). Checked in each command
+# after its file and shape, as bad input (exit 1), before any work.
+_NUMBER_OPTIONS = (
+    ("--hbm-gbps", "hbm_gbps", lambda v: math.isfinite(v) and v >= 0,
+     "a bandwidth in GB/s: a finite number, 0 or more (0: unknown)"),
+    ("--budget", "budget", lambda v: math.isfinite(v) and v > 0, "a positive number of seconds"),
+    ("--max-candidates", "max_candidates", lambda v: v >= 1, "a count of 1 or more"),
+    ("--workers", "workers", lambda v: v >= 1, "a count of 1 or more"),
+    ("--top", "top", lambda v: v >= 0, "a count of 0 or more"),
+    ("--seed", "seed", lambda v: v >= 0, "a non-negative integer"),
+)
+
+
+def _check_numbers(args) -> None:
+    for option, attr, valid, takes in _NUMBER_OPTIONS:
+        value = getattr(args, attr, None)
+        if value is not None and not valid(value):
+            raise TdslArgumentError(f"{option} takes {takes}; got {value:g}")
+
+
+def _no_launch_note(kernel: Kernel, extents: dict[str, int]) -> Optional[str]:
+    """What to say instead of nothing when every result is empty (no kernel launches)."""
+    if all(math.prod(extents[d] for d in r.dims) == 0 for r in kernel.graph.results):
+        zero = ", ".join(f"{d}=0" for d, n in extents.items() if n == 0)
+        return f"no kernel launches at {zero} (every result of {kernel.name} is empty)"
+    return None
+
+
 def cmd_check(args) -> int:
     failed = 0
     for path in args.files:
         try:
-            kernels = _kernels(path, None)
+            kernels = _file_kernels(path)
         except TdslError as err:
             print(err, file=sys.stderr)
             failed += 1
@@ -50,8 +135,16 @@ def cmd_check(args) -> int:
 
 def cmd_emit(args) -> int:
     from .emit import emit_stage
-    for k in _kernels(args.file, args.kernel):
-        print(emit_stage(k, args.stage, args.shape, args.arch, args.hbm_gbps))
+    from .runtime.toolchain import check_arch
+    kernels, all_extents = _workload(args, sizes_needed=args.stage != "ir")
+    _check_numbers(args)
+    check_arch(args.arch)
+    for k, extents in zip(kernels, all_extents):
+        shape = None if extents is None else ",".join(f"{d}={n}" for d, n in extents.items())
+        text = emit_stage(k, args.stage, shape, args.arch, args.hbm_gbps)
+        if not text:            # nothing launches at these sizes: say so rather than print a blank line
+            text = f"// {_no_launch_note(k, extents) or 'no kernel launches at these sizes'}"
+        print(text)
     return 0
 
 
@@ -66,28 +159,70 @@ def _gpu_available() -> tuple[bool, str]:
         return False, f"no usable CUDA device ({err.__class__.__name__})"
 
 
-def cmd_run(args) -> int:
-    from .inputs import parse_shape, random_arguments, TOLERANCE
-    status = 0
-    for k in _kernels(args.file, args.kernel):
-        extents = parse_shape(args.shape, k.graph)
-        host = random_arguments(k.graph, extents, args.seed)
+def _host_bytes(kernel: Kernel, extents: dict[str, int]) -> tuple[int, int]:
+    """(bytes of the random inputs and float64 results `run` holds in host memory,
+    elements of its largest array)."""
+    def elements(dims) -> int:
+        return math.prod(extents[d] for d in dims)
+    tensors = [p for p in kernel.graph.params if not p.is_scalar]
+    total = (sum(elements(p.dims) * p.dtype.itemsize for p in tensors)
+             + sum(elements(r.dims) * 8 for r in kernel.graph.results))
+    largest = max([elements(p.dims) for p in tensors] + [elements(r.dims) for r in kernel.graph.results])
+    return total, largest
+
+
+def _inputs_and_reference(kernel: Kernel, extents: dict[str, int], seed: Optional[int]):
+    """Random host inputs and the float64 reference, or a TdslError naming the
+    memory they need when the host cannot hold them."""
+    from .inputs import random_arguments
+    need, largest = _host_bytes(kernel, extents)
+    try:
+        if need > sys.maxsize or largest * 8 > sys.maxsize:    # past what NumPy can index: it would
+            raise MemoryError                                  # raise ValueError, not MemoryError
+        host = random_arguments(kernel.graph, extents, seed)
         t0 = time.perf_counter()
-        expected = k.reference(*host, compute="f64")
-        t_ref = time.perf_counter() - t0
+        expected = kernel.reference(*host, compute="f64")
+        return host, expected, time.perf_counter() - t0
+    except MemoryError:
+        raise TdslArgumentError(f"{kernel.name} at {_shape_text(extents)} needs {need / 2 ** 30:.3g} GiB "
+                                f"({need:,} bytes) of host memory for its random inputs and float64 "
+                                f"results, more than this machine could allocate; give smaller sizes") from None
+
+
+def _stats(out: np.ndarray) -> str:
+    """Mean, min and max of a result's values other than NaN, and how many are NaN or
+    infinite (inf - inf in the mean is NaN, not a RuntimeWarning on stderr)."""
+    values = out[~np.isnan(out)]
+    if not values.size:
+        return "(all NaN)" if out.size else "(no values)"
+    with np.errstate(invalid="ignore", over="ignore"):
+        text = f"mean {values.mean():.6g} min {values.min():.6g} max {values.max():.6g}"
+    special = [f"{n} {what}" for n, what in ((out.size - values.size, "NaN"),
+                                             (int(np.isinf(values).sum()), "infinite")) if n]
+    return text + (f" ({', '.join(special)})" if special else "")
+
+
+def cmd_run(args) -> int:
+    from .inputs import TOLERANCE
+    kernels, all_extents = _workload(args)
+    _check_numbers(args)
+    status = 0
+    for k, extents in zip(kernels, all_extents):
+        host, expected, t_ref = _inputs_and_reference(k, extents, args.seed)
         expected = expected if isinstance(expected, tuple) else (expected,)
-        shape_text = ", ".join(f"{d}={extents[d]}" for d in k.graph.dims)
-        print(f"{k.name} [{shape_text}]")
+        print(f"{k.name} [{_shape_text({d: extents[d] for d in k.graph.dims})}]")
         print(f"  reference (NumPy, f64): {t_ref * 1e3:.1f} ms")
+        empty = _no_launch_note(k, extents)
         ok, why = _gpu_available()
-        if not ok or args.cpu:
-            reason = "--cpu given" if args.cpu else why
-            print(f"  GPU: not run ({reason}); ran the NumPy reference only")
+        if not ok or args.cpu or empty:
+            if empty:
+                print(f"  note: {empty}")
+            else:
+                reason = "--cpu given" if args.cpu else why
+                print(f"  GPU: not run ({reason}); ran the NumPy reference only")
             for i, (res, out) in enumerate(zip(k.graph.results, expected)):
                 out = np.asarray(out, dtype=np.float64)
-                stats = (f"mean {np.nanmean(out):.6g} min {np.nanmin(out):.6g} max {np.nanmax(out):.6g}"
-                         if out.size and not np.all(np.isnan(out)) else "(no values)")
-                print(f"  result {i}: {res.dtype}{list(out.shape)} {stats}")
+                print(f"  result {i}: {res.dtype}{list(out.shape)} {_stats(out)}")
             continue
         from .runtime.measure import run_and_time
         report = run_and_time(k, host, expected)
@@ -107,13 +242,13 @@ def _db_option(args):
 
 
 def cmd_autotune(args) -> int:
-    from .inputs import parse_shape
+    from .runtime.toolchain import check_arch
     from .tune import autotune, dry_run
     from .tune.peers import parse_peers
+    kernels, all_extents = _workload(args)
     peers = parse_peers(args.vs)
-    if args.budget is not None and args.budget <= 0:
-        raise TdslError("--budget takes a positive number of seconds")
-    kernels = _kernels(args.file, args.kernel)
+    _check_numbers(args)
+    check_arch(args.arch)
     if args.plot and not args.dry_run:
         import importlib.util
         if importlib.util.find_spec("matplotlib") is None:     # before a long search, not after
@@ -126,8 +261,7 @@ def cmd_autotune(args) -> int:
                   f"and compiles the search space, with the pruning reasons, without one.", file=sys.stderr)
             return NO_GPU_STATUS
     status, results = 0, []
-    for k in kernels:
-        extents = parse_shape(args.shape, k.graph)
+    for k, extents in zip(kernels, all_extents):
         if args.dry_run:
             report = dry_run(k, extents, arch=args.arch, max_candidates=args.max_candidates,
                              workers=args.workers, progress=not args.quiet)
@@ -141,6 +275,9 @@ def cmd_autotune(args) -> int:
             print(f"roofline plot: {report.plot(path)}")
         if report.wrong:
             status = WRONG_STATUS
+        for line in report.uncompiled_groups() if args.dry_run else ():
+            print(f"error: autotune --dry-run: {line}", file=sys.stderr)
+            status = status or 1
         results.append(report.to_json())
     if args.json:
         _write_json(args.json, results)
@@ -148,17 +285,17 @@ def cmd_autotune(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .inputs import parse_shape
     from .tune.bench import bench
     from .tune.peers import parse_peers
+    kernels, all_extents = _workload(args)      # the input first, then the GPU
     peers = parse_peers(args.vs)
-    kernels = _kernels(args.file, args.kernel)
+    _check_numbers(args)
     ok, why = _gpu_available()
     if not ok:
         print(f"tiledsl bench: needs an NVIDIA GPU ({why}).", file=sys.stderr)
         return NO_GPU_STATUS
-    for k in kernels:
-        report = bench(k, parse_shape(args.shape, k.graph), peers, db=_db_option(args), seed=args.seed)
+    for k, extents in zip(kernels, all_extents):
+        report = bench(k, extents, peers, db=_db_option(args), seed=args.seed)
         print(report.table())
     return 0
 

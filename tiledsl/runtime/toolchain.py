@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Optional
 
-from tiledsl.errors import TdslCompileError, TdslRuntimeError
+from tiledsl.errors import TdslArgumentError, TdslCompileError, TdslRuntimeError, did_you_mean
 
 _NVRTC_PACKAGES = "pip install cuda-bindings nvidia-cuda-nvrtc"
 _DEV_PACKAGES = ("pip install tiledsl[dev] (or: pip install "
@@ -91,6 +91,45 @@ def nvrtc_version() -> tuple[int, int]:
     return _check(nvrtc, nvrtc.nvrtcVersion())
 
 
+# The generated code needs Ampere (cp.async, ldmatrix, mma.sync); arch-specific
+# targets ("sm_90a": wgmma, TMA multicast) exist from Hopper on.
+OLDEST_ARCH = 80
+_ARCH = re.compile(r"sm_([0-9]+)(a?)")
+
+
+@lru_cache(maxsize=None)
+def _nvrtc_compute_capabilities() -> Optional[frozenset]:
+    """The compute capabilities the installed NVRTC compiles for (80, 86, 90, 100, ...),
+    or None when NVRTC is not available (the CUDA text stages do not need it)."""
+    try:
+        nvrtc = _nvrtc()
+        return frozenset(_check(nvrtc, nvrtc.nvrtcGetSupportedArchs()))
+    except (TdslRuntimeError, AttributeError):
+        return None
+
+
+def supported_archs() -> list[str]:
+    """The --arch values tiledsl accepts here: sm_80 and newer that NVRTC knows, and
+    the arch-specific sm_XXa from sm_90a on."""
+    ccs = sorted(cc for cc in (_nvrtc_compute_capabilities() or (80, 86, 87, 89, 90, 100, 120))
+                 if cc >= OLDEST_ARCH)
+    return [a for cc in ccs for a in ([f"sm_{cc}", f"sm_{cc}a"] if cc >= 90 else [f"sm_{cc}"])]
+
+
+def check_arch(arch: str) -> str:
+    """`arch` when tiledsl can compile for it, else a TdslArgumentError that lists
+    what it can (NVRTC would reject it with an opaque 'invalid option')."""
+    match = _ARCH.fullmatch(arch) if isinstance(arch, str) else None
+    if match is not None:
+        cc = int(match.group(1))
+        known = _nvrtc_compute_capabilities()
+        if cc >= OLDEST_ARCH and (not match.group(2) or cc >= 90) and (known is None or cc in known):
+            return arch
+    hint = "" if match is not None else did_you_mean(str(arch).strip().lower(), supported_archs())
+    raise TdslArgumentError(f"unsupported architecture {arch!r}; tiledsl targets sm_{OLDEST_ARCH} and "
+                            f"newer: {', '.join(supported_archs())}{hint}")
+
+
 def compile_cuda(source: str, *, arch: str = "sm_90a", name: str = "tiledsl.cu",
                  options: tuple[str, ...] = (), include_dirs: tuple[str, ...] = (),
                  want: str = "cubin") -> CompiledCuda:
@@ -101,10 +140,10 @@ def compile_cuda(source: str, *, arch: str = "sm_90a", name: str = "tiledsl.cu",
     front end, for the virtual architecture of `arch`. Generated code that
     fails to compile is a tiledsl bug, so the TdslCompileError says so.
     """
-    match = re.fullmatch(r"sm_(\w+)", arch)
-    if match is None or want not in ("cubin", "ptx"):
-        raise ValueError(f"compile_cuda: bad arch {arch!r} or want {want!r}")
-    target = arch if want == "cubin" else f"compute_{match.group(1)}"
+    if want not in ("cubin", "ptx"):
+        raise ValueError(f"compile_cuda: want is 'cubin' or 'ptx', not {want!r}")
+    check_arch(arch)
+    target = arch if want == "cubin" else "compute_" + arch.removeprefix("sm_")
     args = [f"--gpu-architecture={target}", "-std=c++17"]
     if want == "cubin":
         args.append("--ptxas-options=-v")

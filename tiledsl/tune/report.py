@@ -55,6 +55,24 @@ class TuneReport:
         d = next((c for c in first.candidates if c.is_default), None) if first else None
         return d.median if d is not None else None
 
+    def uncompiled_groups(self) -> list[str]:
+        """A dry run's groups of which no candidate compiled, one line each with the
+        counts and the first failure's reason (the table lists every one). One pruned
+        for its cubin's resources (a spill) did compile: it has a resource report."""
+        lines = []
+        for g in self.groups:
+            if any(c.status == "compiled" or c.usage for c in g.candidates):
+                continue
+            counts: dict = {}
+            for c in g.candidates:
+                counts[c.status] = counts.get(c.status, 0) + 1
+            why = next((c.reason for c in g.candidates if c.status == "failed"),
+                       next((c.reason for c in g.candidates if c.reason), ""))
+            lines.append(f"no candidate of {self.kernel}'s group {g.index} ({g.kind}) compiled for "
+                         f"{self.arch} ({', '.join(f'{n} {s}' for s, n in counts.items())})"
+                         + (f"; the first: {why.splitlines()[0][:300]}" if why else ""))
+        return lines
+
     def counts(self) -> dict:
         out: dict = {}
         for g in self.groups:

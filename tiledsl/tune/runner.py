@@ -42,6 +42,8 @@ def dry_run(kernel, extents: dict, *, arch: str = "sm_90a", sm_count: int = 132,
             stream=None) -> TuneReport:
     """The search space with every candidate compiled (NVRTC, no GPU needed)
     and pruned where it cannot run, with the reasons."""
+    from ..runtime.toolchain import check_arch
+    check_arch(arch)        # a clear error now, not one compile failure per candidate
     start = time.monotonic()
     spread = runs_spread_note(kernel, extents, sm_count, arch)
     spaces = [] if spread else search_space(kernel, extents, sm_count=sm_count, limits=limits, arch=arch,
