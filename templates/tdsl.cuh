@@ -43,6 +43,50 @@ __device__ __forceinline__ float round_f16(double x) { return f16_to_f32(f64_to_
 __device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 __device__ __forceinline__ float round_bf16(double x) { return round_bf16((float)x); }
 
+// ---- integer arithmetic that wraps, as NumPy's does ----------------------------
+// Signed overflow is undefined in C++ and compilers fold on it (`x + 1 > x` became true,
+// even for the largest int): ints add, subtract, multiply and negate as the unsigned type
+// of their width, which wraps, and convert back. Narrower ints compute in int and wrap
+// where they are stored; floats are untouched.
+template <class T> struct Wrapped { typedef T type; };
+template <> struct Wrapped<int> { typedef unsigned int type; };
+template <> struct Wrapped<long long> { typedef unsigned long long type; };
+template <class T> __device__ __forceinline__ T wrapping_add(T a, T b) {
+    typedef typename Wrapped<T>::type U; return (T)((U)a + (U)b);
+}
+template <class T> __device__ __forceinline__ T wrapping_sub(T a, T b) {
+    typedef typename Wrapped<T>::type U; return (T)((U)a - (U)b);
+}
+template <class T> __device__ __forceinline__ T wrapping_mul(T a, T b) {
+    typedef typename Wrapped<T>::type U; return (T)((U)a * (U)b);
+}
+template <class T> __device__ __forceinline__ T wrapping_neg(T a) {
+    typedef typename Wrapped<T>::type U; return (T)(-(U)a);
+}
+
+// ---- float -> integer casts -------------------------------------------------
+// Toward zero, saturating at the type's range, NaN -> 0: what the hardware's conversion
+// (cvt.rzi) gives for 32- and 64-bit results, extended to 8- and 16-bit ones, and what
+// the reference interpreter computes. Written in defined C++: a plain cast of a value out
+// of range is undefined, and a compiler may fold it (a literal's, say) to anything.
+template <class T> struct IntRange;
+template <> struct IntRange<signed char> { static constexpr signed char lo = -128, hi = 127; };
+template <> struct IntRange<short> { static constexpr short lo = -32768, hi = 32767; };
+template <> struct IntRange<int> { static constexpr int lo = -2147483647 - 1, hi = 2147483647; };
+template <> struct IntRange<long long> {
+    static constexpr long long lo = -9223372036854775807LL - 1, hi = 9223372036854775807LL;
+};
+template <> struct IntRange<unsigned char> { static constexpr unsigned char lo = 0, hi = 255; };
+template <> struct IntRange<unsigned int> { static constexpr unsigned int lo = 0, hi = 4294967295u; };
+template <class T, class F> __device__ __forceinline__ T to_int(F x) {
+    // hi + 1 as F is exact (a power of two); every F below it truncates into range
+    const F lo = (F)IntRange<T>::lo, past_hi = (F)IntRange<T>::hi + (F)1;
+    if (x != x) return (T)0;
+    if (x <= lo) return IntRange<T>::lo;
+    if (x >= past_hi) return IntRange<T>::hi;
+    return (T)x;
+}
+
 // The four f32 at a shared-memory address rounded to TF32 in place, to nearest
 // (cvt.rna): wgmma would truncate them.
 __device__ __forceinline__ void round_tf32_shared16(unsigned addr) {
@@ -91,7 +135,7 @@ __device__ __forceinline__ float rsqrt(float x) { return 1.0f / sqrtf(x); }
 __device__ __forceinline__ double rsqrt(double x) { return 1.0 / ::sqrt(x); }
 __device__ __forceinline__ float pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double pow(double a, double b) { return ::pow(a, b); }
-template <class T> __device__ __forceinline__ T abs(T x) { return x < 0 ? -x : x; }
+template <class T> __device__ __forceinline__ T abs(T x) { return x < 0 ? wrapping_neg(x) : x; }   // (ints)
 template <class T> __device__ __forceinline__ T relu(T x) { return maximum(x, (T)0); }
 template <class T> __device__ __forceinline__ T sigmoid(T x) { return (T)1 / ((T)1 + exp(-x)); }
 template <class T> __device__ __forceinline__ T silu(T x) { return x / ((T)1 + exp(-x)); }
@@ -134,7 +178,7 @@ __device__ __forceinline__ float gelu_narrow(float x) {
 }
 
 // ---- reductions ------------------------------------------------------------
-struct Sum { template <class T> __device__ __forceinline__ static T combine(T a, T b) { return a + b; } };
+struct Sum { template <class T> __device__ __forceinline__ static T combine(T a, T b) { return wrapping_add(a, b); } };
 struct Max { template <class T> __device__ __forceinline__ static T combine(T a, T b) { return maximum(a, b); } };
 struct Min { template <class T> __device__ __forceinline__ static T combine(T a, T b) { return minimum(a, b); } };
 

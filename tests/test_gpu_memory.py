@@ -545,6 +545,25 @@ def test_keyword_and_scalar_forms(rng):
           device_args=[to_device(xs[0]), to_device(xs[1]), np.array(1.5), to_device(xs[2])])
 
 
+@pytest.mark.parametrize("which", ["casts", "wraps"])
+def test_number_type_edges_on_the_gpu_match_the_reference(which, rng):
+    """Floats cast to every integer type (NaN, infinities, past each range: toward zero,
+    saturating, NaN -> 0) and i32/i64 arithmetic that overflows (wrapping; NVCC folded
+    `x + 1 > x` to true where C++ leaves overflow undefined) give the reference's exact
+    values on the GPU, every output poisoned first."""
+    import cupy
+    import edge_values
+    src, args = ((edge_values.CASTS, edge_values.cast_inputs(rng)) if which == "casts"
+                 else (edge_values.WRAPS, edge_values.wrap_inputs(rng)))
+    k = fresh(src)
+    want = k.reference(*args)
+    for poison_value in (7, 0):      # (twice: an unwritten bool shows under one of the two)
+        outs = tuple(cupy.full(np.shape(w), poison_value, np.asarray(w).dtype) for w in want)
+        got = k(*[cupy.asarray(a) for a in args], out=outs)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(cupy.asnumpy(g), w)
+
+
 # ---- non-contiguous inputs -----------------------------------------------------------
 
 

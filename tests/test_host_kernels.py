@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+import edge_values
 import host_cuda
 import tiledsl
 from hypothesis import strategies as st
@@ -89,6 +90,40 @@ def _check(k, extents, schedule=None):
 @pytest.mark.parametrize("label,src,extents", PROGRAMS, ids=[p[0] for p in PROGRAMS])
 def test_the_default_kernel_runs_right_on_the_host(label, src, extents):
     _check(tiledsl.compile(src), extents)
+
+
+def test_float_to_integer_casts_saturate_and_take_nan_to_zero():
+    """Floats cast to an integer type go toward zero, saturate at the type's range and
+    take NaN to 0, in the generated code (tdsl::to_int: a C++ cast out of range is
+    undefined) and in the reference alike: NaN, infinities, values past every type's
+    range and near its ends, from f32, f64 and f16, and a literal's cast."""
+    k = tiledsl.compile(edge_values.CASTS)
+    args = edge_values.cast_inputs(np.random.default_rng(fresh_seed()))
+    want = k.reference(*args)
+    got = host_cuda.run_on_host(k, dict(N=len(args[0])), args)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    i8, _, i32, i64, u8, u32, i32_of_f64, u8_of_f16, i64_of_f64, literal = want
+    assert list(i32[:6]) == [0, 2**31 - 1, -2**31, 2**31 - 1, -2**31, -1]       # NaN, inf, -inf, 1e10, -1e10, -1.7
+    assert list(u8[5:11]) == [0, 1, 255, 0, 255, 255] and list(i8[7:9]) == [127, -128]
+    assert list(u32[:5]) == [0, 2**32 - 1, 0, 2**32 - 1, 0] and i64[14] == 2**63 - 1 and i64[15] == -2**63
+    assert i64_of_f64[3] == 10**10 and list(i32_of_f64[11:14]) == [2**31 - 1, 2**31 - 1, -2**31]
+    assert u8_of_f16[1] == 255 and u8_of_f16[0] == 0 and set(literal) == {2**31 - 1}
+
+
+def test_int_arithmetic_wraps_as_in_the_reference():
+    """i32 and i64 arithmetic wraps on overflow as NumPy's does; in C++ it is undefined,
+    and the compiler folded `x + 1 > x` to true even at the largest int (GPU and host).
+    Adds, products, negation, abs and a sum, at each type's ends and at random values."""
+    k = tiledsl.compile(edge_values.WRAPS)
+    x, y = edge_values.wrap_inputs(np.random.default_rng(fresh_seed()))
+    want = k.reference(x, y)
+    got = host_cuda.run_on_host(k, dict(N=len(x)), [x, y])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).reshape(np.shape(w)), w)
+    greater, _, negated, absolute = want[:4]
+    i32 = np.iinfo(np.int32)
+    assert not greater[0] and greater[1] and negated[1] == i32.min and absolute[1] == i32.min
 
 
 PER_PROGRAM = 20       # candidates a program, spread over its space (CI time: ~1 s a compile)

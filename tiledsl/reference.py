@@ -26,12 +26,14 @@ def _host_dtype(x):
 
 
 def _host_shape(x):
-    if isinstance(x, np.ndarray):
+    if isinstance(x, np.ndarray) and not isinstance(x, np.ma.MaskedArray):
         return x.shape
     return None
 
 
 def _describe(x) -> str:
+    if isinstance(x, np.ma.MaskedArray):     # its mask would be ignored
+        return "a NumPy masked array; pass x.filled(value) (or x.data to ignore the mask)"
     if hasattr(x, "__cuda_array_interface__") or hasattr(x, "get"):
         return (f"a GPU array ({type(x).__module__}.{type(x).__name__}); reference() runs on the "
                 f"CPU: pass NumPy arrays (for CuPy, x.get())")
@@ -56,6 +58,18 @@ def _erfc(x: np.ndarray) -> np.ndarray:
         return erfc(x)
     except ImportError:
         return np.asarray(np.frompyfunc(math.erfc, 1, 1)(x), dtype=x.dtype)
+
+
+def float_to_int(x, dtype, xp=np):
+    """Floats `x` cast to the integer `dtype` as the generated code casts them (tdsl::to_int):
+    toward zero, saturating at the type's range, NaN -> 0. (NumPy leaves values out of range
+    undefined: on x86 they come out as the type's minimum.)"""
+    info = np.iinfo(dtype)
+    t = xp.trunc(x.astype(np.float64))
+    t = xp.where(xp.isnan(t), 0.0, t)
+    past_hi = float(info.max) + 1.0         # a power of two: exact
+    inside = xp.clip(t, float(info.min), np.nextafter(past_hi, 0.0)).astype(dtype)
+    return xp.where(t >= past_hi, xp.asarray(info.max, dtype=dtype), inside)
 
 
 def unary_functions(xp, erf, erfc) -> dict:
@@ -126,7 +140,10 @@ class _Interpreter:
             return np.arange(self.extents[v.attr("dim")], dtype=np.int64)
         if v.op == "cast":
             src = self.env[v.operands[0].id]
-            rounded = src.astype(v.dtype.numpy)          # round through the target type
+            if v.dtype.is_integer and src.dtype.kind == "f":
+                rounded = float_to_int(src, v.dtype.numpy)
+            else:
+                rounded = src.astype(v.dtype.numpy)      # round through the target type
             return rounded.astype(self.hold(v.dtype))
         if v.op == "permute":
             src = v.operands[0]

@@ -113,6 +113,10 @@ _NARROW_FN = {"exp", "sigmoid", "silu", "gelu"}
 # element, each step waited on the last and diverged where the max grew (H100, softmax
 # f16 4096x50257: 773.3 us; chunks of 16, 501.8).
 ONLINE_CHUNK = 8
+# Ints whose C++ arithmetic may overflow, which is undefined (the compiler folded `x + 1 > x`
+# to true): added, subtracted, multiplied and negated by tdsl::wrapping_*, as NumPy wraps.
+# Narrower ints compute in int and wrap where stored; unsigned ones wrap by definition.
+_WRAPPING = {"i32", "i64"}
 _REDUCE_OP = {"sum": "tdsl::Sum", "mean": "tdsl::Sum", "max": "tdsl::Max", "min": "tdsl::Min"}
 
 
@@ -140,11 +144,13 @@ def expression(v: Value, coord) -> str:
     if op == "permute":
         return a[0]
     if op == "neg":
-        return f"(-{a[0]})"
+        return f"tdsl::wrapping_neg({a[0]})" if v.dtype.name in _WRAPPING else f"(-{a[0]})"
     if op == "not":
         return f"(!{a[0]})"
     if op in _UNARY_FN:
         return f"tdsl::{op}({a[0]})"
+    if op in ("add", "sub", "mul") and v.dtype.name in _WRAPPING:
+        return f"tdsl::wrapping_{op}({a[0]}, {a[1]})"
     if op in _INFIX:
         return f"({a[0]} {_INFIX[op]} {a[1]})"
     if op in ("pow", "maximum", "minimum"):
@@ -158,6 +164,8 @@ def expression(v: Value, coord) -> str:
             return f"tdsl::round_{'f16' if dst.name == 'f16' else 'bf16'}({inner})"
         if dst.is_bool:
             return f"({a[0]} != 0)"
+        if src.is_float and dst.is_integer:     # toward zero, saturating, NaN -> 0 (a C cast out of range is undefined)
+            return f"tdsl::to_int<{reg_type(dst)}>({a[0]})"
         return f"(({reg_type(dst)})({a[0]}))"
     raise TdslError(f"internal error: no CUDA for op '{op}'")
 

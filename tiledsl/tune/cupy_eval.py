@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..ir.graph import Graph, Value
-from ..reference import binary_functions, unary_functions
+from ..reference import binary_functions, float_to_int, unary_functions
 
 
 def _special(xp, name: str):
@@ -73,7 +73,10 @@ class Evaluator:
         if v.op == "idx":
             return xp.arange(extents[v.attr("dim")], dtype=xp.int64)
         if v.op == "cast":
-            return env[v.operands[0].id].astype(v.dtype.numpy)
+            src = env[v.operands[0].id]
+            if v.dtype.is_integer and src.dtype.kind == "f":
+                return float_to_int(src, v.dtype.numpy, xp)
+            return src.astype(v.dtype.numpy)
         if v.op == "permute":
             src = v.operands[0]
             return xp.transpose(env[src.id], [src.dims.index(d) for d in v.dims])
