@@ -431,6 +431,39 @@ def test_pipeline_schedules_that_cannot_fit_are_refused_with_the_reason():
         Schedule("matmul", block=256, tile=(128, 256, 32), micro=(64, 64), mma=True, vec=1, stages=3)
 
 
+@pytest.mark.parametrize("directives,says", [
+    ("warps(1)", "warps(1) cannot run at these sizes: invalid matmul schedule (block 32, tile 64x128x32): the "
+                 "warp tile's accumulators do not fit in registers"),
+    ("tile(M=4096, N=4096, K=4096)", "block must be a multiple of 32"),
+    ("stages(8) tile(M=128, N=256, K=128)", "tile(M=128, N=256, K=128), stages(8) cannot run at these sizes"),
+    ("tile(M=24, N=8, K=16)", "cannot cover a 24x8 tile: its rows must be a multiple of 16"),
+])
+def test_a_schedule_block_that_cannot_run_is_reported_at_the_block(directives, says):
+    """What a schedule block pins but cannot run is reported at the block (file, line,
+    column, caret), in the block's own words, never as a dump of the internal Schedule
+    (nor as a warps() count the block does not give)."""
+    src = ("kernel lin(x: f16[M, K], w: f16[K, N]) -> f16[M, N] {\n    return x @ w\n}\n"
+           f"schedule lin {{\n    {directives}\n}}\n")
+    with pytest.raises(tiledsl.TdslError) as info:
+        sources_for(tiledsl.compile(src), dict(M=512, N=512, K=512))
+    assert info.value.loc is not None and info.value.loc.line == 4, str(info.value)
+    assert says in info.value.message and "Schedule(" not in str(info.value), str(info.value)
+
+
+def test_long_kernel_names_are_capped_but_stay_distinct():
+    names = [sources_for(tiledsl.compile(f"kernel {'a' * 45}{c}(x: f32[N]) -> f32[N] {{ return x * 2.0 }}"),
+                         dict(N=1000))[0].name for c in "xy"]
+    assert names[0] != names[1] and all(n.startswith("tdsl_" + "a" * 32 + "_") and len(n) < 80 for n in names)
+
+
+def test_a_batch_past_the_grid_is_reported_at_the_product():
+    k = tiledsl.compile("kernel k(x: f16[B, M, K], w: f16[K, N]) -> f16[B, M, N] {\n    return x @ w\n}")
+    with pytest.raises(tiledsl.TdslError, match=r"over 70000 products \(its batch dims B\) is more than the 65535") \
+            as info:
+        sources_for(k, dict(B=70000, M=16, K=16, N=16))
+    assert (info.value.loc.line, info.value.loc.col) == (2, 12)
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("weight", ["w: f32[N, K]", "w: f32[K, N]"])
 def test_tf32_is_opt_in_and_reads_its_operands_along_k(weight, arch):

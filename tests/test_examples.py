@@ -372,18 +372,35 @@ def test_reference_argument_count_and_names(rng):
 def test_reference_scalar_and_array_kinds(rng):
     k = load("add_scale_bias_relu.tdsl")
     x = normal(rng, 4, np.float32)
-    with pytest.raises(TdslTypeError, match="'s' is a f32 scalar; got str"):
+    with pytest.raises(TdslTypeError, match="'s' is an f32 scalar; got str"):
         k.reference(x, x, "2", x)
-    with pytest.raises(TdslTypeError, match="'s' is a f32 scalar; got ndarray"):
+    with pytest.raises(TdslTypeError, match="'s' is an f32 scalar; got ndarray"):
         k.reference(x, x, np.ones(1, np.float32), x)
     with pytest.raises(TdslTypeError, match="overflows f32"):
         k.reference(x, x, 1e300, x)
+    for huge in (10 ** 400, -10 ** 5000):     # past every float, and past int-to-text's limit
+        with pytest.raises(TdslTypeError, match=r"'s' = an integer of \d+ bits overflows f32"):
+            k.reference(x, x, huge, x)
+    counts = tiledsl.compile("kernel c(x: f32[N], n: i32) -> f32[N] { return x * f32(n) }")
+    with pytest.raises(TdslTypeError, match=r"'n' = an integer of 16610 bits does not fit in i32"):
+        counts.reference(x, 10 ** 5000)
     with pytest.raises(TdslArgumentError, match="'x' must be an array of f32\\[N\\]; got list"):
         k.reference([1.0, 2.0], x, 1.0, x)
     # a 0-d array and a NumPy scalar are fine as scalars
     a = k.reference(x, x, np.float32(2.0), x)
     b = k.reference(x, x, np.array(2.0), x)
     np.testing.assert_array_equal(a, b)
+
+
+def test_reference_refuses_masked_and_big_endian_arrays_by_name(rng):
+    k = tiledsl.compile("kernel k(x: f32[N]) -> f32[N] { return x * 2.0 }")
+    x = normal(rng, 3, np.float32)
+    with pytest.raises(TdslArgumentError, match=r"got a NumPy masked array; pass x.filled\(value\)"):
+        k.reference(np.ma.masked_array(x, mask=[0, 1, 0]))      # (its mask would be ignored)
+    with pytest.raises(TdslTypeError, match=r"is big-endian \(>f4\); convert it first \(.astype\(float32\)\)"):
+        k.reference(x.astype(">f4"))
+    with pytest.raises(TdslTypeError, match=r"of an unsupported dtype \(complex64\)"):
+        k.reference(x.astype(np.complex64))
 
 
 def test_reference_bad_compute_mode(rng):
@@ -409,6 +426,23 @@ def test_calling_kernel_with_numpy_keyword_argument(rng):
     x = normal(rng, 3, np.float32)
     with pytest.raises(TdslArgumentError, match=r"'bias' is a NumPy array"):
         k(None, None, 1.0, bias=x)
+
+
+class _InterfaceOnly:
+    """A device array known only by its __cuda_array_interface__ (no dtype attribute)."""
+    shape = (4,)
+    __cuda_array_interface__ = dict(shape=(4,), typestr="<f4", data=(4096, False), version=3)
+
+
+def test_an_array_interface_without_cupy_gets_a_clear_error(monkeypatch):
+    """Without CuPy a call on a device array says what to install (not ModuleNotFoundError),
+    and cuda_source, which reads only shapes and dtypes, reads the interface's typestr."""
+    monkeypatch.setitem(__import__("sys").modules, "cupy", None)      # `import cupy` fails
+    k = tiledsl.compile("kernel k(x: f32[N], s: f32) -> f32[N] { return x * s }")
+    for call in (lambda: k(_InterfaceOnly(), 2.0), lambda: k(_InterfaceOnly(), 2.0, out=_InterfaceOnly())):
+        with pytest.raises(TdslError, match=r"needs CuPy: pip install tiledsl\[cuda13\]"):
+            call()
+    assert "__global__" in k.cuda_source(_InterfaceOnly(), 2.0)
 
 
 # ---- speed ----------------------------------------------------------------------------

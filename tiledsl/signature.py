@@ -72,18 +72,34 @@ def scalar_value(p: ParamInfo, value) -> Any:
             raise TdslTypeError(f"'{p.name}' is bool; pass True or False, not {value!r}", p.loc)
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TdslTypeError(f"'{p.name}' is a {p.dtype} scalar; got {type(value).__name__}", p.loc)
+        article = "a" if p.dtype.name in ("bf16", "bool", "u8", "u32") else "an"     # an i32, an f32; a bf16
+        raise TdslTypeError(f"'{p.name}' is {article} {p.dtype} scalar; got {type(value).__name__}", p.loc)
     if p.dtype.is_integer:
         if isinstance(value, float):
             raise TdslTypeError(f"'{p.name}' is {p.dtype}; got the float {value!r}", p.loc)
         info = np.iinfo(p.dtype.numpy)
         if not info.min <= value <= info.max:
-            raise TdslTypeError(f"'{p.name}' = {value} does not fit in {p.dtype}", p.loc)
+            shown = value if abs(value) < 10 ** 30 else f"an integer of {abs(value).bit_length()} bits"
+            raise TdslTypeError(f"'{p.name}' = {shown} does not fit in {p.dtype}", p.loc)
         return int(value)
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:       # an int past every float (10**400)
+        raise TdslTypeError(f"'{p.name}' = an integer of {abs(value).bit_length()} bits overflows {p.dtype}",
+                            p.loc) from None
     if math.isfinite(value) and abs(value) > float_max(p.dtype):
         raise TdslTypeError(f"'{p.name}' = {value!r} overflows {p.dtype}", p.loc)
     return value
+
+
+def _unsupported(array) -> str:
+    """How an array of no dtype of the language is described (NumPy's byte order named)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is None:
+        return "of an unsupported dtype"
+    if getattr(dtype, "byteorder", "=") == ">":
+        return f"big-endian ({dtype.str}); convert it first (.astype({dtype.newbyteorder('=').name}))"
+    return f"of an unsupported dtype ({dtype})"
 
 
 def bind(graph: Graph, args: tuple, kwargs: dict, *,
@@ -109,7 +125,7 @@ def bind(graph: Graph, args: tuple, kwargs: dict, *,
         dtype = dtype_of(value)
         if dtype != p.dtype:
             raise TdslTypeError(f"'{p.name}' is declared {p.dtype} but the array is "
-                                f"{dtype or 'of an unsupported dtype'}"
+                                f"{dtype or _unsupported(value)}"
                                 + (f"; convert it first (.astype({p.dtype.numpy.name}))"
                                    if dtype is not None else ""), p.loc)
         if len(shape) != len(p.dims):

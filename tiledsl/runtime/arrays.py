@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..dtypes import DType, DTYPES, from_numpy
+from ..errors import TdslRuntimeError
 
 _TYPESTR = {"<f2": "f16", "<f4": "f32", "<f8": "f64", "|b1": "bool", "|i1": "i8", "<i2": "i16",
             "<i4": "i32", "<i8": "i64", "|u1": "u8", "<u4": "u32"}
@@ -42,6 +43,16 @@ class DeviceArray:
         return n
 
 
+def need_cupy():
+    """The cupy module, or the error that says how to get it."""
+    try:
+        import cupy
+    except ImportError:
+        raise TdslRuntimeError("running a kernel on the GPU needs CuPy: pip install tiledsl[cuda13] "
+                               "(or [cuda12]); without a GPU use kernel.reference(...)") from None
+    return cupy
+
+
 def _cupy_view(a) -> DeviceArray:
     itemsize = a.itemsize
     mem = a.data
@@ -71,7 +82,7 @@ def _cai_view(obj) -> DeviceArray:
     else:
         strides = tuple(s // itemsize for s in strides)
     ptr = cai["data"][0]
-    import cupy
+    cupy = need_cupy()
     device = cupy.cuda.runtime.pointerGetAttributes(ptr).device if ptr else cupy.cuda.runtime.getDevice()
     return DeviceArray(ptr, shape, strides, dtype, device, obj)
 
@@ -90,8 +101,12 @@ def torch_with_cuda():
 
 
 def dtype_of(array) -> Optional[DType]:
-    """The language's dtype of a NumPy, CuPy or torch array (None: none of ours)."""
-    dtype = array.dtype
+    """The language's dtype of a NumPy, CuPy or torch array, or of an object with only a
+    __cuda_array_interface__ (None: none of ours)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is None:
+        cai = getattr(array, "__cuda_array_interface__", None)
+        return DTYPES.get(_TYPESTR.get(cai.get("typestr", ""), "")) if isinstance(cai, dict) else None
     if type(dtype).__module__.startswith("torch"):
         return DTYPES.get(_TORCH.get(str(dtype).replace("torch.", ""), ""))
     return from_numpy(dtype)
@@ -99,7 +114,7 @@ def dtype_of(array) -> Optional[DType]:
 
 def device_view(obj) -> Optional[DeviceArray]:
     """The device view of `obj`, or None when it is not a GPU array."""
-    import cupy
+    cupy = need_cupy()
     if isinstance(obj, cupy.ndarray):
         return _cupy_view(obj)
     module = type(obj).__module__
@@ -126,7 +141,7 @@ def contiguous_copy(view: DeviceArray) -> DeviceArray:
     owner = view.owner
     if type(owner).__module__.startswith("torch"):
         return _torch_view(owner.contiguous())
-    import cupy
+    cupy = need_cupy()
     if not isinstance(owner, cupy.ndarray):
         owner = cupy.asarray(owner)
     return _cupy_view(cupy.ascontiguousarray(owner))

@@ -22,16 +22,11 @@ from ..schedule.choose import Launch, plan, problem, runs_spread
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from ..signature import bind, scalar_value
-from .arrays import DeviceArray, contiguous_copy, describe, device_view
+from .arrays import DeviceArray, contiguous_copy, describe, device_view, need_cupy
 
 
 def _cupy():
-    try:
-        import cupy
-    except ImportError:
-        raise TdslRuntimeError("running a kernel on the GPU needs CuPy: pip install tiledsl[cuda13] "
-                               "(or [cuda12]); without a GPU use kernel.reference(...)") from None
-    return cupy
+    return need_cupy()
 
 
 def device_arch(device: int) -> str:

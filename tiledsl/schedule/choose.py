@@ -1830,7 +1830,7 @@ def _tensor_core_default(p: Problem, hints: Hints) -> Schedule:
         # rule that out keep the hint's tiles without one.
         stages = hints.stages if vec == 8 else 1
     if hints.warps is not None or pinned:
-        warp = _warp_tile(tile, hints.warps or (tile[0] // warp[0]) * (tile[1] // warp[1]))
+        warp = _warp_tile(tile, hints.warps or (tile[0] // warp[0]) * (tile[1] // warp[1]), bool(hints.warps))
     make = lambda tile, warp, stages: Schedule(  # noqa: E731
         "matmul", block=(tile[0] // warp[0]) * (tile[1] // warp[1]) * 32, tile=tile, micro=warp, mma=True,
         vec=8 if stages > 1 else vec, stages=stages, group=hints.group or 0, index64=p.index64)
@@ -1895,14 +1895,18 @@ def _pinned_wgmma(p: Problem, hints: Hints) -> Optional[Schedule]:
     return wgmma_schedule(p, bm, bn, stages, group=hints.group or 0)
 
 
-def _warp_tile(tile: tuple, warps: int) -> tuple:
-    """The largest warp tile (WM, WN) that covers `tile` with `warps` warps."""
+def _warp_tile(tile: tuple, warps: int, pinned: bool = True) -> tuple:
+    """The largest warp tile (WM, WN) that covers `tile` with `warps` warps (`pinned`: a
+    schedule block's warps(); else the count the tile gives)."""
     bm, bn, _ = tile
     for wm, wn in ((64, 64), (64, 32), (32, 64), (32, 32), (64, 16), (16, 64), (32, 16), (16, 32),
                    (16, 16), (64, 128), (128, 64), (16, 8), (32, 8), (64, 8)):
         if bm % wm == 0 and bn % wn == 0 and (bm // wm) * (bn // wn) == warps:
             return wm, wn
     from ..errors import TdslScheduleError
+    if not pinned:
+        raise TdslScheduleError(f"tensor-core warp tiles (16x8 multiples) cannot cover a {bm}x{bn} tile: "
+                                f"its rows must be a multiple of 16 and its columns of 8")
     raise TdslScheduleError(f"warps({warps}) cannot cover a {bm}x{bn} tile with tensor-core warp tiles "
                             f"(16x8 multiples)")
 
@@ -1911,9 +1915,13 @@ def matmul_launches(p: Problem, s: Schedule) -> list[Launch]:
     batch, m, n, _ = matmul_shape(p)
     if batch * m * n == 0:
         return []
-    if batch > 65535:
+    if batch > 65535:       # (a block row of products per grid z: at most 65535 of them)
         from ..errors import TdslScheduleError
-        raise TdslScheduleError(f"a batched matmul over {batch} products exceeds the grid's 65535")
+        mm = next(v for v in p.group.values if v.op == "matmul")
+        raise TdslScheduleError(f"a batched @ over {batch} products (its batch dims "
+                                f"{', '.join(mm.dims[:-2])}) is more than the 65535 one launch can take; "
+                                f"fold the batch into the rows (a [B*M, K] @ [K, N] product) or call it in parts",
+                                mm.loc)
     bm, bn, _ = s.tile
     if s.cluster > 1:   # blocks in pairs on tiles one above the other: a pair per two rows of tiles
         pairs = -(-m // (2 * bm)) * -(-n // bn)
@@ -2010,10 +2018,16 @@ def fits(p: Problem, s: Schedule) -> str:
 def plan(p: Problem, hints: Hints, override: Optional[Schedule] = None) -> list[Launch]:
     """The launches for one group at one call's sizes (`p`): `override` if given
     (checked with `fits`), else the default."""
+    from ..errors import TdslScheduleError
     if override is None:
-        return launches(p, default(p, hints))
+        try:
+            return launches(p, default(p, hints))
+        except TdslScheduleError as e:     # what the schedule block pins cannot run: said at the block
+            if e.loc is not None or not hints.directives:
+                raise
+            raise TdslScheduleError(f"the schedule block's {hints.directives} cannot run at these sizes: "
+                                    f"{e.message}", hints.loc, e.notes) from None
     why = fits(p, override)
     if why:
-        from ..errors import TdslScheduleError
         raise TdslScheduleError(f"schedule {override.tag} cannot run group {p.group.index}: {why}")
     return launches(p, override)

@@ -15,10 +15,10 @@ whether the pinned schedule fits a device is decided when it is applied.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Optional
 
-from ..errors import TdslNameError, TdslScheduleError, did_you_mean
+from ..errors import Loc, TdslNameError, TdslScheduleError, did_you_mean
 from ..frontend import ast
 
 
@@ -35,6 +35,7 @@ class Hints:
     group: Optional[int] = None
     tf32: Optional[bool] = None
     cluster: Optional[int] = None                   # row reductions: blocks sharing a long row (1: none)
+    loc: Optional[Loc] = field(default=None, compare=False, repr=False)    # the schedule block's
 
     def tile_of(self, dim: str) -> Optional[int]:
         return dict(self.tile).get(dim)
@@ -45,7 +46,17 @@ class Hints:
         kernel's tuning records, so that a directive added to the language later leaves
         the keys of kernels that do not use it as they were."""
         return ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
-                         if getattr(self, f.name) != f.default)
+                         if f.name != "loc" and getattr(self, f.name) != f.default)
+
+    @property
+    def directives(self) -> str:
+        """The directives given, as the schedule block writes them ('tile(M=128, N=64), warps(4)')."""
+        def args(value) -> str:
+            if isinstance(value, tuple):
+                return ", ".join(f"{dim}={n}" for dim, n in value)
+            return "true" if value is True else "false" if value is False else str(value)
+        return ", ".join(f"{f.name}({args(getattr(self, f.name))})" for f in fields(self)
+                         if f.name != "loc" and getattr(self, f.name) != f.default)
 
 
 # directive → (kind of arguments, allowed values or bounds)
@@ -114,5 +125,5 @@ def check_hints(program: ast.Program, graphs: dict) -> dict[str, Hints]:
             if key in fields:
                 raise TdslScheduleError(f"directive {key}() is given twice", d.loc)
             fields[key] = value
-        hints[block.kernel] = Hints(**fields)
+        hints[block.kernel] = Hints(**fields, loc=block.loc)
     return hints

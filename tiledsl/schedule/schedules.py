@@ -133,6 +133,7 @@ of it: one compiled kernel serves every size of its class.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 
 from ..errors import TdslScheduleError
@@ -299,7 +300,8 @@ class Schedule:
     def __post_init__(self):
         why = self.invalid()
         if why:
-            raise TdslScheduleError(f"invalid schedule {self}: {why}")
+            tile = f", tile {'x'.join(map(str, self.tile))}" if self.tile else ""
+            raise TdslScheduleError(f"invalid {self.kind} schedule (block {self.block}{tile}): {why}")
 
     def invalid(self) -> str:
         if self.kind not in _KINDS:
@@ -523,8 +525,11 @@ class Schedule:
         return "_".join(parts)
 
     def kernel_name(self, kernel: str, group: int, stage: int = 1) -> str:
-        # The user's name is a validated identifier; cap it so names stay short.
-        return f"tdsl_{kernel[:40]}_g{group}_{self.tag}" + (f"_s{stage}" if stage > 1 else "")
+        # The user's name is a validated identifier; capped so names stay short, a long one
+        # keeps a hash of the whole so two names that share their first 32 characters differ.
+        if len(kernel) > 40:
+            kernel = f"{kernel[:32]}_{hashlib.sha1(kernel.encode()).hexdigest()[:7]}"
+        return f"tdsl_{kernel}_g{group}_{self.tag}" + (f"_s{stage}" if stage > 1 else "")
 
 
 def costly_elements(group) -> bool:
