@@ -21,6 +21,7 @@ class Name:
 class Number:
     loc: Loc
     value: Union[int, float]   # int for integer literals, float otherwise
+    text: str = ""             # as written, for messages ("1e400" reads as inf)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ class Param:
     loc: Loc
     name: str
     type: TypeDecl
-    default: Optional[Union[Number, Bool]]
+    default: Optional[Union[Number, Bool, Name, Negate]]   # a Name: inf, nan or pi
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ CONSTANTS = {"inf": math.inf, "nan": math.nan, "pi": math.pi}
 BINARY_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow"}
 COMPARE_OPS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 RESERVED = FUNCTIONS | set(CONSTANTS) | set(dt.DTYPES)
+# Where a value may stand these read as literals, so a parameter, value or dim
+# named so could never be referred to.
+KEYWORDS = {"true", "false"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ class _KernelChecker:
         self.fixed: dict[str, int] = {}
         self.scope: dict[str, tuple[Operand, Loc]] = {}
         self.param_values: dict[str, Value] = {}
+        # Variables bound to literal-only expressions, evaluated or built once each (a
+        # chain `b = a + a`, `c = b + b`, ... would otherwise be walked exponentially often).
+        self.weak_ints: dict[str, int] = {}
+        self.weak_values: dict[tuple[str, DType], Value] = {}
 
     # -- IR construction ---------------------------------------------------
     def emit(self, op: str, operands, dtype: DType, dims, loc: Optional[Loc], **attrs) -> Value:
@@ -85,6 +92,15 @@ class _KernelChecker:
     def dims_of(self, decl: ast.TypeDecl, what: str) -> tuple[str, ...]:
         seen: dict[str, Loc] = {}
         for d in decl.dims or ():
+            if d.name in KEYWORDS:
+                raise TdslNameError(f"'{d.name}' is a keyword and cannot name a dim", d.loc)
+            if d.name in seen and d.extent is not None:
+                # Dims are told apart by name and a literal is named by its value, so
+                # f32[3, 3] would be one dim twice.
+                raise TdslShapeError(f"dim {d.name} appears twice in the type of {what}; a literal "
+                                     f"dim is named by its value, so a type cannot repeat one: name "
+                                     f"the dims instead ([R, C]) and pass arrays of size {d.name}",
+                                     d.loc)
             if d.name in seen:
                 raise TdslShapeError(f"dim {d.name} appears twice in the type of {what}; give each "
                                      f"dim its own name (sizes may still be equal at call time)", d.loc)
@@ -97,12 +113,21 @@ class _KernelChecker:
 
     def check_signature(self) -> None:
         names: dict[str, Loc] = {}
+        with_default: Optional[ast.Param] = None
         for i, p in enumerate(self.k.params):
             if p.name in names:
                 raise TdslNameError(f"parameter '{p.name}' is declared twice (first at "
                                     f"{names[p.name].line}:{names[p.name].col})", p.loc)
+            if p.name in KEYWORDS:
+                raise TdslNameError(f"'{p.name}' is a keyword and cannot name a parameter", p.loc)
             if p.name in RESERVED or p.name in ("T",):
                 raise TdslNameError(f"'{p.name}' is a built-in name and cannot be a parameter", p.loc)
+            if p.default is not None:
+                with_default = with_default or p
+            elif with_default is not None:   # as in Python: arguments bind by position
+                raise TdslSyntaxError(f"parameter '{p.name}' has no default but follows "
+                                      f"'{with_default.name}', which has one; parameters with "
+                                      f"defaults come last", p.loc)
             names[p.name] = p.loc
             dtype = self.dtype_of(p.type.dtype, p.type.dtype_loc)
             dims = self.dims_of(p.type, f"'{p.name}'") if p.type.dims is not None else None
@@ -127,19 +152,30 @@ class _KernelChecker:
                                 self.dim_decl[name])
 
     def check_default(self, p: ast.Param, dtype: DType):
-        value = p.default.value
-        if isinstance(p.default, ast.Bool):
+        default = p.default
+        if isinstance(default, ast.Bool):
             if not dtype.is_bool:
-                raise TdslTypeError(f"default {str(value).lower()} does not fit parameter '{p.name}' "
-                                    f"of type {dtype}", p.default.loc)
-            return value
+                raise TdslTypeError(f"default {str(default.value).lower()} does not fit parameter "
+                                    f"'{p.name}' of type {dtype}", default.loc)
+            return default.value
         if dtype.is_bool:
             raise TdslTypeError(f"parameter '{p.name}' is bool; its default must be true or false",
-                                p.default.loc)
+                                default.loc)
+        if isinstance(default, ast.Number):
+            value, text = default.value, _shortened(default.text or repr(default.value))
+        else:   # a constant, maybe negated: -inf
+            name = default.operand if isinstance(default, ast.Negate) else default
+            if name.id not in CONSTANTS:
+                raise TdslNameError(f"unknown default '{name.id}'{did_you_mean(name.id, CONSTANTS)}; "
+                                    f"a default is a number, inf, nan, pi, true or false", name.loc)
+            negative = isinstance(default, ast.Negate)
+            value = -CONSTANTS[name.id] if negative else CONSTANTS[name.id]
+            text = ("-" if negative else "") + name.id
         if isinstance(value, float) and not dtype.is_float:
-            raise TdslTypeError(f"default {value!r} is not an integer, but '{p.name}' is {dtype}",
-                                p.default.loc)
-        return literal_value(value, dtype, p.default.loc)
+            raise TdslTypeError(f"default {text} is not an integer, but '{p.name}' is {dtype}",
+                                default.loc)
+        return literal_value(value, dtype, default.loc, f"default {text}",
+                             written=isinstance(default, ast.Number))
 
     def check_results(self) -> list[ResultInfo]:
         results = []
@@ -179,6 +215,8 @@ class _KernelChecker:
                                 f"assigned once", stmt.target_loc)
         if name in self.param_values:
             raise TdslNameError(f"'{name}' is a parameter and cannot be reassigned", stmt.target_loc)
+        if name in KEYWORDS:
+            raise TdslNameError(f"'{name}' is a keyword and cannot name a value", stmt.target_loc)
         if name in RESERVED:
             raise TdslNameError(f"'{name}' is a built-in name and cannot be assigned", stmt.target_loc)
         if name in self.dim_decl:
@@ -263,16 +301,26 @@ class _KernelChecker:
                                 f"f32(...) first, or use logical_and/logical_or/logical_not", loc)
 
     def materialize(self, w: Weak, dtype: DType) -> Value:
-        """Build a literal-only expression with every constant and op in `dtype`."""
+        """Build a literal-only expression in `dtype`: an integer one as the one constant
+        it equals exactly, a float one with every constant and op in `dtype`."""
         e = w.expr
+        if w.kind == "int":
+            value = self.exact_int(e)
+            what = (f"literal {_shortened(e.text or str(value))}" if isinstance(e, ast.Number)
+                    else f"this literal-only expression (= {value})")
+            return self.emit("const", [], dtype, (), e.loc, value=literal_value(value, dtype, e.loc, what))
         if isinstance(e, ast.Number):
-            return self.emit("const", [], dtype, (), e.loc, value=literal_value(e.value, dtype, e.loc))
+            value = literal_value(e.value, dtype, e.loc, f"literal {_shortened(e.text or repr(e.value))}",
+                                  written=True)
+            return self.emit("const", [], dtype, (), e.loc, value=value)
         if isinstance(e, ast.Name):
             if e.id in CONSTANTS:
                 return self.emit("const", [], dtype, (), e.loc,
                                  value=literal_value(CONSTANTS[e.id], dtype, e.loc))
-            operand = self.scope[e.id][0]     # a variable bound to a weak value
-            return self.materialize(operand, dtype)
+            key = (e.id, dtype)               # a variable bound to a weak value
+            if key not in self.weak_values:
+                self.weak_values[key] = self.materialize(self.scope[e.id][0], dtype)
+            return self.weak_values[key]
         if isinstance(e, ast.Negate):
             x = self.materialize(Weak(e.operand, w.kind), dtype)
             return self.emit("neg", [x], dtype, (), e.loc)
@@ -285,11 +333,37 @@ class _KernelChecker:
         op = e.func if e.func in UNARY_FUNCS else e.func
         return self.emit(op, args, dtype, (), e.loc)
 
+    def exact_int(self, e: ast.Expr) -> int:
+        """The value of an integer literal-only expression, computed exactly: Python ints do
+        not wrap, so `65536 * 65536` is 2**32 whatever type it is then built in."""
+        if isinstance(e, ast.Name):   # a variable bound to a literal-only expression
+            if e.id not in self.weak_ints:
+                self.weak_ints[e.id] = self.exact_int(self.scope[e.id][0].expr)
+            return self.weak_ints[e.id]
+        if isinstance(e, ast.Number):
+            value = e.value
+        elif isinstance(e, ast.Negate):
+            value = -self.exact_int(e.operand)
+        elif isinstance(e, ast.Binary):   # integer-valued: + - * (/ and ** give floats)
+            a, b = self.exact_int(e.lhs), self.exact_int(e.rhs)
+            value = a + b if e.op == "+" else a - b if e.op == "-" else a * b
+        else:                             # abs, relu, maximum, minimum
+            assert isinstance(e, ast.Call)
+            args = [self.exact_int(a) for a in e.args]
+            value = {"abs": lambda: abs(args[0]), "relu": lambda: max(args[0], 0),
+                     "maximum": lambda: max(args), "minimum": lambda: min(args)}[e.func]()
+        if abs(value) >= 2 ** 1024:   # past f64's range: no type holds it; also bounds the work
+            raise TdslTypeError("this literal-only expression is too large for any type", e.loc)
+        return value
+
     def unify(self, a: Operand, b: Operand, op: str, loc: Loc, int_ok: bool = True):
         """Bring two operands to one compute dtype, materializing weak ones."""
         if isinstance(a, Weak) and isinstance(b, Weak):
             kind = "float" if "float" in (a.kind, b.kind) else "int"
             dtype = dt.f32 if kind == "float" or not int_ok else dt.i32
+            if op in COMPARE_OPS and dtype.is_integer and not all(
+                    _fits(self.exact_int(w.expr), dtype) for w in (a, b)):
+                dtype = dt.i64   # compared exactly, as below
             return self.materialize(a, dtype), self.materialize(b, dtype), dtype
         if isinstance(a, Weak) or isinstance(b, Weak):
             weak, strong = (a, b) if isinstance(a, Weak) else (b, a)
@@ -299,6 +373,11 @@ class _KernelChecker:
                 target = weak.default
             if (weak.kind == "float" or not int_ok) and not target.is_float:
                 target = dt.f32
+            if op in COMPARE_OPS and weak.kind == "int" and target.is_integer:
+                # As NumPy compares with a Python int: exactly, so `x_i8 < 200` is all true.
+                value = self.exact_int(weak.expr)
+                if not _fits(value, target) and _fits(value, dt.i64):
+                    target = dt.i64
             w = self.materialize(weak, target)
             s = self.cast(strong, target)
             return (w, s, target) if weak is a else (s, w, target)
@@ -524,8 +603,24 @@ def _implicitly_converts(src: DType, dst: DType) -> bool:
     return order[src.kind] <= order[dst.kind]
 
 
-def literal_value(value, dtype: DType, loc: Loc):
-    """A literal converted to `dtype`, or a located error when it does not fit."""
+def _fits(value: int, dtype: DType) -> bool:
+    info = np.iinfo(dtype.numpy)
+    return info.min <= value <= info.max
+
+
+def _shortened(text: str) -> str:
+    """A number's text as messages quote it: a 5000-digit one is cut in the middle."""
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-10:]}"
+
+
+def literal_value(value, dtype: DType, loc: Loc, what: str = "", written: bool = False):
+    """A literal converted to `dtype`, or a located error when it does not fit.
+
+    `what` names it in messages ("literal 1e39"); `written` says it is a number as
+    written, whose float is inf only when it is too large for any type (1e400),
+    unlike the constant inf.
+    """
+    what = what or f"literal {value}"
     if dtype.is_bool:
         return bool(value)
     if dtype.is_integer:
@@ -535,24 +630,25 @@ def literal_value(value, dtype: DType, loc: Loc):
             value = int(value)
         info = np.iinfo(dtype.numpy)
         if not info.min <= value <= info.max:
-            raise TdslTypeError(f"literal {value} does not fit in {dtype} "
-                                f"({info.min} to {info.max})", loc)
+            raise TdslTypeError(f"{what} does not fit in {dtype} ({info.min} to {info.max})", loc)
         return int(value)
+    fmax = dt.float_max(dtype)
     try:
         as_float = float(value)
-    except OverflowError:
-        raise TdslTypeError(f"literal {value} is too large for {dtype}", loc) from None
-    if math.isfinite(as_float):
-        fmax = dt.float_max(dtype)
-        if abs(as_float) > fmax:
-            raise TdslTypeError(f"literal {value} is too large for {dtype} (largest {fmax:g})", loc)
-    elif isinstance(value, (int, float)) and not (math.isinf(value) or math.isnan(value)):
-        raise TdslTypeError(f"literal {value} is too large for {dtype}", loc)
+    except OverflowError:   # an int past f64's range
+        as_float = math.inf
+    if abs(as_float) > fmax and (math.isfinite(as_float) or written or isinstance(value, int)):
+        hint = "; write inf for infinity" if math.isinf(as_float) else ""
+        raise TdslTypeError(f"{what} is too large for {dtype} (largest {fmax:g}){hint}", loc)
     return as_float
 
 
 def check_program(program: ast.Program) -> tuple[list[Graph], dict]:
     """Check every kernel and schedule block; returns the graphs and the hints per kernel."""
+    if not program.kernels:
+        raise TdslSyntaxError("no kernel in the program (write one as "
+                              "kernel NAME(PARAMS) -> RESULT { ... })",
+                              Loc(program.file, 1, 1, 2, program.source))
     graphs: list[Graph] = []
     seen: dict[str, ast.Kernel] = {}
     for k in program.kernels:

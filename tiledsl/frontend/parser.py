@@ -1,6 +1,7 @@
 """Source text → syntax tree (`ast.Program`), with Lark's errors in our words."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import lark
@@ -15,6 +16,15 @@ from . import ast
 # risking Python's recursion limit in the passes that walk the tree.
 MAX_NESTING = 200
 
+# No type holds an integer of more digits (f64's largest is about 1.8e308);
+# bounding the text also keeps int() below Python's 4300-digit limit.
+MAX_INT_DIGITS = 309
+
+# The longest number at the start of a run-together token such as `1_000`.
+_NUMBER_PREFIX = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
+_RUN_ON_SUFFIX = re.compile(r"[0-9A-Za-z_.]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 
 @lru_cache(maxsize=1)
 def _lark() -> lark.Lark:
@@ -28,7 +38,7 @@ def _lark() -> lark.Lark:
 
 # How Lark's terminal names read to a user.
 _TERMINAL_WORDS = {
-    "NAME": "a name", "INT": "an integer", "FLOAT": "a number", "SIGN": "'-'",
+    "NAME": "a name", "INT": "a number", "FLOAT": "a number", "SIGN": "'-'",
     "ADD_OP": "'+', '-'", "MUL_OP": "'*', '/', '@'", "POW": "'**'", "NEG": "'-'",
     "COMPARE": "a comparison", "KERNEL": "'kernel'", "SCHEDULE": "'schedule'",
     "RETURN": "'return'", "TRUE": "'true'", "FALSE": "'false'", "$END": "end of file",
@@ -58,7 +68,7 @@ def _describe_expected(expected: set[str], parser: lark.Lark) -> str:
     if len(expected & _OPERATORS) >= 3:
         expected -= _OPERATORS
         words.append("an operator")
-    words += sorted(_describe_terminal(t, parser) for t in expected)
+    words += sorted({_describe_terminal(t, parser) for t in expected})   # INT, FLOAT: "a number" once
     if len(words) == 1:
         return words[0]
     return ", ".join(words[:-1]) + " or " + words[-1]
@@ -71,9 +81,29 @@ def _describe_token(token: Token) -> str:
     return f"{kind} '{token.value}'" if kind else f"'{token.value}'"
 
 
+def _run_on_number(err: UnexpectedCharacters, file: str, source: str):
+    """The error for a number run into other text (`1_000`, `0x10`, `1e`, `1.T`), located at
+    that text; None when the unexpected character does not start a number."""
+    number = _NUMBER_PREFIX.match(source, err.pos_in_stream)
+    if number is None:
+        return None
+    suffix = _RUN_ON_SUFFIX.match(source, number.end())
+    if suffix is None:    # cannot happen: the lexer stopped at the number for this reason
+        return None
+    text, col = suffix.group(), err.column + len(number.group())
+    what = f"name '{text}'" if _IDENTIFIER.fullmatch(text) else f"'{text}'"
+    hint = ("an exponent needs digits, as in 1e-5" if text in ("e", "E")
+            else "digit separators, hex and C suffixes are not supported")
+    return TdslSyntaxError(f"unexpected {what} right after the number '{number.group()}' ({hint})",
+                           Loc(file, err.line, col, col + len(text), source))
+
+
 def _syntax_error(err: UnexpectedInput, file: str, source: str) -> TdslSyntaxError:
     parser = _lark()
     if isinstance(err, UnexpectedCharacters):
+        run_on = _run_on_number(err, file, source)
+        if run_on is not None:
+            return run_on
         char = source[err.pos_in_stream] if err.pos_in_stream < len(source) else "?"
         loc = Loc(file, err.line, err.column, err.column + 1, source)
         shown = repr(char) if char.isprintable() else f"U+{ord(char):04X}"
@@ -146,11 +176,14 @@ class _Builder:
     def default(self, tree: Tree):
         if tree.data == "bool_default":
             return ast.Bool(self.loc(tree), tree.children[0].type == "TRUE")
-        *sign, number = tree.children
-        value = self.number_value(number)
-        if sign and str(sign[0]) == "-":
-            value = -value
-        return ast.Number(self.loc(tree), value)
+        sign, token = tree.children
+        negative = sign is not None and str(sign) == "-"
+        if tree.data == "constant_default":   # checked by the checker: inf, nan, pi
+            name = ast.Name(self.loc(token), str(token))
+            return ast.Negate(self.loc(tree), name) if negative else name
+        value = self.number_value(token)
+        return ast.Number(self.loc(tree), -value if negative else value,
+                          ("-" if negative else "") + str(token))
 
     def type(self, tree: Tree) -> ast.TypeDecl:
         dtype, *dims = tree.children
@@ -178,8 +211,12 @@ class _Builder:
     def number_value(self, token: Token):
         text = str(token)
         if token.type == "INT":
-            return int(text)
-        return float(text)
+            digits = text.lstrip("0") or "0"
+            if len(digits) > MAX_INT_DIGITS:
+                raise TdslSyntaxError(f"integer literal too large ({len(digits)} digits; no type holds "
+                                      f"more than {MAX_INT_DIGITS})", self.loc(token))
+            return int(digits)
+        return float(text)   # one too large for any type is inf here; the checker rejects it
 
     def expr(self, item, depth: int) -> ast.Expr:
         if depth > MAX_NESTING:
@@ -193,7 +230,7 @@ class _Builder:
         if kind == "name":
             return ast.Name(loc, str(ch[0]))
         if kind in ("int_lit", "float_lit"):
-            return ast.Number(loc, self.number_value(ch[0]))
+            return ast.Number(loc, self.number_value(ch[0]), str(ch[0]))
         if kind in ("true_lit", "false_lit"):
             return ast.Bool(loc, kind == "true_lit")
         if kind == "negate":
