@@ -101,6 +101,11 @@ def test_results_of_few_elements_are_judged_on_positive_inputs():
     assert (x > 0).all() and (y > 0).all() and len(np.unique(x)) > 4000
     a, v = random_arguments(rows.graph, dict(M=64, K=4096))
     assert (a < 0).any() and (v < 0).any()
+    # divided by a sum of few elements: x / sum(x) over 2^18 normal f32 once missed 1e-5
+    share = tiledsl.compile("kernel s(x: f32[M, N]) -> f32[M, N] { return x / -f32(sum(x, axis=N)) }")
+    (few_rows,) = random_arguments(share.graph, dict(M=FEW_ELEMENTS, N=1 << 18))
+    (many_rows,) = random_arguments(share.graph, dict(M=FEW_ELEMENTS + 1, N=1 << 18))
+    assert (few_rows > 0).all() and (many_rows < 0).any()
 
 
 def test_poison_and_corrupt_on_numpy_arrays():

@@ -58,15 +58,16 @@ FEW_ELEMENTS = 4
 def random_arguments(graph: Graph, extents: dict[str, int], seed: Optional[int] = None) -> list:
     """Fresh random NumPy arguments, one per parameter (scalars as Python numbers).
 
-    Positive where an op needs it, and where a result has at most a few elements
-    (FEW_ELEMENTS) at these extents: a sum of zero-mean terms can land near zero
+    Positive where an op needs it, where a result has at most a few elements
+    (FEW_ELEMENTS) at these extents, or where something is divided by a sum of so few: a sum of zero-mean terms can land near zero
     by chance, and the relative error of a result that small measures the draw,
     not the kernel (a dot product of 2^20 normal f32 values once missed 1e-5 so,
     H100 2026-11-22; a column sum of 1000x1, 2026-11-23). Positive terms keep
     each element's contribution visible: a dropped or doubled one still shows."""
     rng = np.random.default_rng(seed)
     positive = (any(v.op in _POSITIVE_DOMAIN for v in graph.values)
-                or any(math.prod(extents.get(d, 1) for d in r.dims) <= FEW_ELEMENTS for r in graph.results))
+                or any(math.prod(extents.get(d, 1) for d in r.dims) <= FEW_ELEMENTS for r in graph.results)
+                or _divides_by_a_short_sum(graph, extents))
     args = []
     for p in graph.params:
         if p.is_scalar:
@@ -77,6 +78,23 @@ def random_arguments(graph: Graph, extents: dict[str, int], seed: Optional[int] 
         else:
             args.append(_draw(rng, p.dtype, tuple(extents[d] for d in p.dims), positive))
     return args
+
+
+def _divides_by_a_short_sum(graph: Graph, extents: dict[str, int]) -> bool:
+    """Whether a division's divisor is a sum or mean of few elements (FEW_ELEMENTS) at these
+    extents, seen through casts and negation: `x / sum(x)` of zero-mean terms divides by a
+    value near zero now and then, and its relative error then measures the draw (1.65e-5
+    over 2^18 f32 once, H100 2026-11-27)."""
+    for v in graph.values:
+        if v.op != "div":
+            continue
+        d = v.operands[1]
+        while d.op in ("cast", "neg"):
+            d = d.operands[0]
+        if d.op == "reduce" and d.attr("kind") in ("sum", "mean") \
+                and math.prod(extents.get(x, 1) for x in d.dims) <= FEW_ELEMENTS:
+            return True
+    return False
 
 
 def relative_error(result, reference) -> float:
