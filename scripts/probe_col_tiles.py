@@ -13,6 +13,7 @@ interleaved rounds, median microseconds, and the bytes read over copy bandwidth.
 import os
 import statistics
 import sys
+from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -142,6 +143,18 @@ def main() -> None:
         mean = case.name.startswith("mean")
         m, n = case.extents["M"], case.extents["N"]
         variants = {"default": d}
+        if d.kind == "reduce_split":        # more chunks (more blocks an SM), and narrower blocks
+            limit = choose.max_splits(p, d.row_threads, d.vec)
+            for block in sorted({d.block, 128}):
+                for times in (1, 2, 4, 8):
+                    splits = min(limit, d.splits * times * d.block // block)
+                    try:
+                        v = replace(d, block=block, splits=splits,
+                                    row_threads=d.row_threads if block == d.block else 1)
+                    except TdslError:
+                        continue
+                    if not choose.fits(p, v):
+                        variants.setdefault(f"b{block} splits {splits}", v)
         for s in choose.candidates(p, k.hints):
             if s.kind in ("reduce_split", "reduce_col") and s != d:
                 variants.setdefault(s.tag + f" s{s.splits}", s)
