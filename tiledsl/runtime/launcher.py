@@ -25,8 +25,7 @@ from ..signature import bind, scalar_value
 from .arrays import DeviceArray, contiguous_copy, describe, device_view, need_cupy
 
 
-def _cupy():
-    return need_cupy()
+_cupy = need_cupy      # (the cupy module, or the error that says how to install it)
 
 
 def device_arch(device: int) -> str:
