@@ -72,6 +72,22 @@ def test_check_notes_a_product_that_leaves_the_tensor_cores(capsys, tmp_path):
     assert run_cli(capsys, "check", "-q", str(path)) == (0, "", "")
 
 
+@pytest.mark.parametrize("src,ignored", [
+    ("kernel s(x: f32[M, N]) -> f32[M, N] { return x * 2.0 }\nschedule s { tile(M=64, N=64) cluster(4) vector(4) }",
+     ["tile()", "cluster()"]),
+    ("kernel m(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }\nschedule m { tf32(true) threads(32) }",
+     ["threads()", "tf32(true)"]),
+    ("kernel s(x: f32[M, N]) -> f32[M, N] { return x - max(x, axis=N) }\nschedule s { cluster(2) stages(2) }", []),
+    ("kernel m(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }\nschedule m { tf32(true) warps(4) }", []),
+])
+def test_check_notes_directives_that_change_nothing(src, ignored):
+    """A schedule directive that no part of the kernel reads (tile() without a product,
+    cluster() without a reduction, tf32(true) on 16-bit products) is accepted, with a
+    note at the schedule block saying it changes nothing."""
+    notes = [n for n in tiledsl.compile(src).notes if "changes nothing" in n]
+    assert [n.split("note: ")[1].split(" ")[0] for n in notes] == ignored, notes
+    assert all(n.startswith("<string>:2:1: note:") for n in notes), notes
+
 @pytest.mark.parametrize("src", [
     "kernel mm(a: f32[M, K], w: f32[N, K]) -> f32[M, N] { return a @ w.T }",
     "kernel mm(a: f32[M, K], w: f32[K, N]) -> f32[M, N] { return a @ w }",

@@ -99,7 +99,7 @@ class Kernel(functools.partial):
     def notes(self) -> list[str]:
         """Advice on code that is valid but slow as written (`tiledsl check` prints it)."""
         from .frontend.advice import advice
-        return advice(self.graph, bool(self.hints.tf32))
+        return advice(self.graph, self.hints)
 
     def reference(self, *args, compute: str = "exact", **kwargs):
         """Run on the CPU with NumPy, with the language's exact semantics.

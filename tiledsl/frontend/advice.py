@@ -46,9 +46,40 @@ def _tf32_ready(graph: Graph, product: Value, v: Value) -> bool:
     return base.dims[-1:] == (product.attr("contract"),) and stored_by_its_producer(graph, v)
 
 
-def advice(graph: Graph, tf32: bool = False) -> list[str]:
-    """Rendered notes (location, message, the line with a caret) for `graph`."""
+# The kinds of kernel part (partition's group kinds) whose schedules read each directive
+# (schedule/choose.py); a directive that none of a program's parts reads changes nothing.
+DIRECTIVE_READERS = {"tile": {"matmul"}, "microtile": {"matmul"}, "split_k": {"matmul"}, "group": {"matmul"},
+                     "tf32": {"matmul"}, "stages": {"matmul", "reduce"}, "warps": {"matmul", "pointwise"},
+                     "threads": {"pointwise", "reduce"}, "vector": {"pointwise", "reduce"},
+                     "cluster": {"reduce"}}
+_PARTS = {"matmul": "a product (@)", "pointwise": "an elementwise part", "reduce": "a reduction"}
+
+
+def ignored_directives(graph: Graph, hints) -> list[str]:
+    """Notes for the directives of `hints` (a schedule block) that no part of `graph` reads,
+    and for tf32(true) where no product multiplies f32 operands."""
+    from ..schedule.partition import partition
+    kinds = {g.kind for g in partition(graph)}
     notes = []
+    for name, readers in DIRECTIVE_READERS.items():
+        value = getattr(hints, name)
+        if value in (None, (), False) or readers & kinds:
+            continue
+        wanted = " or ".join(_PARTS[k] for k in sorted(readers))
+        notes.append(located("note", f"{name}() changes nothing in this kernel: it applies to {wanted}, "
+                             f"and the kernel has none", hints.loc))
+    if hints.tf32 and "matmul" in kinds and not any(
+            v.op == "matmul" and all(o.dtype.name == "f32" for o in v.operands) for v in graph.values):
+        notes.append(located("note", "tf32(true) changes nothing in this kernel: TF32 is for products of "
+                             "f32 operands, and this kernel's are 16-bit or integer", hints.loc))
+    return notes
+
+
+def advice(graph: Graph, hints=None) -> list[str]:
+    """Rendered notes (location, message, the line with a caret) for `graph` under its
+    schedule block's `hints` (schedule.hints.Hints, or None)."""
+    tf32 = bool(hints is not None and hints.tf32)
+    notes = ignored_directives(graph, hints) if hints is not None and hints.directives else []
     for m in graph.values:
         if m.op != "matmul" or not all(o.dtype.name == "f32" for o in m.operands):
             continue
