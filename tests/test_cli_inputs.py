@@ -6,6 +6,7 @@ import pytest
 
 import tiledsl
 from tiledsl import cli
+from tiledsl.errors import TdslArgumentError
 
 from conftest import EXAMPLES
 
@@ -195,3 +196,14 @@ def test_compile_reads_a_one_line_path_as_a_path(tmp_path):
     assert tiledsl.compile("kernel k(x: f32[N]) -> f32[N] { return x / 2 }").name == "k"
     with pytest.raises(tiledsl.TdslSyntaxError):
         tiledsl.compile("kernel k(x: f32[N]) -> f32[N]\n")
+
+
+@pytest.mark.parametrize("options,says", [(dict(budget=0), "budget"), (dict(budget=float("nan")), "budget"),
+                                          (dict(max_candidates=0), "max_candidates"),
+                                          (dict(max_candidates=2.5), "max_candidates")])
+def test_kernel_autotune_from_python_checks_its_options_first(options, says):
+    """Kernel.autotune's budget and candidate count are checked before anything else (the
+    arguments, CuPy, the GPU), as the command line's are."""
+    k = tiledsl.compile("kernel s(x: f32[N]) -> f32[N] { return x * 2.0 }")
+    with pytest.raises(TdslArgumentError, match=f"autotune\\({says}="):
+        k.autotune(None, **options)

@@ -137,12 +137,17 @@ class Kernel(functools.partial):
         from .runtime.arrays import dtype_of
         from .signature import bind
         from .tune import autotune
+        if budget is not None and not (isinstance(budget, (int, float)) and 0 < budget < float("inf")):
+            raise TdslArgumentError(f"autotune(budget=...) takes seconds, more than 0; got {budget!r}")
+        if isinstance(max_candidates, bool) or not isinstance(max_candidates, int) or max_candidates < 1:
+            raise TdslArgumentError(f"autotune(max_candidates=...) takes a count of 1 or more; got {max_candidates!r}")
         bound = bind(self.graph, args, kwargs, dtype_of=dtype_of,
                      shape_of=lambda a: tuple(a.shape) if hasattr(a, "shape") else None,
                      describe=lambda a: type(a).__name__)
         scalars = {p.index: bound.values[p.index] for p in self.graph.params if p.is_scalar}
         return autotune(self, bound.extents, budget=budget, db=db, store=store, retune=retune,
                         progress=progress, scalars=scalars, max_candidates=max_candidates)
+
 
 def reject_host_arrays(kernel: Kernel, args, kwargs) -> None:
     import numpy as np
