@@ -1181,6 +1181,9 @@ STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
                      ("kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }",
                       dict(B=3, T=1001, C=264)),
                      ("kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=1028)),
+                     # 16-byte vectors of columns, a column's rows shared by a block (column_tile_split)
+                     ("kernel c(x: f16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=2, T=5001, C=136)),
+                     ("kernel c(x: bf16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=20011, N=64)),
                      # many columns, split into chunks of their reductions (choose.columns_split)
                      ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=301, N=17011)),
                      ("kernel c(x: f16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=3, T=259, C=6007)),

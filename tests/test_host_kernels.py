@@ -18,7 +18,7 @@ import tiledsl
 from hypothesis import strategies as st
 from tiledsl.errors import TdslError
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
-from tiledsl.schedule.choose import candidates, problem
+from tiledsl.schedule.choose import candidates, column_tile_split, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.schedule.schedules import Schedule
@@ -124,6 +124,28 @@ def test_int_arithmetic_wraps_as_in_the_reference():
     greater, _, negated, absolute = want[:4]
     i32 = np.iinfo(np.int32)
     assert not greater[0] and greater[1] and negated[1] == i32.min and absolute[1] == i32.min
+
+
+COLUMN_TILE_PROGRAMS = [
+    ("kernel f(x: f16[M, N]) -> f32[N] { return mean(x, axis=M) }", dict(M=4099, N=296)),
+    ("kernel f(x: bf16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5000, N=64)),
+    ("kernel f(x: f32[M, N]) -> f32[N] { return max(x, axis=M) }", dict(M=4500, N=132)),
+    ("kernel f(x: f16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=3, T=4097, C=88)),
+    ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[N] { return sum(x * y, axis=M) }", dict(M=4096, N=40))]
+
+
+@pytest.mark.parametrize("columns,block", [(32, 512), (64, 512), (16, 512), (32, 256), (8, 64)])
+@pytest.mark.parametrize("src,extents", COLUMN_TILE_PROGRAMS, ids=[f"{e}" for _, e in COLUMN_TILE_PROGRAMS])
+def test_column_tiles_of_16_byte_vectors_run_right_on_the_host(src, extents, columns, block):
+    """A split reduction across memory reading 16-byte vectors of columns, each column's
+    rows shared by a block's threads and combined in shared memory lane by lane
+    (choose.column_tile_split): tiles past the last column, chunks past the last row, a
+    middle axis, two inputs, sums, means and maxima."""
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    s = column_tile_split(problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a"), columns, block)
+    assert s is not None and s.vec * k.graph.params[0].dtype.itemsize == 16 and 1 < s.row_threads < s.block, s
+    _check(k, extents, s)
 
 
 PER_PROGRAM = 20       # candidates a program, spread over its space (CI time: ~1 s a compile)

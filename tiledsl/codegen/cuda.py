@@ -487,9 +487,9 @@ class _Renderer:
         kv = column_vector(self.s, lay)
         if kv > 1:      # the lanes walk the columns' loop (c<loop> + e), not the iteration's innermost
             self.inner = column_loop(lay)
-            if tpr != 1 or self.inner is None:
+            if (tpr != 1 and not self.column_tiles) or self.inner is None:
                 raise TdslScheduleError(f"{self.s.tag}: vectors of columns take a thread a column (row_threads 1) "
-                                        f"and inputs contiguous along the columns")
+                                        f"or a split's tile of columns, and inputs contiguous along the columns")
         # A peeled row: vectors from the row's first element aligned in every operand that
         # has all the group's loops (one head a row); a weight over N alone is gathered lane
         # by lane (its alignment differs); the head and tail go one element at a time.
@@ -715,11 +715,13 @@ class _Renderer:
         staged = cached and self.s.stages > 1 and bool(ringed)
         if staged:
             self.check_ring(ringed)
-        if split and kv > 1:    # stage 1: a partial a column of the vector
+        if split and kv > 1:    # stage 1: a partial a column of the vector (a tile's threads combined first)
             [phase] = phase_code
             phase["finish"] = ["#pragma unroll", f"for (int e = 0; e < {kv}; ++e) {{"] + [
-                f"part{k}[(idx_t)blockIdx.y * nrows * {kv} + row * {kv} + e] = acc{r.id}[e];"
-                for k, r in enumerate(reduces)] + ["}"]
+                line for k, r in enumerate(reduces) for line in (
+                    self.cross_thread(r, "[e]"),
+                    f"if (lane == 0{' && live' if together else ''}) "
+                    f"part{k}[(idx_t)blockIdx.y * nrows * {kv} + row * {kv} + e] = acc{r.id}[e];")] + ["}"]
             full_outs, row_stores = [], []
         elif split:   # stage 1: each phase ends by storing this block's partial for the row
             [phase] = phase_code            # split schedules take one reduction level only
@@ -1023,14 +1025,17 @@ class _Renderer:
         return (f"tdsl::online_block_reduce<{self.s.block}>(acc{m.id}, acc{sm.id}, "
                 f"scratch{m.id}[flip], scratch{sm.id}[flip]);")
 
-    def cross_thread(self, r: Value) -> str:
+    def cross_thread(self, r: Value, lane: str = "") -> str:
+        """Combine reduction `r`'s accumulator (`acc<id><lane>`: `[e]`, a lane of a vector
+        of columns) across the threads that share its row or column."""
         op = _REDUCE_OP[r.attr("kind")]
+        acc = f"acc{r.id}{lane}"
         if self.s.row_threads == 1:
             return ""
         if self.column_tiles:   # a column's threads lie RPB apart: every thread combines them alike
-            return (f"tile{r.id}[threadIdx.x] = acc{r.id}; __syncthreads(); "
-                    f"acc{r.id} = tile{r.id}[threadIdx.x % RPB]; "
-                    f"for (int t = 1; t < TPR; ++t) acc{r.id} = {op}::combine(acc{r.id}, "
+            return (f"tile{r.id}[threadIdx.x] = {acc}; __syncthreads(); "
+                    f"{acc} = tile{r.id}[threadIdx.x % RPB]; "
+                    f"for (int t = 1; t < TPR; ++t) {acc} = {op}::combine({acc}, "
                     f"tile{r.id}[threadIdx.x % RPB + t * RPB]); __syncthreads();")
         if self.s.row_threads <= 32:    # a row's lanes: an aligned group of a warp
             return f"acc{r.id} = tdsl::warp_reduce<{op}, {self.s.row_threads}>(acc{r.id});"
