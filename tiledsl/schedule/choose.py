@@ -1344,8 +1344,10 @@ def column_tile_split(p: Problem, columns: int = 32, block: int = 512) -> Option
     """A split reduction across memory whose threads read 16 bytes of neighbouring columns
     (the widest column vector) a row: a block `columns` vectors wide and block // columns
     threads deep down each column's chunk of rows, combined in shared memory, the splits
-    filling the SMs with threads (a hand-written kernel of this shape led tiledsl's pairs of
-    columns by 7-10% on 16-bit columns, H100 2026-11-27, scripts/probe_col_tiles.py)."""
+    filling the SMs with threads. A tuner candidate, not a default: a hand-written kernel of
+    this shape led the default pairs of columns by 7-10% on 16-bit columns, but this one,
+    at 48 registers and so 2 blocks of 512 an SM where the hand kernel fits 4, did not (H100
+    2026-11-27, scripts/probe_col_tiles.py: mean f16 65536x768 over 50.4 us, default 48.5)."""
     if p.row_major() or not p.splittable() or p.row_length < 4096 or not column_vectors(p):
         return None
     vec = max(column_vectors(p))
