@@ -1317,7 +1317,9 @@ def test_vectors_of_columns_are_refused_where_they_cannot_run():
     assert "at most 16 bytes" in refusal(col.replace("f16[M", "f32[M"), dict(M=100, N=64), 8)
     weighted = "kernel c(x: f16[M, N], w: f32[N]) -> f32[N] { return sum(x, axis=M) * w }"
     assert "per-column inputs" in refusal(weighted, dict(M=100, N=64), 4)
-    assert "row_threads 1" in fits(*_split_across(col, dict(M=100000, N=8), vec=2, row_threads=4))
+    # a split's tile of columns takes vectors too (column_tile_split); a block one column wide does not
+    assert fits(*_split_across(col, dict(M=100000, N=8), vec=2, row_threads=4)) == ""
+    assert "row_threads 1" in fits(*_split_across(col, dict(M=100000, N=8), vec=2, row_threads=32))
     assert {s.vec for s in candidates(problem(*_group(weighted), dict(M=100, N=64)))} == {1}
 
 
