@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 import time
 from pathlib import Path
@@ -37,38 +36,18 @@ def _chosen(kernels: list[Kernel], path: str, name: Optional[str]) -> list[Kerne
     return chosen
 
 
-SIZE_LIMIT = 2 ** 63          # extents are int64 on the host and in the kernels
-
-
-def _parse_sizes(text: Optional[str]) -> dict[str, int]:
-    """--shape 'M=4096,N=1024' → {'M': 4096, 'N': 1024}: ASCII digits only (str.isdigit
-    also takes '²' and '١٢'), each name once, each size below 2^63."""
-    sizes: dict[str, int] = {}
-    for part in filter(None, (text or "").replace(" ", "").split(",")):
-        name, _, value = part.partition("=")
-        if not name or not re.fullmatch(r"[0-9]+", value):
-            raise TdslArgumentError(f"--shape takes NAME=SIZE pairs separated by commas, e.g. "
-                                    f"M=4096,N=1024; got {part!r}")
-        if name in sizes:
-            raise TdslArgumentError(f"--shape gives {name} twice ({name}={sizes[name]} and {part})")
-        if int(value) >= SIZE_LIMIT:
-            raise TdslArgumentError(f"--shape: {part} is too large; a size must be below 2^63")
-        sizes[name] = int(value)
-    return sizes
-
-
 def _workload(args, sizes_needed: bool = True) -> tuple[list[Kernel], list]:
     """The kernels FILE and --kernel select, and each one's extents from --shape
     (None each when not `sizes_needed`), all checked before anything runs or prints.
     A file's kernels may have different dims, and one --shape serves the whole file,
     with or without --kernel: a name is an error only when it is a dim of none of
     the file's kernels, and each selected kernel must get all of its own dims."""
-    from .inputs import parse_shape
+    from .inputs import extents_for, parse_sizes
     every = _file_kernels(args.file)
     kernels = _chosen(every, args.file, args.kernel)
     if not sizes_needed:
         return kernels, [None] * len(kernels)
-    sizes = _parse_sizes(args.shape)
+    sizes = parse_sizes(args.shape)
     dims = list(dict.fromkeys(d for k in every for d in k.graph.dims))
     for name, size in sizes.items():
         if name not in dims:
@@ -80,8 +59,7 @@ def _workload(args, sizes_needed: bool = True) -> tuple[list[Kernel], list]:
             if fixed is not None and size != fixed:
                 raise TdslArgumentError(f"--shape: dim {name} of {k.name} is the literal {fixed} in its "
                                         f"type; it cannot be set to {size}")
-    return kernels, [parse_shape(",".join(f"{d}={n}" for d, n in sizes.items() if d in k.graph.dims), k.graph)
-                     for k in kernels]
+    return kernels, [extents_for(sizes, k.graph) for k in kernels]
 
 
 def _shape_text(extents: dict[str, int]) -> str:
@@ -140,8 +118,7 @@ def cmd_emit(args) -> int:
     _check_numbers(args)
     check_arch(args.arch)
     for k, extents in zip(kernels, all_extents):
-        shape = None if extents is None else ",".join(f"{d}={n}" for d, n in extents.items())
-        text = emit_stage(k, args.stage, shape, args.arch, args.hbm_gbps)
+        text = emit_stage(k, args.stage, extents, args.arch, args.hbm_gbps)
         if not text:            # nothing launches at these sizes: say so rather than print a blank line
             text = f"// {_no_launch_note(k, extents) or 'no kernel launches at these sizes'}"
         print(text)

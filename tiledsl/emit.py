@@ -10,20 +10,20 @@ from typing import Optional
 from .errors import TdslError
 
 
-def _extents(kernel, shape: Optional[str]) -> dict[str, int]:
-    from .inputs import parse_shape
-    if shape is None and kernel.graph.dims:
+def _extents(kernel, extents: Optional[dict]) -> dict[str, int]:
+    if extents is None and kernel.graph.dims:
         raise TdslError(f"--stage needs --shape to choose schedules for {kernel.name} "
                         f"(dims: {', '.join(kernel.graph.dims)})")
-    return parse_shape(shape, kernel.graph)
+    return dict(extents or kernel.graph.fixed_extents)
 
 
-def emit_stage(kernel, stage: str, shape: Optional[str], arch: str, hbm_gbps: float = 0.0) -> str:
+def emit_stage(kernel, stage: str, extents: Optional[dict], arch: str, hbm_gbps: float = 0.0) -> str:
+    """Stage `stage` of `kernel` at `extents` (its dims' sizes: inputs.extents_for; None for the IR)."""
     if stage == "ir":
         return kernel.ir_text()
     from .codegen import groups_for, sources_for
     from .schedule.partition import describe
-    extents = _extents(kernel, shape)
+    extents = _extents(kernel, extents)
     sources = sources_for(kernel, extents, arch=arch, hbm_gbps=hbm_gbps)
     if stage == "schedule":     # the groups a call at these sizes runs (spread where a few long rows are)
         lines = [describe([g for g, _ in groups_for(kernel.graph, extents, arch=arch)])]

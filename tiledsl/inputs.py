@@ -6,6 +6,7 @@ so every one of them draws inputs and judges results the same way.
 from __future__ import annotations
 
 import math
+import re
 from typing import Optional
 
 import numpy as np
@@ -22,18 +23,31 @@ TOLERANCE = {"f64": 1e-12, "f32": 1e-5, "f16": 2e-3, "bf16": 1e-2, "tf32": 1e-3,
              "bool": 0.0, "i8": 0.0, "i16": 0.0, "i32": 0.0, "i64": 0.0, "u8": 0.0, "u32": 0.0}
 
 
-def parse_shape(text: Optional[str], graph: Graph) -> dict[str, int]:
-    """'M=4096,N=1024' → extents, checked against the kernel's dims."""
-    extents: dict[str, int] = dict(graph.fixed_extents)
+SIZE_LIMIT = 2 ** 63          # extents are int64 on the host and in the kernels
+
+
+def parse_sizes(text: Optional[str]) -> dict[str, int]:
+    """--shape 'M=4096,N=1024' → {'M': 4096, 'N': 1024}: ASCII digits only (str.isdigit
+    also takes '²' and '١٢'), each name once, each size below 2^63."""
+    sizes: dict[str, int] = {}
     for part in filter(None, (text or "").replace(" ", "").split(",")):
         name, _, value = part.partition("=")
-        if not value.isdigit():
+        if not name or not re.fullmatch(r"[0-9]+", value):
             raise TdslArgumentError(f"--shape takes NAME=SIZE pairs separated by commas, e.g. "
                                     f"M=4096,N=1024; got {part!r}")
-        if name not in graph.dims:
-            raise TdslArgumentError(f"--shape: '{name}' is not a dim of {graph.name}; its dims are "
-                                    f"{', '.join(graph.dims) or 'none'}")
-        extents[name] = int(value)
+        if name in sizes:
+            raise TdslArgumentError(f"--shape gives {name} twice ({name}={sizes[name]} and {part})")
+        if int(value) >= SIZE_LIMIT:
+            raise TdslArgumentError(f"--shape: {part} is too large; a size must be below 2^63")
+        sizes[name] = int(value)
+    return sizes
+
+
+def extents_for(sizes: dict[str, int], graph: Graph) -> dict[str, int]:
+    """The extents of `graph`'s dims: its literal dims, and its named ones from `sizes`
+    (names of other kernels' dims are left out; each of its own must be there)."""
+    extents = dict(graph.fixed_extents)
+    extents.update((d, n) for d, n in sizes.items() if d in graph.dims and d not in extents)
     missing = [d for d in graph.dims if d not in extents]
     if missing:
         raise TdslArgumentError(f"--shape must give {', '.join(missing)} for {graph.name} "
