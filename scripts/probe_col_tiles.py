@@ -8,7 +8,7 @@ in flight; the row groups combine in shared memory and each chunk's partial sums
 buffer that a second kernel adds. Every result is checked against float64 first; three
 interleaved rounds, median microseconds, and the bytes read over copy bandwidth.
 
-    python scripts/probe_col_tiles.py [names to keep]
+    python scripts/probe_col_tiles.py [names to keep]      (SWEEP=1: chunk lengths of the column tiles)
 """
 import os
 import statistics
@@ -26,6 +26,7 @@ from tiledsl.errors import TdslError  # noqa: E402
 from tiledsl.inputs import relative_error  # noqa: E402
 from tiledsl.runtime.launcher import _sm_count, set_overrides  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
 SUM = "kernel f(x: {t}[M, N]) -> f32[N] {{ return sum(x, axis=M) }}"
 MEAN = "kernel f(x: {t}[M, N]) -> f32[N] {{ return mean(x, axis=M) }}"
@@ -37,8 +38,15 @@ CASES = [("mean f16", MEAN.format(t="f16"), {"M": 65536, "N": 768}),
          ("sum f16 wide", SUM.format(t="f16"), {"M": 1024, "N": 65536}),
          ("sum f32 wide", SUM.format(t="f32"), {"M": 2048, "N": 32768}),
          ("sum f32 narrow", SUM.format(t="f32"), {"M": 1 << 20, "N": 64}),
-         ("sum f16 narrow", SUM.format(t="f16"), {"M": 1 << 20, "N": 128})]
+         ("sum f16 narrow", SUM.format(t="f16"), {"M": 1 << 20, "N": 128}),
+         ("sum f16 64 columns", SUM.format(t="f16"), {"M": 1 << 20, "N": 64}),
+         ("sum f16 square", SUM.format(t="f16"), {"M": 8192, "N": 8192}),
+         ("sum bf16 4096", SUM.format(t="bf16"), {"M": 4096, "N": 4096})]
 
+SWEEP = os.environ.get("SWEEP") == "1"  # the default's column tiles at chunk lengths, the old default, one hand kernel
+# (threads across the columns, row groups, loads in flight, waves of blocks)
+HAND_SHAPES = ((32, 8, 4, 1), (64, 4, 4, 1), (64, 8, 4, 1), (128, 2, 4, 1), (128, 4, 4, 1),
+               (64, 4, 8, 1), (64, 4, 4, 2), (256, 1, 4, 1), (32, 16, 4, 1))
 CTYPE = {"f16": "__half", "bf16": "__nv_bfloat16", "f32": "float"}
 TO_F32 = {"f16": "__half2float", "bf16": "__bfloat162float", "f32": ""}
 
@@ -143,7 +151,20 @@ def main() -> None:
         mean = case.name.startswith("mean")
         m, n = case.extents["M"], case.extents["N"]
         variants = {"default": d}
-        if d.kind == "reduce_split":        # more chunks (more blocks an SM), and narrower blocks
+        if SWEEP:   # column tiles of 16 and 32 vectors, registers for 2048 threads, chunks of L loads a thread
+            for columns in (16, 32):
+                t = choose.column_tile_split(p, columns, 512, full=True)
+                if t is None:
+                    continue
+                for loads in (8, 16, 32, 64, 128, 256):
+                    splits = min(t.splits, -(-p.row_length // (loads * t.row_threads)))
+                    if splits >= 2 and replace(t, splits=splits) not in variants.values():
+                        variants.setdefault(f"cols{columns} {loads} loads s{splits}", replace(t, splits=splits))
+            for s in choose.candidates(p, k.hints):     # the old default: pairs of columns
+                if s.kind == "reduce_split" and s.row_threads == 1 and s.vec == choose.paired_columns(p):
+                    variants.setdefault(s.tag + f" s{s.splits}", s)
+                    break
+        elif d.kind == "reduce_split":        # more chunks (more blocks an SM), and narrower blocks
             limit = choose.max_splits(p, d.row_threads, d.vec)
             for block in sorted({d.block, 128}):
                 for times in (1, 2, 4, 8):
@@ -155,17 +176,29 @@ def main() -> None:
                         continue
                     if not choose.fits(p, v):
                         variants.setdefault(f"b{block} splits {splits}", v)
-        for s in choose.candidates(p, k.hints):
+        for s in choose.candidates(p, k.hints) if not SWEEP else ():
             if s.kind in ("reduce_split", "reduce_col") and s != d:
                 variants.setdefault(s.tag + f" s{s.splits}", s)
+        vec = 16 // (4 if dtype == "f32" else 2)
+        for tc, rg, unroll, waves in HAND_SHAPES if not SWEEP else ():   # tiledsl's tiles in the hand kernels' shapes
+            tc = min(tc, n // vec)
+            gx, block = -(-n // (tc * vec)), tc * rg
+            splits = max(1, min(_sm_count(0) * max(1, 2048 // block) * waves // gx, -(-m // (rg * unroll))))
+            for blocks in dict.fromkeys((1, 2048 // block)):
+                try:
+                    v = Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=rg, splits=splits,
+                                 unroll=unroll, min_blocks=blocks, index64=p.index64)
+                except TdslError:
+                    continue
+                if splits >= 2 and not choose.fits(p, v):
+                    variants.setdefault(f"tdsl tc{tc} rg{rg} u{unroll} w{waves} b{blocks} ({gx}x{splits})", v)
         variants = row_probe.exact(case, variants, bound=1e-4)
         calls = {}      # label -> (setup before timing, call)
         for label, s in variants.items():
             calls[f"{label} {s.tag}" if label == "default" else label] = (
                 lambda s=s, k=k: set_overrides(k._launcher, {0: s}), lambda i, k=k, c=case: k(*c.sets[i], out=c.out))
         x0 = case.sets[0][0]
-        for tc, rg, unroll, waves in ((32, 8, 4, 1), (64, 4, 4, 1), (64, 8, 4, 1), (128, 2, 4, 1), (128, 4, 4, 1),
-                                      (64, 4, 8, 1), (64, 4, 4, 2), (256, 1, 4, 1), (32, 16, 4, 1)):
+        for tc, rg, unroll, waves in HAND_SHAPES if not SWEEP else ((32, 16, 4, 1),):
             h = Hand(dtype, n, m, tc, rg, unroll, waves, mean)
             if h.label in calls:
                 continue

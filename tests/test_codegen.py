@@ -14,7 +14,7 @@ from tiledsl.codegen import sources_for
 from tiledsl.codegen.cuda import literal, render
 from tiledsl.dtypes import DTYPES
 from tiledsl.errors import TdslError
-from tiledsl.schedule.choose import candidates, default, fits, launches, problem
+from tiledsl.schedule.choose import candidates, column_tile_split, default, fits, launches, problem
 from tiledsl.schedule.hints import Hints
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
@@ -554,8 +554,31 @@ def test_a_row_reduction_budgets_registers_for_1024_1536_or_2048_threads_only():
             Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, min_blocks=blocks)
     with pytest.raises(tiledsl.TdslError, match="1024 threads per SM"):   # that is min_blocks 1
         Schedule("reduce_row", block=512, vec=1, items=4, row_threads=512, min_blocks=2)
-    with pytest.raises(tiledsl.TdslError, match="only row reductions and GEMMs"):
+    with pytest.raises(tiledsl.TdslError, match="only row and split reductions and GEMMs"):
         Schedule("pointwise", block=256, vec=4, items=2, min_blocks=8)
+
+
+def test_a_split_reduction_may_budget_registers_for_1536_or_2048_threads():
+    tile = Schedule("reduce_split", block=512, vec=8, items=0, row_threads=16, splits=8, min_blocks=4)
+    assert tile.register_cap == 32 and "_t16_r32_" in tile.tag
+    assert Schedule("reduce_split", block=512, vec=8, items=0, row_threads=16, splits=8, min_blocks=3).register_cap == 40
+    for blocks in (2, 5):
+        with pytest.raises(tiledsl.TdslError, match="split reduction budgets registers"):
+            Schedule("reduce_split", block=512, vec=8, items=0, row_threads=16, splits=8, min_blocks=blocks)
+
+
+def test_a_tile_of_16_bit_columns_fits_32_registers_without_spilling():
+    """choose.column_tile_split(full=True): launch bounds for 4 blocks of 512 an SM, as the
+    hand-written kernel of scripts/probe_col_tiles.py runs; ptxas must fit it unspilled."""
+    k = tiledsl.compile("kernel f(x: bf16[M, N]) -> f32[N] { return mean(x, axis=M) }")
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    s = column_tile_split(problem(g, lay, dict(M=65536, N=768)), 32, 512, full=True)
+    assert s.min_blocks == 4 and s.vec == 8
+    ks = render(k.graph, g, lay, s, 1)
+    assert "__launch_bounds__(512, 4)" in ks.source
+    usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
+    assert usage.registers <= 32 and usage.spill_stores == 0 and usage.spill_loads == 0
 
 
 @pytest.mark.parametrize("src,extents,kind", [

@@ -1220,6 +1220,32 @@ def test_every_streamed_reduction_schedule(name, extents, schedule):
     check(k, host_arguments(k, extents), extents, "out")
 
 
+COLUMN_TILE_DEFAULTS = [
+    # tails everywhere: a part tile of columns, a short last chunk of rows
+    ("kernel c(x: f16[M, N]) -> f32[N] { return mean(x, axis=M) }", dict(M=65537, N=776)),
+    ("kernel c(x: bf16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=2, T=40009, C=1032)),
+    ("kernel c(x: f16[M, N]) -> f32[N] { return max(x, axis=M) }", dict(M=300007, N=136)),
+    ("kernel c(x: f16[M, N], s: f32) -> f16[N] { return f16(sum(x, axis=M) * s) }", dict(M=1000003, N=64)),
+    ("kernel vm(x: f16[K], w: f16[K, N]) -> f32[N] { return x @ w }", dict(K=30011, N=2056)),
+    ("kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=1031, N=65544))]
+
+
+@pytest.mark.parametrize("src,extents", COLUMN_TILE_DEFAULTS, ids=[str(e) for _, e in COLUMN_TILE_DEFAULTS])
+def test_16_bit_columns_default_to_tiles_of_vectors(src, extents):
+    """16-bit reductions across memory run by default in tiles of 16-byte column vectors,
+    a column's rows shared by a block (choose.column_tile_default): exact at tails,
+    every element written."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import default, problem
+    from tiledsl.runtime.launcher import _sm_count
+    k = fresh(src)
+    launcher = launcher_for(k)
+    p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), _sm_count(0), "sm_90a")
+    d = default(p, k.hints)
+    assert d.kind == "reduce_split" and d.vec == 8 and d.min_blocks * d.block == 2048 and 1 < d.row_threads, d
+    check(k, host_arguments(k, extents), extents, "out")
+
+
 def test_every_streamed_program_offers_unrolled_candidates():
     assert {n for n, _, _, s in _streamed_schedules() if s.unroll} == set(range(len(STREAMED_PROGRAMS)))
 

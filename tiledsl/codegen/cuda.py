@@ -375,10 +375,10 @@ class _Renderer:
         # Asking for 1024 resident threads caps registers at 64: it keeps two
         # 512-thread blocks per SM (measured faster), and without it ptxas
         # sometimes squeezes a 512-thread block into 32 registers and spills.
-        # A row reduction's schedule may ask for all 2048 (32 registers); f64
+        # A row or split reduction's schedule may ask for all 2048 (32 registers); f64
         # functions get 128 (schedules.budgeted_threads).
         common = dict(name=name, params=decls, block=self.s.block, vec=self.vec, helpers=_helpers(),
-                      min_blocks=(self.s.min_blocks if self.s.kind == "reduce_row" and self.s.min_blocks > 1
+                      min_blocks=(self.s.min_blocks if self.s.kind in ("reduce_row", "reduce_split") and self.s.min_blocks > 1
                                   else max(1, budgeted_threads(self.group.values) // self.s.block)),
                       index_t="long long" if self.s.index64 else "int",
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
@@ -715,22 +715,24 @@ class _Renderer:
         staged = cached and self.s.stages > 1 and bool(ringed)
         if staged:
             self.check_ring(ringed)
-        if split and kv > 1:    # stage 1: a partial a column of the vector (a tile's threads combined first)
+        if self.column_tiles:   # stage 1: a tile's threads combined through shared memory, then stored
+            [phase] = phase_code
+            phase["finish"] = self.column_tile_finish(reduces, kv)
+            full_outs, row_stores = [], []
+        elif split and kv > 1:    # stage 1: a partial a column of the vector (a thread a column)
             [phase] = phase_code
             phase["finish"] = ["#pragma unroll", f"for (int e = 0; e < {kv}; ++e) {{"] + [
-                line for k, r in enumerate(reduces) for line in (
-                    self.cross_thread(r, "[e]"),
-                    f"if (lane == 0{' && live' if together else ''}) "
-                    f"part{k}[(idx_t)blockIdx.y * nrows * {kv} + row * {kv} + e] = acc{r.id}[e];")] + ["}"]
+                f"part{k}[(idx_t)blockIdx.y * nrows * {kv} + row * {kv} + e] = acc{r.id}[e];"
+                for k, r in enumerate(reduces)] + ["}"]
             full_outs, row_stores = [], []
         elif split:   # stage 1: each phase ends by storing this block's partial for the row
             [phase] = phase_code            # split schedules take one reduction level only
             phase["finish"] = [line for k, r in enumerate(reduces) for line in (
-                self.cross_thread(r), f"if (lane == 0{' && live' if together else ''}) "
-                                      f"part{k}[(idx_t)blockIdx.y * nrows + row] = acc{r.id};")]
+                self.cross_thread(r), f"if (lane == 0) part{k}[(idx_t)blockIdx.y * nrows + row] = acc{r.id};")]
             full_outs, row_stores = [], []
-        if self.column_tiles:       # a slot a thread: a column's threads combine them (cross_thread)
-            scratch = [f"__shared__ {reg_type(r.dtype)} tile{r.id}[{self.s.block}];" for r in reduces]
+        if self.column_tiles:       # each thread's lanes side by side (column_tile_finish)
+            scratch = [f"__shared__ __align__(16) {reg_type(r.dtype)} tile{r.id}[{self.s.block * self.tile_lanes(r, kv)}];"
+                       for r in reduces]
         elif self.s.row_threads > 32:
             # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
             # one barrier a reduction (tdsl::block_reduce); a row shared by a cluster's
@@ -1025,18 +1027,43 @@ class _Renderer:
         return (f"tdsl::online_block_reduce<{self.s.block}>(acc{m.id}, acc{sm.id}, "
                 f"scratch{m.id}[flip], scratch{sm.id}[flip]);")
 
-    def cross_thread(self, r: Value, lane: str = "") -> str:
-        """Combine reduction `r`'s accumulator (`acc<id><lane>`: `[e]`, a lane of a vector
-        of columns) across the threads that share its row or column."""
+    def tile_lanes(self, r: Value, kv: int) -> int:
+        """Lanes of a column vector one round of column_tile_finish takes: all `kv`, unless
+        the block's slots for them would pass 16 KiB (8-byte accumulators, 16 byte columns)."""
+        lanes = kv
+        while lanes > 1 and self.s.block * lanes * (8 if reg_type(r.dtype) in ("double", "long long") else 4) > 16384:
+            lanes //= 2
+        return lanes
+
+    def column_tile_finish(self, reduces: list[Value], kv: int) -> list[str]:
+        """A split reduction's tile of RPB columns (vectors of kv lanes; kv 1: no vector),
+        TPR threads each, combined: each thread puts L lanes side by side in shared memory,
+        then thread t of the first RPB * L adds column t / L's lane t % L over the TPR
+        threads and stores its partial, neighbouring threads on neighbouring partials. Two
+        barriers a round of L lanes (tile_lanes), where every thread adding every lane took
+        two a lane (H100 2026-11-27: that cost a bf16 mean over 65536x1024 8 us of 62)."""
+        lines = []
+        for k, r in enumerate(reduces):
+            op, lanes = _REDUCE_OP[r.attr("kind")], self.tile_lanes(r, kv)
+            for e0 in range(0, kv, lanes):
+                put = (f"tile{r.id}[threadIdx.x] = acc{r.id};" if kv == 1 else
+                       f"for (int i = 0; i < {lanes}; ++i) tile{r.id}[threadIdx.x * {lanes} + i] = acc{r.id}[{e0} + i];")
+                # (RPB * L partials: more than the block's threads where TPR < L)
+                lines += ["#pragma unroll"] * (kv > 1) + [put, "__syncthreads();",
+                          f"for (int o = threadIdx.x; o < RPB * {lanes}; o += {self.s.block}) {{",
+                          f"    if (first + o / {lanes} >= nrows) break;",
+                          f"    {reg_type(r.dtype)} total = tile{r.id}[o];",
+                          f"    for (int t = 1; t < TPR; ++t) total = {op}::combine(total, tile{r.id}[o + t * RPB * {lanes}]);",
+                          f"    part{k}[((idx_t)blockIdx.y * nrows + first + o / {lanes}) * {kv} + {e0} + o % {lanes}] = total;",
+                          "}", "__syncthreads();"]
+        return lines
+
+    def cross_thread(self, r: Value) -> str:
+        """Combine reduction `r`'s accumulator across the threads that share its row or
+        column (a split's tile of columns: column_tile_finish)."""
         op = _REDUCE_OP[r.attr("kind")]
-        acc = f"acc{r.id}{lane}"
         if self.s.row_threads == 1:
             return ""
-        if self.column_tiles:   # a column's threads lie RPB apart: every thread combines them alike
-            return (f"tile{r.id}[threadIdx.x] = {acc}; __syncthreads(); "
-                    f"{acc} = tile{r.id}[threadIdx.x % RPB]; "
-                    f"for (int t = 1; t < TPR; ++t) {acc} = {op}::combine({acc}, "
-                    f"tile{r.id}[threadIdx.x % RPB + t * RPB]); __syncthreads();")
         if self.s.row_threads <= 32:    # a row's lanes: an aligned group of a warp
             return f"acc{r.id} = tdsl::warp_reduce<{op}, {self.s.row_threads}>(acc{r.id});"
         block = f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id}[flip]);"

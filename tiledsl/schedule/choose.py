@@ -899,9 +899,16 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             wide = split_schedule(p, v)
             if wide is not None:
                 out += [replace(wide, splits=n) for n in dict.fromkeys((wide.splits, wide.splits // 2)) if n >= 2]
-        # 16-byte vectors of columns, each column's rows shared by a block's threads
-        out += list(dict.fromkeys(t for columns, block in ((32, 512), (64, 512), (16, 512), (32, 256))
-                                  if (t := column_tile_split(p, columns, block)) is not None))
+    if not p.row_major():   # 16-byte vectors of columns, each column's rows shared by a block's threads
+        # (registers budgeted for 1024 threads an SM, or for all 2048)
+        out += list(dict.fromkeys(t for columns, block in ((16, 512), (32, 512), (64, 512), (32, 256))
+                                  for full in (True, False)
+                                  if (t := column_tile_split(p, columns, block, full)) is not None))
+        tile = column_tile_default(p)
+        if tile is not None:    # the default's chunks, half as long (while a wave lasts) and twice
+            wave = column_tile_split(p, 512 // tile.row_threads, 512, full=True).splits
+            out += [replace(tile, splits=n) for n in dict.fromkeys((tile.splits, min(2 * tile.splits, wave),
+                                                                    tile.splits // 2)) if n >= 2]
     # A few rows that a split reduction spreads over the GPU: a block a row would leave most
     # SMs idle, and each thread sums a long stretch serially (H100, sum(x * y) over 2^26 f32:
     # 2.4-3.8 ms against the split's 0.19, and relative errors of 1.9e-5 against float64).
@@ -1057,6 +1064,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             vec //= 2       # many inputs: narrower vectors rather than spills
         items = 2 if pointwise_held_words(p, vec, 2) <= POINTWISE_HELD_WORDS else 1
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
+    tile = column_tile_default(p) if not p.row_major() else None
+    if tile is not None:
+        return tile
     if not p.row_major() and p.rows >= 4 * p.sm_count * 32:
         return columns_split(p) or Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1,
                                             index64=p.index64)
@@ -1340,27 +1350,62 @@ def split_schedule(p: Problem, column_vec: int = 1) -> Optional[Schedule]:
                     index64=p.index64)
 
 
-def column_tile_split(p: Problem, columns: int = 32, block: int = 512) -> Optional[Schedule]:
+def column_tile_split(p: Problem, columns: int = 32, block: int = 512, full: bool = False) -> Optional[Schedule]:
     """A split reduction across memory whose threads read 16 bytes of neighbouring columns
     (the widest column vector) a row: a block `columns` vectors wide and block // columns
     threads deep down each column's chunk of rows, combined in shared memory, the splits
-    filling the SMs with threads. A tuner candidate, not a default: a hand-written kernel of
-    this shape led the default pairs of columns by 7-10% on 16-bit columns, but this one,
-    at 48 registers and so 2 blocks of 512 an SM where the hand kernel fits 4, did not (H100
-    2026-11-27, scripts/probe_col_tiles.py: mean f16 65536x768 over 50.4 us, default 48.5)."""
-    if p.row_major() or not p.splittable() or p.row_length < 4096 or not column_vectors(p):
+    filling the SMs with threads (whole waves of THREADS_PER_SM threads an SM): the tuner's
+    candidates, and the shape of the 16-bit default (column_tile_default, which takes
+    longer chunks). `full` budgets registers for all THREADS_PER_SM threads (32 a thread):
+    16-bit columns only (f32 vectors spill 4 bytes at 32 registers, sm_90a). At 48
+    registers (2 blocks of 512 an SM), with every thread combining every lane, these lost
+    to the pairs of columns (H100 2026-11-27 03:14, mean f16 65536x768 50.4 against 48.5 us)."""
+    if p.row_major() or not p.splittable() or p.row_length < 1024 or not column_vectors(p):
         return None
     vec = max(column_vectors(p))
+    if full and vec < 8:
+        return None
     columns = min(columns, _pow2_at_least(p.rows // vec))
     tpr = block // columns
     if columns < 8 or tpr < 2:
         return None
     row_blocks = -(-(p.rows // vec) // columns)
-    splits = min(-(-(THREADS_PER_SM // block) * p.sm_count // row_blocks), max_splits(p, tpr, 1))
+    # whole waves of blocks (as many as THREADS_PER_SM threads an SM hold), not one more part-wave
+    splits = min((THREADS_PER_SM // block) * p.sm_count // row_blocks, max_splits(p, tpr, 1))
     if splits < 2:
         return None
     return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
-                    index64=p.index64)
+                    min_blocks=THREADS_PER_SM // block if full else 1, index64=p.index64)
+
+
+def column_tile_default(p: Problem) -> Optional[Schedule]:
+    """The default for 16-bit columns across memory: tiles of 16 vectors of columns (32
+    where 16 leave too few chunks for two), blocks of 512 with registers for 2048 threads,
+    and about 2 blocks an SM, each walking a long chunk; None where they would not fill the
+    SMs so, or where each thread would load under 32 vectors (bf16 4096x4096: 19.8 us in
+    pairs of columns, 20.9-22.5 in tiles; the pairs of columns below). H100 2026-11-27
+    (scripts/probe_col_tiles.py SWEEP=1, us, the old default / this rule's tile and chunks
+    / the best chunks): mean f16 65536x768 48.8 / 41.7 (s32; 44.6 in a wave of 4 blocks an
+    SM), bf16 65536x1024 59.0 / 51.1, sum f16 16384x4096 52.5 / 49.6, 8192x8192 51.6 /
+    49.6, 1048576x128 125.0 / 104.3 (s256), 1048576x64 72.2 / 60.5-61.3, 1024x65536 55.5 /
+    50.0; a hand-written kernel of 32 vectors a block 44.9, 55.1, 52.1, 51.3, 116.0, 89.7,
+    51.4. The rule, timed after (same probe): 41.3, 51.4, 50.2, 49.9, 107.5, 62.8, 50.3.
+    f32 columns keep the defaults (level, or slower in tiles)."""
+    vecs = column_vectors(p)
+    loop = column_loop(p.layout) if vecs else None
+    if loop is None or 8 not in vecs or any(op.dtype.itemsize != 2 for op in p.layout.inputs if loop in op.loops):
+        return None
+    for columns in (16, 32):
+        tile = column_tile_split(p, columns, 512, full=True)
+        if tile is not None:
+            break
+    else:
+        return None
+    row_blocks = -(-(p.rows // 8) // (512 // tile.row_threads))
+    splits = min(tile.splits, max(2, -(-2 * p.sm_count // row_blocks)))
+    if row_blocks * splits < 2 * p.sm_count or p.row_length < 32 * splits * tile.row_threads:
+        return None     # too few blocks, or chunks too short (under 32 loads a thread)
+    return replace(tile, splits=splits)
 
 
 def columns_split(p: Problem) -> Optional[Schedule]:

@@ -271,7 +271,7 @@ class Schedule:
                                 # filled by cp.async stages - 1 rows ahead of the one being reduced
     group: int = 0              # matmul: launch blocks this many block rows at a time (L2 reuse); 0 = row by row
     wgmma: bool = False         # matmul (sm_90a): warpgroup tensor cores reading swizzled shared memory
-    min_blocks: int = 1         # matmul (wgmma, SIMT vec 4), reduce_row: blocks per SM the registers are budgeted for
+    min_blocks: int = 1         # matmul (wgmma, SIMT vec 4), reduce_row, reduce_split: blocks per SM the registers are budgeted for
     unroll: int = 0             # streamed loops (reduce_col, reduce_split, looped reduce_row): #pragma unroll
                                 # this many iterations; 0 = the compiler's rule (see codegen reduce())
     index64: bool = False       # 64-bit indexing (any extent product >= 2^31)
@@ -369,8 +369,12 @@ class Schedule:
             if self.min_blocks != 1 and self.min_blocks * self.block not in ROW_THREAD_BUDGETS:
                 return (f"a row reduction budgets registers for 1024 threads per SM (min_blocks 1), "
                         f"for {R40_THREADS} or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
+        elif self.kind == "reduce_split" and self.min_blocks != 1:
+            if self.min_blocks * self.block not in ROW_THREAD_BUDGETS:
+                return (f"a split reduction budgets registers for 1024 threads per SM (min_blocks 1), "
+                        f"for {R40_THREADS} or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
         elif self.kind != "matmul" and self.min_blocks != 1:
-            return "only row reductions and GEMMs choose the blocks per SM their registers are budgeted for"
+            return "only row and split reductions and GEMMs choose the blocks per SM their registers are budgeted for"
         elif self.kind == "reduce_col":
             if self.row_threads != 1 or self.items != 0 or self.vec > 8:
                 return "a column reduction has a thread a column (or a vector of up to 8 of them) and loops"
@@ -470,7 +474,7 @@ class Schedule:
 
     @property
     def register_cap(self) -> int:
-        """A row reduction's registers per thread when min_blocks blocks must be resident
+        """A row or split reduction's registers per thread when min_blocks blocks must be resident
         (ptxas allocates them in 8s)."""
         return REGISTERS_PER_SM // (self.min_blocks * self.block) // 8 * 8
 
@@ -501,6 +505,8 @@ class Schedule:
             parts.append(f"t{self.tile[0]}x{self.tile[1]}")
         if self.kind == "reduce_split":
             parts.append(f"t{self.row_threads}")
+            if self.min_blocks > 1:
+                parts.append(f"r{self.register_cap}")
         if self.kind == "reduce_row":
             parts.append(f"t{self.row_threads}")
             if not self.hoist:
