@@ -172,7 +172,7 @@ def test_empty_results_say_that_nothing_launches(capsys, no_gpu):
     assert rc == 0 and "note: no kernel launches at M=0" in out and "result 0: f32[0, 5] (no values)" in out
     import numpy as np
     k = tiledsl.compile("kernel k(x: f32[N]) -> f32[N] { return x * 2 }")
-    assert k.cuda_source(np.zeros(0, np.float32)) == "// k: no kernel launches at N=0 (every result is empty)"
+    assert k.cuda_source(np.zeros(0, np.float32)) == "// no kernel launches at N=0 (every result of k is empty)"
 
 
 # -- the Python API ----------------------------------------------------------------------------

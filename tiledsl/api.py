@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 from pathlib import Path
 from typing import Iterator, Optional, Union
@@ -121,9 +122,16 @@ class Kernel(functools.partial):
                      describe=lambda a: type(a).__name__)
         sources = sources_for(self, bound.extents)
         if not sources:     # every result is empty
-            zero = ", ".join(f"{d}=0" for d, n in bound.extents.items() if n == 0)
-            return f"// {self.name}: no kernel launches at {zero} (every result is empty)"
+            return f"// {self.no_launch_note(bound.extents) or 'no kernel launches at these sizes'}"
         return "\n".join(s.source for s in sources)
+
+    def no_launch_note(self, extents: dict) -> Optional[str]:
+        """What to say instead of CUDA where every result is empty at `extents` (nothing
+        launches), else None."""
+        if all(math.prod(extents[d] for d in r.dims) == 0 for r in self.graph.results):
+            zero = ", ".join(f"{d}=0" for d, n in extents.items() if n == 0)
+            return f"no kernel launches at {zero} (every result of {self.name} is empty)"
+        return None
 
     def autotune(self, *args, budget: Optional[float] = None, db=None, store: bool = True,
                  retune: bool = False, progress: bool = False, max_candidates: int = 64, **kwargs):

@@ -86,14 +86,6 @@ def _check_numbers(args) -> None:
             raise TdslArgumentError(f"{option} takes {takes}; got {value:g}")
 
 
-def _no_launch_note(kernel: Kernel, extents: dict[str, int]) -> Optional[str]:
-    """What to say instead of nothing when every result is empty (no kernel launches)."""
-    if all(math.prod(extents[d] for d in r.dims) == 0 for r in kernel.graph.results):
-        zero = ", ".join(f"{d}=0" for d, n in extents.items() if n == 0)
-        return f"no kernel launches at {zero} (every result of {kernel.name} is empty)"
-    return None
-
-
 def cmd_check(args) -> int:
     failed = 0
     for path in args.files:
@@ -120,7 +112,7 @@ def cmd_emit(args) -> int:
     for k, extents in zip(kernels, all_extents):
         text = emit_stage(k, args.stage, extents, args.arch, args.hbm_gbps)
         if not text:            # nothing launches at these sizes: say so rather than print a blank line
-            text = f"// {_no_launch_note(k, extents) or 'no kernel launches at these sizes'}"
+            text = f"// {k.no_launch_note(extents) or 'no kernel launches at these sizes'}"
         print(text)
     return 0
 
@@ -189,7 +181,7 @@ def cmd_run(args) -> int:
         expected = expected if isinstance(expected, tuple) else (expected,)
         print(f"{k.name} [{_shape_text({d: extents[d] for d in k.graph.dims})}]")
         print(f"  reference (NumPy, f64): {t_ref * 1e3:.1f} ms")
-        empty = _no_launch_note(k, extents)
+        empty = k.no_launch_note(extents)
         ok, why = _gpu_available()
         if not ok or args.cpu or empty:
             if empty:
