@@ -567,6 +567,32 @@ def test_a_split_reduction_may_budget_registers_for_1536_or_2048_threads():
             Schedule("reduce_split", block=512, vec=8, items=0, row_threads=16, splits=8, min_blocks=blocks)
 
 
+@pytest.mark.parametrize("src", [
+    "kernel f(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }",
+    "kernel f(x: f16[M, N]) -> (f32[N], f32[N]) { return sum(x, axis=M), max(x, axis=M) }",
+    "kernel f(x: bf16[M, N]) -> (f32[N], f32[N], f32[N], f32[N], f32[N]) {\n"
+    " return sum(x, axis=M), max(x, axis=M), min(x, axis=M), sum(x * x, axis=M), sum(abs(x), axis=M)\n}",
+    "kernel f(x: i8[M, N]) -> i64[N] { return sum(x, axis=M) }",
+    "kernel f(x: f32[M, N]) -> f32[N] { return max(x, axis=M) }",
+])
+def test_column_tiles_fit_their_registers_and_share_one_buffer(src):
+    """The default for columns across memory, and every column tile the tuner is offered
+    with registers for 2048 threads (choose.column_tile_split(full=True)), compile for
+    sm_90a without spilling; a tile's reductions take turns in one buffer of at most
+    16 KiB (five of them took 80 KiB of static shared memory each in its own)."""
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(M=65536, N=768))
+    tiles = [s for s in candidates(p) if s.kind == "reduce_split" and 1 < s.row_threads < s.block]
+    assert tiles
+    for s in [default(p)] + [s for s in tiles if s.min_blocks > 1]:
+        ks = render(k.graph, g, lay, s, 1)
+        usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
+        assert usage.spill_stores == 0 and usage.spill_loads == 0, s.tag
+        assert s not in tiles or usage.shared_bytes <= 16384, (s.tag, usage.shared_bytes)
+
+
 def test_a_tile_of_16_bit_columns_fits_32_registers_without_spilling():
     """choose.column_tile_split(full=True): launch bounds for 4 blocks of 512 an SM, as the
     hand-written kernel of scripts/probe_col_tiles.py runs; ptxas must fit it unspilled."""

@@ -730,9 +730,9 @@ class _Renderer:
             phase["finish"] = [line for k, r in enumerate(reduces) for line in (
                 self.cross_thread(r), f"if (lane == 0) part{k}[(idx_t)blockIdx.y * nrows + row] = acc{r.id};")]
             full_outs, row_stores = [], []
-        if self.column_tiles:       # each thread's lanes side by side (column_tile_finish)
-            scratch = [f"__shared__ __align__(16) {reg_type(r.dtype)} tile{r.id}[{self.s.block * self.tile_lanes(r, kv)}];"
-                       for r in reduces]
+        if self.column_tiles:       # each thread's lanes side by side, a reduction at a time (column_tile_finish)
+            size = max(self.tile_bytes(r, self.tile_lanes(r, kv)) for r in reduces)
+            scratch = [f"__shared__ __align__(16) unsigned char tile_bytes[{size}];"]
         elif self.s.row_threads > 32:
             # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
             # one barrier a reduction (tdsl::block_reduce); a row shared by a cluster's
@@ -1031,9 +1031,12 @@ class _Renderer:
         """Lanes of a column vector one round of column_tile_finish takes: all `kv`, unless
         the block's slots for them would pass 16 KiB (8-byte accumulators, 16 byte columns)."""
         lanes = kv
-        while lanes > 1 and self.s.block * lanes * (8 if reg_type(r.dtype) in ("double", "long long") else 4) > 16384:
+        while lanes > 1 and self.tile_bytes(r, lanes) > 16384:
             lanes //= 2
         return lanes
+
+    def tile_bytes(self, r: Value, lanes: int) -> int:
+        return self.s.block * lanes * (8 if reg_type(r.dtype) in ("double", "long long") else 4)
 
     def column_tile_finish(self, reduces: list[Value], kv: int) -> list[str]:
         """A split reduction's tile of RPB columns (vectors of kv lanes; kv 1: no vector),
@@ -1043,8 +1046,9 @@ class _Renderer:
         barriers a round of L lanes (tile_lanes), where every thread adding every lane took
         two a lane (H100 2026-11-27: that cost a bf16 mean over 65536x1024 8 us of 62)."""
         lines = []
-        for k, r in enumerate(reduces):
+        for k, r in enumerate(reduces):     # one buffer (tile_bytes) serves them in turn: a barrier ends each round
             op, lanes = _REDUCE_OP[r.attr("kind")], self.tile_lanes(r, kv)
+            lines.append(f"{reg_type(r.dtype)}* tile{r.id} = reinterpret_cast<{reg_type(r.dtype)}*>(tile_bytes);")
             for e0 in range(0, kv, lanes):
                 put = (f"tile{r.id}[threadIdx.x] = acc{r.id};" if kv == 1 else
                        f"for (int i = 0; i < {lanes}; ++i) tile{r.id}[threadIdx.x * {lanes} + i] = acc{r.id}[{e0} + i];")

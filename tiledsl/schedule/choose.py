@@ -906,7 +906,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                   if (t := column_tile_split(p, columns, block, full)) is not None))
         tile = column_tile_default(p)
         if tile is not None:    # the default's chunks, half as long (while a wave lasts) and twice
-            wave = column_tile_split(p, 512 // tile.row_threads, 512, full=True).splits
+            wave = column_tile_split(p, 512 // tile.row_threads, 512, full=tile.min_blocks > 1).splits
             out += [replace(tile, splits=n) for n in dict.fromkeys((tile.splits, min(2 * tile.splits, wave),
                                                                     tile.splits // 2)) if n >= 2]
     # A few rows that a split reduction spreads over the GPU: a block a row would leave most
@@ -1350,20 +1350,28 @@ def split_schedule(p: Problem, column_vec: int = 1) -> Optional[Schedule]:
                     index64=p.index64)
 
 
+def accumulator_words(p: Problem) -> int:
+    """32-bit registers a thread's accumulators take for one column: 2 for each 8-byte
+    reduction (f64, 64-bit integers), 1 for each other (16-bit floats add in f32)."""
+    return sum(2 if v.dtype.itemsize == 8 else 1 for v in p.group.values if v.op == "reduce")
+
+
 def column_tile_split(p: Problem, columns: int = 32, block: int = 512, full: bool = False) -> Optional[Schedule]:
     """A split reduction across memory whose threads read 16 bytes of neighbouring columns
     (the widest column vector) a row: a block `columns` vectors wide and block // columns
     threads deep down each column's chunk of rows, combined in shared memory, the splits
     filling the SMs with threads (whole waves of THREADS_PER_SM threads an SM): the tuner's
     candidates, and the shape of the 16-bit default (column_tile_default, which takes
-    longer chunks). `full` budgets registers for all THREADS_PER_SM threads (32 a thread):
-    16-bit columns only (f32 vectors spill 4 bytes at 32 registers, sm_90a). At 48
+    longer chunks). `full` budgets registers for all THREADS_PER_SM threads (32 a thread),
+    for vectors of 8 16-bit columns whose accumulators take 8 registers at most: one
+    reduction in f32 (at 32 registers f32 vectors spilled 4 bytes, two sums of f16 vectors
+    24, an i64 sum of i8 vectors 48; sm_90a). At 48
     registers (2 blocks of 512 an SM), with every thread combining every lane, these lost
     to the pairs of columns (H100 2026-11-27 03:14, mean f16 65536x768 50.4 against 48.5 us)."""
     if p.row_major() or not p.splittable() or p.row_length < 1024 or not column_vectors(p):
         return None
     vec = max(column_vectors(p))
-    if full and vec < 8:
+    if full and (vec < 8 or vec * accumulator_words(p) > 8):
         return None
     columns = min(columns, _pow2_at_least(p.rows // vec))
     tpr = block // columns
@@ -1380,7 +1388,8 @@ def column_tile_split(p: Problem, columns: int = 32, block: int = 512, full: boo
 
 def column_tile_default(p: Problem) -> Optional[Schedule]:
     """The default for 16-bit columns across memory: tiles of 16 vectors of columns (32
-    where 16 leave too few chunks for two), blocks of 512 with registers for 2048 threads,
+    where 16 leave too few chunks for two), blocks of 512 with registers for 2048 threads
+    (1024 where the accumulators would not fit: several reductions),
     and about 2 blocks an SM, each walking a long chunk; None where they would not fill the
     SMs so, or where each thread would load under 32 vectors (bf16 4096x4096: 19.8 us in
     pairs of columns, 20.9-22.5 in tiles; the pairs of columns below). H100 2026-11-27
@@ -1395,8 +1404,9 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     loop = column_loop(p.layout) if vecs else None
     if loop is None or 8 not in vecs or any(op.dtype.itemsize != 2 for op in p.layout.inputs if loop in op.loops):
         return None
+    full = 8 * accumulator_words(p) <= 8     # (else registers for 1024 threads: more reductions spill at 32)
     for columns in (16, 32):
-        tile = column_tile_split(p, columns, 512, full=True)
+        tile = column_tile_split(p, columns, 512, full=full)
         if tile is not None:
             break
     else:
