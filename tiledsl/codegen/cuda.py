@@ -378,7 +378,8 @@ class _Renderer:
         # A row or split reduction's schedule may ask for all 2048 (32 registers); f64
         # functions get 128 (schedules.budgeted_threads).
         common = dict(name=name, params=decls, block=self.s.block, vec=self.vec, helpers=_helpers(),
-                      min_blocks=(self.s.min_blocks if self.s.kind in ("reduce_row", "reduce_split") and self.s.min_blocks > 1
+                      min_blocks=(self.s.min_blocks
+                                  if self.s.kind in ("reduce_row", "reduce_split") and self.s.min_blocks > 1
                                   else max(1, budgeted_threads(self.group.values) // self.s.block)),
                       index_t="long long" if self.s.index64 else "int",
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
@@ -1036,6 +1037,7 @@ class _Renderer:
         return lanes
 
     def tile_bytes(self, r: Value, lanes: int) -> int:
+        """Shared memory for `lanes` of reduction `r`'s accumulators a thread of the block."""
         return self.s.block * lanes * (8 if reg_type(r.dtype) in ("double", "long long") else 4)
 
     def column_tile_finish(self, reduces: list[Value], kv: int) -> list[str]:

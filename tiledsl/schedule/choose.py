@@ -1365,9 +1365,9 @@ def column_tile_split(p: Problem, columns: int = 32, block: int = 512, full: boo
     longer chunks). `full` budgets registers for all THREADS_PER_SM threads (32 a thread),
     for vectors of 8 16-bit columns whose accumulators take 8 registers at most: one
     reduction in f32 (at 32 registers f32 vectors spilled 4 bytes, two sums of f16 vectors
-    24, an i64 sum of i8 vectors 48; sm_90a). At 48
-    registers (2 blocks of 512 an SM), with every thread combining every lane, these lost
-    to the pairs of columns (H100 2026-11-27 03:14, mean f16 65536x768 50.4 against 48.5 us)."""
+    24, an i64 sum of i8 vectors 48; sm_90a). At 48 registers (2 blocks of 512 an SM), with
+    every thread combining every lane, these lost to the pairs of columns (H100 2026-11-27
+    03:14, mean f16 65536x768 50.4 against 48.5 us)."""
     if p.row_major() or not p.splittable() or p.row_length < 1024 or not column_vectors(p):
         return None
     vec = max(column_vectors(p))
@@ -1389,8 +1389,8 @@ def column_tile_split(p: Problem, columns: int = 32, block: int = 512, full: boo
 def column_tile_default(p: Problem) -> Optional[Schedule]:
     """The default for 16-bit columns across memory: tiles of 16 vectors of columns (32
     where 16 leave too few chunks for two), blocks of 512 with registers for 2048 threads
-    (1024 where the accumulators would not fit: several reductions),
-    and about 2 blocks an SM, each walking a long chunk; None where they would not fill the
+    (1024 where the accumulators would not fit: several reductions), and about 2 blocks an
+    SM, each walking a long chunk; None where they would not fill the
     SMs so, or where each thread would load under 32 vectors (bf16 4096x4096: 19.8 us in
     pairs of columns, 20.9-22.5 in tiles; the pairs of columns below). H100 2026-11-27
     (scripts/probe_col_tiles.py SWEEP=1, us, the old default / this rule's tile and chunks
@@ -1400,9 +1400,7 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     50.0; a hand-written kernel of 32 vectors a block 44.9, 55.1, 52.1, 51.3, 116.0, 89.7,
     51.4. The rule, timed after (same probe): 41.3, 51.4, 50.2, 49.9, 107.5, 62.8, 50.3.
     f32 columns keep the defaults (level, or slower in tiles)."""
-    vecs = column_vectors(p)
-    loop = column_loop(p.layout) if vecs else None
-    if loop is None or 8 not in vecs or any(op.dtype.itemsize != 2 for op in p.layout.inputs if loop in op.loops):
+    if not sixteen_bit_columns(p) or 8 not in column_vectors(p):
         return None
     full = 8 * accumulator_words(p) <= 8     # (else registers for 1024 threads: more reductions spill at 32)
     for columns in (16, 32):
@@ -1479,12 +1477,17 @@ def paired_columns(p: Problem) -> int:
     f16 column sums 16384x4096 54.2 / 41.3, f16 batch mean 65536x768 46.9 / 42.1, bf16
     65536x1024 56.9 / 47.4; 4 and 8 columns no better; 64 bf16 columns 66.0 / 154.6)."""
     loop = column_loop(p.layout) if not p.row_major() else None
-    if loop is None or p.loops[loop] < 512:
-        return 1
-    walking = [op for op in p.layout.inputs if loop in op.loops]
-    if not walking or any(op.dtype.itemsize != 2 for op in walking):
+    if loop is None or p.loops[loop] < 512 or not sixteen_bit_columns(p):
         return 1
     return 2 if 2 in column_vectors(p) else 1
+
+
+def sixteen_bit_columns(p: Problem) -> bool:
+    """Whether a reduction across memory reads 16-bit values along its columns (the kept
+    loop innermost in memory), and only those."""
+    loop = column_loop(p.layout) if not p.row_major() else None
+    walking = [op for op in p.layout.inputs if loop is not None and loop in op.loops]
+    return bool(walking) and all(op.dtype.itemsize == 2 for op in walking)
 
 
 def launches(p: Problem, s: Schedule) -> list[Launch]:

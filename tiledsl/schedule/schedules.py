@@ -353,6 +353,12 @@ class Schedule:
         elif self.cluster > 1 and not (self.kind == "matmul" and self.specialized and self.cluster == 2):
             return ("only a GEMM with a producer warpgroup (specialized) pairs its blocks (cluster 2), and "
                     "only a row reduction shares a row among a cluster's blocks")
+        if self.min_blocks != 1 and self.kind in ("reduce_row", "reduce_split"):
+            if self.min_blocks * self.block not in ROW_THREAD_BUDGETS:
+                return (f"a {self.kind[7:]} reduction budgets registers for 1024 threads per SM (min_blocks 1), "
+                        f"for {R40_THREADS} or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
+        elif self.min_blocks != 1 and self.kind != "matmul":
+            return "only row and split reductions and GEMMs choose the blocks per SM their registers are budgeted for"
         if self.kind == "reduce_row":
             if self.row_threads not in (1, 2, 4, 8, 16, 32, self.block):
                 return "row_threads must be 1, 2, 4, 8, 16, 32 (a row a part of a warp) or the block size"
@@ -366,15 +372,6 @@ class Schedule:
             if self.stages > 1 and (self.items < 1 or self.prefetch or self.stages > MAX_ROW_STAGES):
                 return (f"a row ring of 2 to {MAX_ROW_STAGES} stages needs the row kept in registers "
                         f"(items >= 1) and replaces the register prefetch")
-            if self.min_blocks != 1 and self.min_blocks * self.block not in ROW_THREAD_BUDGETS:
-                return (f"a row reduction budgets registers for 1024 threads per SM (min_blocks 1), "
-                        f"for {R40_THREADS} or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
-        elif self.kind == "reduce_split" and self.min_blocks != 1:
-            if self.min_blocks * self.block not in ROW_THREAD_BUDGETS:
-                return (f"a split reduction budgets registers for 1024 threads per SM (min_blocks 1), "
-                        f"for {R40_THREADS} or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
-        elif self.kind != "matmul" and self.min_blocks != 1:
-            return "only row and split reductions and GEMMs choose the blocks per SM their registers are budgeted for"
         elif self.kind == "reduce_col":
             if self.row_threads != 1 or self.items != 0 or self.vec > 8:
                 return "a column reduction has a thread a column (or a vector of up to 8 of them) and loops"
