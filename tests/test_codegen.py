@@ -565,6 +565,8 @@ def test_a_split_reduction_may_budget_registers_for_1536_or_2048_threads():
     for blocks in (2, 5):
         with pytest.raises(tiledsl.TdslError, match="split reduction budgets registers"):
             Schedule("reduce_split", block=512, vec=8, items=0, row_threads=16, splits=8, min_blocks=blocks)
+    with pytest.raises(tiledsl.TdslError, match="in 2 or more splits"):     # a split's own checks still hold
+        Schedule("reduce_split", block=512, vec=8, items=0, row_threads=16, splits=1, min_blocks=4)
 
 
 @pytest.mark.parametrize("src", [
