@@ -73,11 +73,12 @@ def random_arguments(graph: Graph, extents: dict[str, int], seed: Optional[int] 
     """Fresh random NumPy arguments, one per parameter (scalars as Python numbers).
 
     Positive where an op needs it, where a result has at most a few elements
-    (FEW_ELEMENTS) at these extents, or where something is divided by a sum of so few: a sum of zero-mean terms can land near zero
-    by chance, and the relative error of a result that small measures the draw,
-    not the kernel (a dot product of 2^20 normal f32 values once missed 1e-5 so,
-    H100 2026-11-22; a column sum of 1000x1, 2026-11-23). Positive terms keep
-    each element's contribution visible: a dropped or doubled one still shows."""
+    (FEW_ELEMENTS) at these extents, or where something is divided by a sum of so
+    few: a sum of zero-mean terms can land near zero by chance, and the relative
+    error of a result that small measures the draw, not the kernel (a dot product
+    of 2^20 normal f32 values once missed 1e-5 so, H100 2026-11-22; a column sum of
+    1000x1, 2026-11-23). Positive terms keep each element's contribution visible:
+    a dropped or doubled one still shows."""
     rng = np.random.default_rng(seed)
     positive = (any(v.op in _POSITIVE_DOMAIN for v in graph.values)
                 or any(math.prod(extents.get(d, 1) for d in r.dims) <= FEW_ELEMENTS for r in graph.results)

@@ -72,6 +72,14 @@ def float_to_int(x, dtype, xp=np):
     return xp.where(t >= past_hi, xp.asarray(info.max, dtype=dtype), inside)
 
 
+def cast(x, dtype, xp=np):
+    """`x` converted to the NumPy `dtype` as the generated code converts it: floats to
+    integers by float_to_int, everything else as NumPy's astype rounds."""
+    if np.issubdtype(dtype, np.integer) and x.dtype.kind == "f":
+        return float_to_int(x, dtype, xp)
+    return x.astype(dtype)
+
+
 def unary_functions(xp, erf, erfc) -> dict:
     """The elementwise functions by IR op name, written once for any NumPy-like
     library `xp` (NumPy here, CuPy for the tuner's unfused peer)."""
@@ -139,11 +147,7 @@ class _Interpreter:
         if v.op == "idx":
             return np.arange(self.extents[v.attr("dim")], dtype=np.int64)
         if v.op == "cast":
-            src = self.env[v.operands[0].id]
-            if v.dtype.is_integer and src.dtype.kind == "f":
-                rounded = float_to_int(src, v.dtype.numpy)
-            else:
-                rounded = src.astype(v.dtype.numpy)      # round through the target type
+            rounded = cast(self.env[v.operands[0].id], v.dtype.numpy)   # round through the target type
             return rounded.astype(self.hold(v.dtype))
         if v.op == "permute":
             src = v.operands[0]

@@ -1042,13 +1042,14 @@ class _Renderer:
 
     def column_tile_finish(self, reduces: list[Value], kv: int) -> list[str]:
         """A split reduction's tile of RPB columns (vectors of kv lanes; kv 1: no vector),
-        TPR threads each, combined: each thread puts L lanes side by side in shared memory,
-        then thread t of the first RPB * L adds column t / L's lane t % L over the TPR
-        threads and stores its partial, neighbouring threads on neighbouring partials. Two
-        barriers a round of L lanes (tile_lanes), where every thread adding every lane took
-        two a lane (H100 2026-11-27: that cost a bf16 mean over 65536x1024 8 us of 62)."""
+        TPR threads each, combined a reduction at a time through one shared buffer
+        (tile_bytes): each thread puts L lanes side by side, then partial o of the tile's
+        RPB * L (column o / L's lane o % L) is added over the TPR threads by thread
+        o % block and stored, neighbouring threads on neighbouring partials. Two barriers a
+        round of L lanes (tile_lanes), where every thread adding every lane took two a lane
+        (H100 2026-11-27: that cost a bf16 mean over 65536x1024 8 us of 62)."""
         lines = []
-        for k, r in enumerate(reduces):     # one buffer (tile_bytes) serves them in turn: a barrier ends each round
+        for k, r in enumerate(reduces):     # the buffer serves them in turn: a barrier ends each round
             op, lanes = _REDUCE_OP[r.attr("kind")], self.tile_lanes(r, kv)
             lines.append(f"{reg_type(r.dtype)}* tile{r.id} = reinterpret_cast<{reg_type(r.dtype)}*>(tile_bytes);")
             for e0 in range(0, kv, lanes):

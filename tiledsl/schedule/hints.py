@@ -45,8 +45,7 @@ class Hints:
         """The directives given, as 'name=value' in field order ('' for none): what keys a
         kernel's tuning records, so that a directive added to the language later leaves
         the keys of kernels that do not use it as they were."""
-        return ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
-                         if f.name != "loc" and getattr(self, f.name) != f.default)
+        return ", ".join(f"{name}={value!r}" for name, value in self._set())
 
     @property
     def directives(self) -> str:
@@ -55,8 +54,12 @@ class Hints:
             if isinstance(value, tuple):
                 return ", ".join(f"{dim}={n}" for dim, n in value)
             return "true" if value is True else "false" if value is False else str(value)
-        return ", ".join(f"{f.name}({args(getattr(self, f.name))})" for f in fields(self)
-                         if f.name != "loc" and getattr(self, f.name) != f.default)
+        return ", ".join(f"{name}({args(value)})" for name, value in self._set())
+
+    def _set(self) -> list[tuple[str, object]]:
+        """(directive, value) for each directive the block gives, in field order."""
+        return [(f.name, getattr(self, f.name)) for f in fields(self)
+                if f.name != "loc" and getattr(self, f.name) != f.default]
 
 
 # directive → (kind of arguments, allowed values or bounds)

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..ir.graph import Graph, Value
-from ..reference import binary_functions, float_to_int, unary_functions
+from ..reference import binary_functions, cast, unary_functions
 
 
 def _special(xp, name: str):
@@ -73,10 +73,7 @@ class Evaluator:
         if v.op == "idx":
             return xp.arange(extents[v.attr("dim")], dtype=xp.int64)
         if v.op == "cast":
-            src = env[v.operands[0].id]
-            if v.dtype.is_integer and src.dtype.kind == "f":
-                return float_to_int(src, v.dtype.numpy, xp)
-            return src.astype(v.dtype.numpy)
+            return cast(env[v.operands[0].id], v.dtype.numpy, xp)
         if v.op == "permute":
             src = v.operands[0]
             return xp.transpose(env[src.id], [src.dims.index(d) for d in v.dims])
