@@ -44,6 +44,10 @@ LAYERNORM16_TDSL = LAYERNORM_TDSL.replace("w: f32[N], b: f32[N]", "w: f16[N], b:
 assert LAYERNORM16_TDSL != LAYERNORM_TDSL
 LN16 = "layernorm (w, b f16)"
 RMSNORM_TDSL = (C.EXAMPLES / "rmsnorm.tdsl").read_text()       # f16 x, f16 w, eps 1e-6 -> f16
+COLUMN_SUM_TDSL = (C.EXAMPLES / "column_sum.tdsl").read_text()  # f32[M, N] -> f32[N], sum over M
+COLUMN_SUM16_TDSL = COLUMN_SUM_TDSL.replace("x: f32[M, N]", "x: f16[M, N]")
+assert COLUMN_SUM16_TDSL != COLUMN_SUM_TDSL
+COLSUM, COLSUM16 = "column sum", "column sum (x f16)"
 
 LN_EPS = 1e-5
 RMS_EPS = 1e-6
@@ -56,6 +60,9 @@ FULL_SHAPES = {
     "layernorm": [(16384, 4096), (65536, 1024), (4096, 8192)],
     LN16: [(16384, 4096), (65536, 1024), (4096, 8192)],
     "rmsnorm": [(16384, 4096), (65536, 1024), (4096, 8192), (524288, 64)],
+    # reductions across memory: a bias's gradient, a batch's statistics (the result keeps N)
+    COLSUM: [(16384, 4096)],
+    COLSUM16: [(16384, 4096), (65536, 768), (1048576, 128), (1024, 65536)],
 }
 QUICK_SHAPES = {
     "relu((x+y)*s+bias)": [(16 << 20,)],
@@ -64,6 +71,7 @@ QUICK_SHAPES = {
     "layernorm": [(16384, 4096)],
     LN16: [(4096, 8192)],
     "rmsnorm": [(16384, 4096)],
+    COLSUM16: [(16384, 4096)],
 }
 
 
@@ -437,6 +445,47 @@ def _rmsnorm_torch(ctx, inp):
     return run
 
 
+# ---- column sums (x f32 or f16, sums f32) -------------------------------------------------------
+
+
+def _make_column_sum(dtype):
+    def make(cp, rs, shape):
+        return {"x": (rs.standard_normal(shape, dtype=cp.float32) + cp.float32(0.5)).astype(dtype)}
+    return make
+
+
+def _ref_column_sum(cp, inp):
+    return inp["x"].astype(cp.float64).sum(axis=0)
+
+
+def _column_sum_cupy(ctx, inp):
+    cp, x = ctx.cupy, inp["x"]
+    out = cp.empty(x.shape[1], dtype=cp.float32)
+    return lambda: cp.sum(x, axis=0, dtype=cp.float32, out=out)
+
+
+def _column_sum_torch(ctx, inp):
+    torch = ctx.torch
+    if torch is None:
+        raise NotApplicable("torch with CUDA not available")
+    x = ctx.t(inp["x"])
+    out = torch.empty(x.shape[1], dtype=torch.float32, device=x.device)
+    return lambda: torch.sum(x, dim=0, dtype=torch.float32, out=out)
+
+
+def _column_sum_triton(ctx, inp):
+    if ctx.peers is None:
+        raise NotApplicable("Triton peers not importable")
+    ok, why = ctx.peers.available()
+    if not ok:
+        raise NotApplicable(why)
+    x = ctx.t(inp["x"])
+    out = ctx.torch.empty(x.shape[1], dtype=ctx.torch.float32, device=x.device)
+    ctx.peers.column_sum(x, out=out)           # autotunes once per (M, N), untimed
+    ctx.notes["triton-colsum"] = "triton: autotuned over 48 tiles, atomic adds"
+    return lambda: ctx.peers.column_sum(x, out=out)
+
+
 # ---- the families ----------------------------------------------------------------------------
 
 
@@ -478,11 +527,18 @@ def families() -> list[Family]:
         [("cupy (unfused)", _rmsnorm_cupy), ("cupy kernels (2 passes)", _rmsnorm_kernels),
          ("cupy.fuse", no_fuse), ("torch F.rms_norm", _rmsnorm_torch),
          ("triton", triton_builder("rmsnorm", ("x", "w"), eps=RMS_EPS))])
+    column_peers = [("cupy.sum", _column_sum_cupy), ("torch.sum", _column_sum_torch),
+                    ("triton", _column_sum_triton)]
+    fam(COLSUM, "f32", "f32", _make_column_sum("float32"), ("x",),
+        lambda cp, i: ((i["x"].shape[1],), cp.float32), _ref_column_sum, "column_sum", column_peers)
+    fam(COLSUM16, "f16 (sums f32)", "f32", _make_column_sum("float16"), ("x",),
+        lambda cp, i: ((i["x"].shape[1],), cp.float32), _ref_column_sum, "column_sum16", column_peers)
     return fams
 
 
 TDSL_SOURCES = {"fused_relu": FUSED_RELU_TDSL, "chain5": CHAIN5_TDSL, "softmax": SOFTMAX_TDSL,
-                "layernorm": LAYERNORM_TDSL, "layernorm16": LAYERNORM16_TDSL, "rmsnorm": RMSNORM_TDSL}
+                "layernorm": LAYERNORM_TDSL, "layernorm16": LAYERNORM16_TDSL, "rmsnorm": RMSNORM_TDSL,
+                "column_sum": COLUMN_SUM_TDSL, "column_sum16": COLUMN_SUM16_TDSL}
 
 
 def compile_kernels() -> dict:

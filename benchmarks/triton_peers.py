@@ -5,6 +5,7 @@
     row softmax, one row per program          softmax(x)          BLOCK = next_power_of_2(N)
     layernorm forward, f16 in/out, f32 w/b    layernorm(x, w, b, eps)
     rmsnorm, f16 in/out, f16 w                rmsnorm(x, w, eps)
+    column sums, f32 out (any x dtype)        column_sum(x)       autotuned; rows split, atomic adds
     x + y (launch-overhead loop)              add(x, y, out=)
 
 `import triton` is guarded: without Triton (or torch with CUDA) `available()`
@@ -101,6 +102,32 @@ if triton is not None:
                  mask=mask)
 
 
+    def _column_sum_configs():
+        # tiles of columns x rows, and how many programs an SM the rows are split over
+        return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "WAVES": w}, num_warps=nw)
+                for bn in (64, 128, 256) for bm in (16, 32, 64) for w in (1, 2, 4) for nw in (4, 8)
+                if bm * bn <= 8192]
+
+    @triton.autotune(configs=_column_sum_configs(), key=["M", "N"], reset_to_zero=["out_ptr"])
+    @triton.jit
+    def _column_sum_kernel(x_ptr, out_ptr, M, N, x_row_stride,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WAVES: tl.constexpr):
+        # program (column tile, share of the rows): a 2-D f32 accumulator, one sum, atomic adds
+        cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        col_mask = cols < N
+        chunk = tl.cdiv(tl.cdiv(M, tl.num_programs(1)), BLOCK_M) * BLOCK_M
+        start = tl.program_id(1) * chunk
+        end = tl.minimum(start + chunk, M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for r in range(start, end, BLOCK_M):
+            rows = r + tl.arange(0, BLOCK_M)
+            mask = (rows[:, None] < end) & col_mask[None, :]
+            x = tl.load(x_ptr + rows[:, None].to(tl.int64) * x_row_stride + cols[None, :], mask=mask,
+                        other=0.0)
+            acc += x.to(tl.float32)
+        tl.atomic_add(out_ptr + cols, tl.sum(acc, axis=0), mask=col_mask)
+
+
 _POINTWISE_BLOCK = 1024
 
 
@@ -162,4 +189,20 @@ def rmsnorm(x, w, eps=1e-6, out=None):
     block = triton.next_power_of_2(n)
     _rmsnorm_kernel[(m,)](x, w, out, x.stride(0), out.stride(0), n, eps, BLOCK=block,
                           num_warps=_num_warps(block))
+    return out
+
+
+def column_sum(x, out=None):
+    """sum(x, axis=0) in f32: column tiles by shares of the rows, about WAVES programs an SM."""
+    _need()
+    m, n = x.shape
+    out = torch.empty(n, dtype=torch.float32, device=x.device) if out is None else out
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+
+    def grid(meta):
+        tiles = triton.cdiv(n, meta["BLOCK_N"])
+        shares = max(1, min(triton.cdiv(m, meta["BLOCK_M"]), triton.cdiv(meta["WAVES"] * sms, tiles)))
+        return (tiles, shares)
+    out.zero_()
+    _column_sum_kernel[grid](x, out, m, n, x.stride(0))
     return out

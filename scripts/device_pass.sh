@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -63,6 +63,8 @@ for phase in "$@"; do
     # the tests over 2^31 elements (marked slow), one at a time: beside other workers' memory
     # pools they found too little free memory and skipped
     gpuslow) timeout 160 python3 -m pytest -q -m "gpu and slow" tests/ -p no:cacheprovider -p no:benchmark 2>&1 | tail -4 ;;
+    tritoncols) timeout 400 python3 scripts/probe_triton_cols.py ;;
+    colbench) timeout 300 python3 benchmarks/bench_memory.py --only "column sum" --skip-launch --skip-compile --json $OUT/colsum.json ;;
     memory) timeout 300 python3 benchmarks/bench_memory.py --json $OUT/memory.json ;;
     launchbench) timeout 300 python3 benchmarks/bench_memory.py --only nothing-at-all --skip-compile --json $OUT/launch.json ;;
     gemm) timeout 300 python3 benchmarks/bench_gemm.py --json $OUT/gemm.json --markdown ;;

@@ -21,6 +21,7 @@ import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import row_probe  # noqa: E402  (beside this script)
+from benchmarks import triton_peers  # noqa: E402
 from benchmarks.common import copy_bandwidth, optional_torch, time_cuda  # noqa: E402
 from tiledsl.errors import TdslError  # noqa: E402
 from tiledsl.inputs import relative_error  # noqa: E402
@@ -176,6 +177,15 @@ def main() -> None:
                         continue
                     if not choose.fits(p, v):
                         variants.setdefault(f"b{block} splits {splits}", v)
+        if d.kind == "reduce_split" and d.row_threads > 1:     # the tile with more loads in flight a thread
+            for unroll in (2, 4, 8):
+                for blocks in dict.fromkeys((d.min_blocks, 1)):
+                    try:
+                        v = replace(d, unroll=unroll, min_blocks=blocks)
+                    except TdslError:
+                        continue
+                    if not choose.fits(p, v):
+                        variants.setdefault(f"default u{unroll} b{blocks}", v)
         for s in choose.candidates(p, k.hints) if not SWEEP else ():
             if s.kind in ("reduce_split", "reduce_col") and s != d:
                 variants.setdefault(s.tag + f" s{s.splits}", s)
@@ -218,6 +228,11 @@ def main() -> None:
                 peers["torch.mean(dim=0, f32)" if mean else "torch.sum(dim=0, f32)"] = (
                     (lambda i, tx=tx: tx[i].mean(dim=0, dtype=torch.float32)) if mean
                     else (lambda i, tx=tx: tx[i].sum(dim=0, dtype=torch.float32)))
+                if triton_peers.available()[0]:     # benchmarks/triton_peers.py: autotuned, sums only
+                    tout = torch.empty(n, dtype=torch.float32, device="cuda")
+                    triton_peers.column_sum(tx[0], out=tout)
+                    best = triton_peers._column_sum_kernel.best_config
+                    peers[f"triton sums {best}"] = lambda i, tx=tx, tout=tout: triton_peers.column_sum(tx[i], out=tout)
         for label, call in peers.items():
             try:
                 call(0)
