@@ -21,7 +21,7 @@ from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
 from tiledsl.schedule.choose import candidates, column_tile_split, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
-from tiledsl.schedule.schedules import Schedule
+from tiledsl.schedule.schedules import Schedule, combine_lanes
 
 from conftest import EXAMPLES, fresh_seed
 from test_codegen_fuzz import SIZES, drawn_candidates, fuzz_test
@@ -155,6 +155,28 @@ def test_column_tiles_of_16_byte_vectors_run_right_on_the_host(src, extents, col
     assert s is not None and s.vec == 8 // max(1, k.graph.params[0].dtype.itemsize // 2), s
     assert 1 < s.row_threads < s.block, s
     assert s.min_blocks * s.block == (2048 if full else s.block), s
+    _check(k, extents, s)
+
+
+SPLIT_PROGRAMS = [
+    ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=77)),
+    # three reductions a lane, an input of the row and statements after them
+    ("kernel f(x: f16[M, N], b: f32[N]) -> (f32[N], f32[N]) {\n"
+     " return mean(x, axis=M) + b, sqrt(max(x, axis=M) - min(x, axis=M))\n}", dict(M=3001, N=530)),
+    ("kernel f(x: i8[M, N]) -> i64[N] { return sum(x, axis=M) }", dict(M=2999, N=40)),
+    ("kernel d(x: f32[N], y: f32[N]) -> f32 { return sum(x * y) }", dict(N=70001)),     # one row
+]
+
+
+@pytest.mark.parametrize("splits", [3, 9, 70, 300])
+@pytest.mark.parametrize("src,extents", SPLIT_PROGRAMS, ids=[f"{e}" for _, e in SPLIT_PROGRAMS])
+def test_a_combining_kernel_shares_a_row_s_partials_among_lanes(src, extents, splits):
+    """A split reduction's second kernel: 1, 2, 16 or 32 threads a row (schedules.combine_lanes)
+    add a row's partials and meet in shared memory, over rows no block's share divides."""
+    k, p = _problem(src, extents)
+    s = next(c for c in candidates(p, k.hints) if c.kind == "reduce_split")
+    s = replace(s, splits=splits)
+    assert combine_lanes(s) == {3: 1, 9: 2, 70: 16, 300: 32}[splits]
     _check(k, extents, s)
 
 

@@ -28,6 +28,7 @@ from tiledsl.codegen.cuda import kernel_params, render
 from tiledsl.schedule.choose import launches, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
+from tiledsl.schedule.schedules import combine_lanes
 
 HERE = Path(__file__).parent
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -181,6 +182,8 @@ def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int
                     keep.append(np.array([p.loops[i]], np.int64))
                 elif kind == "splits":
                     keep.append(np.array([schedule.splits], np.int64))
+                elif kind == "lanes":
+                    keep.append(np.array([combine_lanes(schedule)], np.int64))
                 elif kind == "scalar":
                     v = scalars[i]
                     ctype = np.float64 if v.dtype.is_float else (np.bool_ if v.dtype.is_bool else np.int64)

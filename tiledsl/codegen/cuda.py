@@ -796,7 +796,9 @@ class _Renderer:
             raise TdslCompileError(f"schedule {self.s.tag}: {why}")
 
     def reduce_final(self) -> dict:
-        """Stage 2 of a split reduction: combine the partials, finish each row."""
+        """Stage 2 of a split reduction: combine the partials, finish each row. `nlanes`
+        threads a row each add every nlanes-th split's partials; the first adds the
+        others' sums (through shared memory) and finishes the row."""
         lay = self.layout
         self.vec = 1        # a thread a row (a column), whatever stage 1's vectors were
         reduces = [v for v in self.group.values if v.op == "reduce"]
@@ -808,21 +810,27 @@ class _Renderer:
                   and not self.depends_on_reduce(v)]
         after = [v for v in self.group.values if not (set(v.dims) & r_dims) and v.id not in done
                  and self.depends_on_reduce(v)]
-        combine = []
+        gather, shared, meet, finish = [], [], [], []
         count = " * ".join(f"n{l}" for l in lay.reduced_loops) or "1"
         for k, r in enumerate(reduces):
             T, op = reg_type(r.dtype), _REDUCE_OP[r.attr("kind")]
-            combine += [f"{T} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};",
-                        f"for (long long s = 0; s < nsplit; ++s) "
-                        f"acc{r.id} = {op}::combine(acc{r.id}, part{k}[s * nrows + row]);",
-                        f"const {T} v{r.id} = acc{r.id}" + (f" / ({T})({count});" if r.attr("kind") == "mean" else ";")]
-        combine += [self.define(v) for v in after]
+            gather += [f"{T} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};",
+                       f"if (live) for (long long s = lane; s < nsplit; s += lanes) "
+                       f"acc{r.id} = {op}::combine(acc{r.id}, part{k}[s * nrows + row]);"]
+            shared.append(f"__shared__ {T} lane_sums{k}[{self.s.block}];")
+            meet += [f"lane_sums{k}[threadIdx.x] = acc{r.id};",
+                     f"for (int j = 1; j < lanes; ++j) acc{r.id} = {op}::combine(acc{r.id}, "
+                     f"lane_sums{k}[j * rows_per_block + threadIdx.x]);"]
+            finish.append(f"const {T} v{r.id} = acc{r.id}"
+                          + (f" / ({T})({count});" if r.attr("kind") == "mean" else ";"))
+        finish += [self.define(v) for v in after]
         return dict(
             rows=" * ".join(f"n{l}" for l in lay.kept_loops) or "1",
             uniform=uniform, row_coords=self.coords(list(lay.kept_loops), "row"),
             row_loads=[f"const {reg_type(op.dtype)} v{op.value.id} = "
                        f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs],
-            row_stmts0=[self.define(v) for v in before], combine=combine,
+            row_stmts0=[self.define(v) for v in before], gather=gather, shared=shared,
+            share=meet[0::2], add_shared=meet[1::2], finish=finish,
             row_stores=[f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
                         for op in lay.outputs])
 
@@ -1084,7 +1092,8 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
                   stage: int = 1) -> tuple[list[str], list[tuple[str, int]]]:
     """The kernel's parameter declarations and, in the same order, what the
     launcher passes: ('in', k), ('out', k), ('part', k) (a split reduction's
-    partials of reduction k), ('extent', loop), ('splits', 0), ('scalar', index)."""
+    partials of reduction k), ('extent', loop), ('splits', 0), ('lanes', 0) (threads a row
+    of a split reduction's combining kernel), ('scalar', index)."""
     decls, args = [], []
     split = schedule is not None and bool(schedule.splits)     # a split reduction or a split-K GEMM
     reduces = [v for v in group.values if v.op in ("reduce", "matmul")]
@@ -1115,6 +1124,9 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
     if split and (stage == 2 or schedule.kind == "matmul"):
         decls.append("long long nsplit")
         args.append(("splits", 0))
+    if split and stage == 2 and schedule.kind != "matmul":     # threads a row (schedules.combine_lanes)
+        decls.append("long long nlanes")
+        args.append(("lanes", 0))
     for v in group.inputs:
         if v.op == "param" and not v.dims:
             i = v.attr("index")

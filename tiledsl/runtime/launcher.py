@@ -21,6 +21,7 @@ from ..ir.graph import Graph
 from ..schedule.choose import Launch, plan, problem, runs_spread
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
+from ..schedule.schedules import combine_lanes
 from ..signature import bind, scalar_value
 from .arrays import DeviceArray, contiguous_copy, describe, device_view, need_cupy
 
@@ -430,7 +431,8 @@ class Program:
                     self.temps.append(((launch.schedule.splits, rows), r.dtype.numpy))
                     temp_keys.append(("part", group_index, k))
         constants = sorted({n for _, launch, _, _ in launches for n in launch.loop_extents}
-                           | {launch.schedule.splits for _, launch, _, _ in launches})
+                           | {launch.schedule.splits for _, launch, _, _ in launches}
+                           | {combine_lanes(launch.schedule) for _, launch, _, _ in launches})
         self.constants = constants
         slot: dict[int, int] = {}
         base = len(constants)
@@ -476,6 +478,8 @@ class Program:
                     picks.append(slot[("part", group_index, ref)])
                 elif kind == "splits":
                     picks.append(constants.index(launch.schedule.splits))
+                elif kind == "lanes":
+                    picks.append(constants.index(combine_lanes(launch.schedule)))
                 else:
                     picks.append(scalar_slot[ref])
             grid = launch.grid

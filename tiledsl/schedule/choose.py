@@ -16,7 +16,7 @@ from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, reduction_levels
 from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
-                        Schedule, column_vector, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
+                        Schedule, column_vector, combine_lanes, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
                         stream_unroll_rule, stream_words)
 
 INDEX32_LIMIT = 2 ** 31 - 1
@@ -1507,7 +1507,7 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
         return []
     grid = -(-(p.rows // column_vector(s, p.layout)) // (s.block // s.row_threads))
     if s.kind == "reduce_split":
-        final = -(-p.rows // s.block)
+        final = -(-p.rows // (s.block // combine_lanes(s)))     # (lanes threads a row)
         return [Launch(s, (max(1, min(MAX_GRID, grid)), s.splits, 1), p.loops, 1),
                 Launch(s, (max(1, min(MAX_GRID, final)), 1, 1), p.loops, 2)]
     if s.blocks_per_sm:
