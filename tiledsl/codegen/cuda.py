@@ -810,7 +810,7 @@ class _Renderer:
                   and not self.depends_on_reduce(v)]
         after = [v for v in self.group.values if not (set(v.dims) & r_dims) and v.id not in done
                  and self.depends_on_reduce(v)]
-        gather, shared, meet, finish = [], [], [], []
+        gather, shared, share, add_shared, finish = [], [], [], [], []
         count = " * ".join(f"n{l}" for l in lay.reduced_loops) or "1"
         for k, r in enumerate(reduces):
             T, op = reg_type(r.dtype), _REDUCE_OP[r.attr("kind")]
@@ -818,9 +818,9 @@ class _Renderer:
                        f"if (live) for (long long s = lane; s < nsplit; s += lanes) "
                        f"acc{r.id} = {op}::combine(acc{r.id}, part{k}[s * nrows + row]);"]
             shared.append(f"__shared__ {T} lane_sums{k}[{self.s.block}];")
-            meet += [f"lane_sums{k}[threadIdx.x] = acc{r.id};",
-                     f"for (int j = 1; j < lanes; ++j) acc{r.id} = {op}::combine(acc{r.id}, "
-                     f"lane_sums{k}[j * rows_per_block + threadIdx.x]);"]
+            share.append(f"lane_sums{k}[threadIdx.x] = acc{r.id};")
+            add_shared.append(f"for (int j = 1; j < lanes; ++j) acc{r.id} = {op}::combine(acc{r.id}, "
+                              f"lane_sums{k}[j * rows_per_block + threadIdx.x]);")
             finish.append(f"const {T} v{r.id} = acc{r.id}"
                           + (f" / ({T})({count});" if r.attr("kind") == "mean" else ";"))
         finish += [self.define(v) for v in after]
@@ -830,7 +830,7 @@ class _Renderer:
             row_loads=[f"const {reg_type(op.dtype)} v{op.value.id} = "
                        f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs],
             row_stmts0=[self.define(v) for v in before], gather=gather, shared=shared,
-            share=meet[0::2], add_shared=meet[1::2], finish=finish,
+            share=share, add_shared=add_shared, finish=finish,
             row_stores=[f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
                         for op in lay.outputs])
 

@@ -432,7 +432,8 @@ class Program:
                     temp_keys.append(("part", group_index, k))
         constants = sorted({n for _, launch, _, _ in launches for n in launch.loop_extents}
                            | {launch.schedule.splits for _, launch, _, _ in launches}
-                           | {combine_lanes(launch.schedule) for _, launch, _, _ in launches})
+                           | {combine_lanes(launch.schedule) for _, launch, _, _ in launches
+                              if launch.schedule.kind == "reduce_split"})
         self.constants = constants
         slot: dict[int, int] = {}
         base = len(constants)

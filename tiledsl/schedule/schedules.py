@@ -539,7 +539,7 @@ def combine_lanes(s: Schedule) -> int:
     """Threads a row of a split reduction's combining kernel: one where a row has few
     partials, else enough (a power of two, at most 32) that each adds about 8. Adding
     one partial after another, a lone thread waits on L2 once a load: 264 partials took
-    it about 10 µs (H100, 1M x 64 column sums), a third of the kernel before it."""
+    it about 10 µs (H100, f16 column sums of 1M x 64: 63.0 µs a call, 51.5 shared)."""
     lanes = 1
     while lanes < min(32, s.block) and s.splits > 8 * lanes:
         lanes *= 2
