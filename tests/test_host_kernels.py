@@ -263,6 +263,9 @@ def _run_random_program(data, products: int, min_dims: int):
     except TdslError:
         return
     picks = drawn_candidates(data, k, prog.extents, "sm_90a", 4) if data.draw(st.booleans(), label="pinned") else {}
+    # a split's partials combined by 1 to 32 threads a row (schedules.combine_lanes): 4 SMs' splits are few
+    picks = {i: replace(s, splits=data.draw(st.sampled_from([s.splits, 9, 40, 300]), label=f"group {i} splits"))
+             if s.kind == "reduce_split" else s for i, s in picks.items()}
     exact = k.reference(*prog.args)
     exact = exact if isinstance(exact, tuple) else (exact,)
     try:
