@@ -18,7 +18,7 @@ from tiledsl.schedule.choose import candidates, column_tile_split, default, fits
 from tiledsl.schedule.hints import Hints
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
-from tiledsl.schedule.schedules import Schedule
+from tiledsl.schedule.schedules import Schedule, combine_lanes
 
 from conftest import EXAMPLES
 
@@ -593,6 +593,23 @@ def test_column_tiles_fit_their_registers_and_share_one_buffer(src):
         usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
         assert usage.spill_stores == 0 and usage.spill_loads == 0, s.tag
         assert s not in tiles or usage.shared_bytes <= 16384, (s.tag, usage.shared_bytes)
+
+
+def test_a_combining_kernel_shares_one_buffer_among_its_reductions():
+    """A split reduction's second kernel: the lanes of a row meet in one shared buffer of
+    8 bytes a thread, whatever the count of reductions (a buffer each took 57 KiB of static
+    shared memory for 14 f64 sums, past the 48 KiB a block has without opting in)."""
+    for n in (1, 14):
+        src = (f"kernel f(x: f64[N]) -> ({', '.join(['f64'] * n)}) "
+               f"{{ return {', '.join(f'sum(x * {i + 1}.0)' for i in range(n))} }}")
+        k = tiledsl.compile(src)
+        [g] = partition(k.graph)
+        lay = plan_layout(g, k.graph)
+        s = default(problem(g, lay, dict(N=1 << 24)))
+        assert s.kind == "reduce_split" and combine_lanes(s) > 1, s.tag
+        ks = render(k.graph, g, lay, s, 2)
+        usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
+        assert usage.shared_bytes == 8 * s.block and usage.spill_stores == 0, (n, usage)
 
 
 def test_a_tile_of_16_bit_columns_fits_32_registers_without_spilling():

@@ -47,6 +47,11 @@ def reg_type(d: DType) -> str:
     return d.ctype
 
 
+def reg_bytes(d: DType) -> int:
+    """Bytes of reg_type(d), rounded up to 4 (what a shared-memory slot for it takes)."""
+    return 8 if d.bits == 64 else 4
+
+
 def storage_type(d: DType) -> str:
     return "unsigned short" if d.name in ("f16", "bf16") else d.ctype
 
@@ -810,17 +815,20 @@ class _Renderer:
                   and not self.depends_on_reduce(v)]
         after = [v for v in self.group.values if not (set(v.dims) & r_dims) and v.id not in done
                  and self.depends_on_reduce(v)]
-        gather, shared, share, add_shared, finish = [], [], [], [], []
+        gather, meet, finish = [], [], []
         count = " * ".join(f"n{l}" for l in lay.reduced_loops) or "1"
+        # the lanes' sums meet in one shared buffer, a reduction at a time (a buffer each
+        # took 4 KB a reduction of f64 at 512 threads: 14 of them over the 48 KB a block has)
+        width = max(reg_bytes(r.dtype) for r in reduces)
         for k, r in enumerate(reduces):
             T, op = reg_type(r.dtype), _REDUCE_OP[r.attr("kind")]
             gather += [f"{T} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};",
                        f"if (live) for (long long s = lane; s < nsplit; s += lanes) "
                        f"acc{r.id} = {op}::combine(acc{r.id}, part{k}[s * nrows + row]);"]
-            shared.append(f"__shared__ {T} lane_sums{k}[{self.s.block}];")
-            share.append(f"lane_sums{k}[threadIdx.x] = acc{r.id};")
-            add_shared.append(f"for (int j = 1; j < lanes; ++j) acc{r.id} = {op}::combine(acc{r.id}, "
-                              f"lane_sums{k}[j * rows_per_block + threadIdx.x]);")
+            meet += [f"reinterpret_cast<{T}*>(lane_bytes)[threadIdx.x] = acc{r.id};", "__syncthreads();",
+                     f"if (lane == 0) for (int j = 1; j < lanes; ++j) acc{r.id} = {op}::combine(acc{r.id}, "
+                     f"reinterpret_cast<const {T}*>(lane_bytes)[j * rows_per_block + threadIdx.x]);",
+                     "__syncthreads();"]
             finish.append(f"const {T} v{r.id} = acc{r.id}"
                           + (f" / ({T})({count});" if r.attr("kind") == "mean" else ";"))
         finish += [self.define(v) for v in after]
@@ -829,8 +837,8 @@ class _Renderer:
             uniform=uniform, row_coords=self.coords(list(lay.kept_loops), "row"),
             row_loads=[f"const {reg_type(op.dtype)} v{op.value.id} = "
                        f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs],
-            row_stmts0=[self.define(v) for v in before], gather=gather, shared=shared,
-            share=share, add_shared=add_shared, finish=finish,
+            row_stmts0=[self.define(v) for v in before], gather=gather, meet=meet, finish=finish,
+            lane_bytes=self.s.block * width,
             row_stores=[f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
                         for op in lay.outputs])
 
@@ -1046,7 +1054,7 @@ class _Renderer:
 
     def tile_bytes(self, r: Value, lanes: int) -> int:
         """Shared memory for `lanes` of reduction `r`'s accumulators a thread of the block."""
-        return self.s.block * lanes * (8 if reg_type(r.dtype) in ("double", "long long") else 4)
+        return self.s.block * lanes * reg_bytes(r.dtype)
 
     def column_tile_finish(self, reduces: list[Value], kv: int) -> list[str]:
         """A split reduction's tile of RPB columns (vectors of kv lanes; kv 1: no vector),
