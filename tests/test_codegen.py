@@ -595,6 +595,27 @@ def test_column_tiles_fit_their_registers_and_share_one_buffer(src):
         assert s not in tiles or usage.shared_bytes <= 16384, (s.tag, usage.shared_bytes)
 
 
+@pytest.mark.parametrize("src", [
+    "kernel f(x: f16[M, N]) -> f32[N] { return sum(x * f32(idx(N)), axis=M) }",
+    "kernel f(x: bf16[M, N]) -> f32[N] { return mean(x, axis=M) * f32(idx(N)) }",
+    "kernel f(x: f16[M, N], b: f16[N]) -> f32[N] { return sum(x, axis=M) + f32(b) }",
+])
+@pytest.mark.parametrize("extents", [dict(M=4096, N=1024), dict(M=65536, N=768), dict(M=1 << 20, N=64)])
+def test_columns_with_values_of_their_own_are_not_offered_vectors(src, extents):
+    """Vectors of columns finish each lane's column alone, so they take no per-column inputs
+    and nothing a column computes before its reductions (an idx() of the columns: such a
+    program's default was a tile of vectors that rendering refused, so every call failed)."""
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, extents)
+    found = [default(p)] + candidates(p)
+    assert all(s.vec == 1 for s in found if s.kind in ("reduce_split", "reduce_col")), [s.tag for s in found]
+    for s in found:
+        for stage in (1, 2) if s.splits else (1,):
+            render(k.graph, g, lay, s, stage)
+
+
 def test_a_combining_kernel_shares_one_buffer_among_its_reductions():
     """A split reduction's second kernel: the lanes of a row meet in one shared buffer of
     8 bytes a thread, whatever the count of reductions (a buffer each took 57 KiB of static

@@ -1250,6 +1250,18 @@ def test_16_bit_columns_default_to_tiles_of_vectors(src, extents):
     check(k, host_arguments(k, extents), extents, "out")
 
 
+@pytest.mark.parametrize("src,extents", [
+    ("kernel c(x: f16[M, N]) -> f32[N] { return sum(x * f32(idx(N)), axis=M) * f32(idx(N)) }",
+     dict(M=65537, N=776)),
+    ("kernel c(x: bf16[M, N]) -> f32[N] { return mean(x, axis=M) * f32(idx(N)) }", dict(M=1000003, N=64))])
+def test_16_bit_columns_with_values_of_their_own(src, extents):
+    """Columns that compute a value of their own before their reductions (an idx() of the
+    columns) take no vectors (choose.column_vector_refusal): their default had been a tile
+    of vectors that rendering refused."""
+    k = fresh(src)
+    check(k, host_arguments(k, extents), extents, "out")
+
+
 def test_every_streamed_program_offers_unrolled_candidates():
     assert {n for n, _, _, s in _streamed_schedules() if s.unroll} == set(range(len(STREAMED_PROGRAMS)))
 

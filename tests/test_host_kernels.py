@@ -58,6 +58,8 @@ PROGRAMS = [
      "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=23, N=520)),
     ("column sums", "kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=77)),
     ("column sums, few", "kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=9001, N=5)),
+    ("column sums weighted by idx", "kernel c(x: f16[M, N]) -> f32[N] {\n"
+     " return sum(x * f32(idx(N)), axis=M) * f32(idx(N))\n}", dict(M=4099, N=1032)),
     ("middle-axis max", "kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }",
      dict(B=3, T=301, C=264)),
     ("full mean", "kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=33, N=5001)),

@@ -14,7 +14,7 @@ from .layout import (across_operands, batched_operands, column_loop, gemm_result
                      peeled_operands, Layout)
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
-from .partition import Group, online_pairs, reduction_levels
+from .partition import Group, online_pairs, per_row_before_reductions, reduction_levels
 from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
                         Schedule, column_vector, combine_lanes, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
                         stream_unroll_rule, stream_words)
@@ -1447,8 +1447,9 @@ def column_vector_refusal(p: Problem, s: Schedule) -> str:
     if s.row_threads != 1 and not (s.kind == "reduce_split" and s.row_threads < s.block):
         return "vectors of columns take a thread a column (row_threads 1), or a split's tile of columns"
     reduced = set(p.layout.reduced_loops)
-    if any(op.loops and not set(op.loops) & reduced for op in p.layout.inputs):
-        return "vectors of columns take no per-column inputs"
+    if any(not set(op.loops) & reduced for op in p.layout.inputs) or per_row_before_reductions(p.group):
+        return ("vectors of columns take no per-column inputs and compute nothing a column before the "
+                "reductions (an idx() of the columns)")
     if len(set(reduction_levels(p.group).values())) > 1:
         return "vectors of columns take one reduction level"
     loop = column_loop(p.layout)

@@ -320,6 +320,19 @@ def reduction_levels(group: Group) -> dict[int, int]:
     return {v.id: depth[v.id] for v in group.values if v.op == "reduce"}
 
 
+def per_row_before_reductions(group: Group) -> list[Value]:
+    """A reduce group's values computed a row (some dim, none reduced) before any of its
+    reductions has a result: an idx() of the kept dims, a cast of a per-row input. A row
+    kernel computes them in its first phase."""
+    axes, after, out = set(group.axes), set(), []
+    for v in group.values:          # in topological order
+        if v.op == "reduce" or any(o.id in after for o in v.operands):
+            after.add(v.id)
+        elif v.dims and not set(v.dims) & axes:
+            out.append(v)
+    return out
+
+
 def online_pairs(group: Group) -> dict[int, tuple[Value, Value]]:
     """Level -> (m, s) where the level's one reduction is m = max(a) and the next
     level's one is s = sum(exp(a - m)) over the same dims, in f32 or f64: a looped
