@@ -135,7 +135,9 @@ def tiledsl_builder(kernel_key: str, family_ref: list):
     return build
 
 
-def triton_builder(fn_name: str, arg_names: tuple, **kw):
+def triton_builder(fn_name: str, arg_names: tuple, result=None, note: str = "", **kw):
+    """A Triton peer of triton_peers.py; `result(torch, args)` allocates its output (else one
+    like the first argument)."""
     def build(ctx: Ctx, inp: dict):
         if ctx.peers is None:
             raise NotApplicable("Triton peers not importable")
@@ -144,7 +146,9 @@ def triton_builder(fn_name: str, arg_names: tuple, **kw):
             raise NotApplicable(why)
         fn = getattr(ctx.peers, fn_name)
         args = [ctx.t(inp[a]) for a in arg_names]
-        out = ctx.torch.empty_like(args[0])
+        out = result(ctx.torch, args) if result else ctx.torch.empty_like(args[0])
+        if note:
+            ctx.notes["triton"] = note
         return lambda: fn(*args, out=out, **kw)
     return build
 
@@ -473,19 +477,6 @@ def _column_sum_torch(ctx, inp):
     return lambda: torch.sum(x, dim=0, dtype=torch.float32, out=out)
 
 
-def _column_sum_triton(ctx, inp):
-    if ctx.peers is None:
-        raise NotApplicable("Triton peers not importable")
-    ok, why = ctx.peers.available()
-    if not ok:
-        raise NotApplicable(why)
-    x = ctx.t(inp["x"])
-    out = ctx.torch.empty(x.shape[1], dtype=ctx.torch.float32, device=x.device)
-    ctx.peers.column_sum(x, out=out)           # autotunes once per (M, N), untimed
-    ctx.notes["triton-colsum"] = f"triton: autotuned over {len(ctx.peers._column_sum_configs())} tiles, atomic adds"
-    return lambda: ctx.peers.column_sum(x, out=out)
-
-
 # ---- the families ----------------------------------------------------------------------------
 
 
@@ -528,7 +519,9 @@ def families() -> list[Family]:
          ("cupy.fuse", no_fuse), ("torch F.rms_norm", _rmsnorm_torch),
          ("triton", triton_builder("rmsnorm", ("x", "w"), eps=RMS_EPS))])
     column_peers = [("cupy.sum", _column_sum_cupy), ("torch.sum", _column_sum_torch),
-                    ("triton", _column_sum_triton)]
+                    ("triton", triton_builder(
+                        "column_sum", ("x",), note="triton: autotuned tiles (its first call, untimed), atomic adds",
+                        result=lambda torch, a: torch.empty(a[0].shape[1], dtype=torch.float32, device=a[0].device)))]
     fam(COLSUM, "f32", "f32", _make_column_sum("float32"), ("x",),
         lambda cp, i: ((i["x"].shape[1],), cp.float32), _ref_column_sum, "column_sum", column_peers)
     fam(COLSUM16, "f16 (sums f32)", "f32", _make_column_sum("float16"), ("x",),
