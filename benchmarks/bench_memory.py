@@ -135,9 +135,9 @@ def tiledsl_builder(kernel_key: str, family_ref: list):
     return build
 
 
-def triton_builder(fn_name: str, arg_names: tuple, result=None, note: str = "", **kw):
+def triton_builder(fn_name: str, arg_names: tuple, result=None, note="", **kw):
     """A Triton peer of triton_peers.py; `result(torch, args)` allocates its output (else one
-    like the first argument)."""
+    like the first argument). `note` is a string, or `note(peers, args)` asked after a first call."""
     def build(ctx: Ctx, inp: dict):
         if ctx.peers is None:
             raise NotApplicable("Triton peers not importable")
@@ -147,8 +147,12 @@ def triton_builder(fn_name: str, arg_names: tuple, result=None, note: str = "", 
         fn = getattr(ctx.peers, fn_name)
         args = [ctx.t(inp[a]) for a in arg_names]
         out = result(ctx.torch, args) if result else ctx.torch.empty_like(args[0])
-        if note:
-            ctx.notes["triton"] = note
+        said = note
+        if callable(note):      # a note about the first call (a pick it made, say): make it now, untimed
+            fn(*args, out=out, **kw)
+            said = note(ctx.peers, args)
+        if said:
+            ctx.notes["triton"] = said
         return lambda: fn(*args, out=out, **kw)
     return build
 
@@ -468,6 +472,12 @@ def _column_sum_cupy(ctx, inp):
     return lambda: cp.sum(x, axis=0, dtype=cp.float32, out=out)
 
 
+def _column_sum_note(peers, args):
+    cfg = peers.column_sum_config(args[0])
+    tile = "" if cfg is None else " {BLOCK_M}x{BLOCK_N}, {WAVES} a SM, {num_warps} warps".format(**cfg)
+    return f"triton: atomic adds; tile{tile} picked by timing 48 (first call, untimed)"
+
+
 def _column_sum_torch(ctx, inp):
     torch = ctx.torch
     if torch is None:
@@ -520,7 +530,7 @@ def families() -> list[Family]:
          ("triton", triton_builder("rmsnorm", ("x", "w"), eps=RMS_EPS))])
     column_peers = [("cupy.sum", _column_sum_cupy), ("torch.sum", _column_sum_torch),
                     ("triton", triton_builder(
-                        "column_sum", ("x",), note="triton: autotuned tiles (its first call, untimed), atomic adds",
+                        "column_sum", ("x",), note=_column_sum_note,
                         result=lambda torch, a: torch.empty(a[0].shape[1], dtype=torch.float32, device=a[0].device)))]
     fam(COLSUM, "f32", "f32", _make_column_sum("float32"), ("x",),
         lambda cp, i: ((i["x"].shape[1],), cp.float32), _ref_column_sum, "column_sum", column_peers)

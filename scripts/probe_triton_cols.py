@@ -49,8 +49,8 @@ def main() -> None:
 
                 def call(i, bm=bm, bn=bn, waves=waves, nw=nw, stages=stages, grid=grid):
                     out.zero_()
-                    return tp._column_sum_kernel.fn[grid](xs[i], out, m, n, n, BLOCK_M=bm, BLOCK_N=bn, WAVES=waves,
-                                                          num_warps=nw, num_stages=stages)
+                    return tp._column_sum_kernel[grid](xs[i], out, m, n, n, BLOCK_M=bm, BLOCK_N=bn, WAVES=waves,
+                                                       num_warps=nw, num_stages=stages)
                 compiled = call(0)
                 err = ((out.double() - want).norm() / want.norm()).item()
                 label = f"triton bm{bm} bn{bn} w{waves} nw{nw} st{stages}"
