@@ -1253,12 +1253,22 @@ def test_16_bit_columns_default_to_tiles_of_vectors(src, extents):
 @pytest.mark.parametrize("src,extents", [
     ("kernel c(x: f16[M, N]) -> f32[N] { return sum(x * f32(idx(N)), axis=M) * f32(idx(N)) }",
      dict(M=65537, N=776)),
-    ("kernel c(x: bf16[M, N]) -> f32[N] { return mean(x, axis=M) * f32(idx(N)) }", dict(M=1000003, N=64))])
+    ("kernel c(x: bf16[M, N]) -> f32[N] { return mean(x, axis=M) * f32(idx(N)) }", dict(M=1000003, N=64)),
+    ("kernel v(x: f16[M, N], mu: f32[N]) -> f32[N] {\n d = f32(x) - mu\n return mean(d * d, axis=M)\n}",
+     dict(M=65536, N=768)),
+    ("kernel w(x: bf16[B, T, C], w: f32[C, B]) -> f32[B, C] { return sum(f32(x) * w.T, axis=T) + w.T }",
+     dict(B=3, T=40001, C=1032))])
 def test_16_bit_columns_with_values_of_their_own(src, extents):
-    """Columns that compute a value of their own before their reductions (an idx() of the
-    columns) take no vectors (choose.column_vector_refusal): their default had been a tile
-    of vectors that rendering refused."""
+    """Columns with values of their own before their reductions (an idx() of the columns,
+    a batch norm's given mean, a weight laid out across the columns) hold them a lane of
+    the column vectors each (codegen's lane_held_lines): their default reads vectors."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import default, problem
+    from tiledsl.runtime.launcher import _sm_count
     k = fresh(src)
+    launcher = launcher_for(k)
+    p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), _sm_count(0), "sm_90a")
+    assert default(p, k.hints).vec > 1
     check(k, host_arguments(k, extents), extents, "out")
 
 

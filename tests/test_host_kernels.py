@@ -60,6 +60,8 @@ PROGRAMS = [
     ("column sums, few", "kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=9001, N=5)),
     ("column sums weighted by idx", "kernel c(x: f16[M, N]) -> f32[N] {\n"
      " return sum(x * f32(idx(N)), axis=M) * f32(idx(N))\n}", dict(M=4099, N=1032)),
+    ("column variance about a given mean", "kernel v(x: f16[M, N], mu: f32[N]) -> f32[N] {\n"
+     " d = f32(x) - mu\n return mean(d * d, axis=M)\n}", dict(M=4099, N=1032)),
     ("middle-axis max", "kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }",
      dict(B=3, T=301, C=264)),
     ("full mean", "kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=33, N=5001)),
@@ -86,7 +88,7 @@ def _check(k, extents, schedule=None):
         g = np.asarray(g, np.float64)
         assert np.isnan(g).sum() == np.isnan(w).sum(), "elements left unwritten (poison) or NaN"
         err = relative_error(g, w)
-        assert err <= TOLERANCE[r.dtype.name], (schedule.tag if schedule else "default", err)
+        assert err <= TOLERANCE[r.dtype.name], (getattr(schedule, "tag", schedule or "default"), err)
 
 
 @pytest.mark.parametrize("label,src,extents", PROGRAMS, ids=[p[0] for p in PROGRAMS])
@@ -137,7 +139,18 @@ COLUMN_TILE_PROGRAMS = [
     # several reductions through one shared buffer; 8-byte accumulators in two rounds of lanes
     ("kernel f(x: f16[M, N]) -> (f32[N], f32[N], f32[N]) {\n"
      " return sum(x, axis=M), max(x, axis=M), sum(x * x, axis=M)\n}", dict(M=4133, N=200)),
-    ("kernel f(x: i8[M, N]) -> i64[N] { return sum(x, axis=M) }", dict(M=4099, N=136))]
+    ("kernel f(x: i8[M, N]) -> i64[N] { return sum(x, axis=M) }", dict(M=4099, N=136)),
+    # a column's own values held a lane each: a batch norm's variance about a given mean;
+    # an input over the columns and an idx() of them and of the rows of columns; an input
+    # over the columns laid out across them (its lanes strided)
+    ("kernel f(x: f16[M, N], mu: f32[N]) -> f32[N] {\n d = f32(x) - mu\n return mean(d * d, axis=M)\n}",
+     dict(M=4099, N=296)),
+    ("kernel f(x: bf16[B, T, C], w: f32[C]) -> f32[B, C] {\n"
+     " return sum(f32(x) * w * f32(idx(C) + idx(B)), axis=T) * w\n}", dict(B=3, T=4097, C=88)),
+    ("kernel f(x: f16[B, T, C], w: f32[C, B]) -> f32[B, C] { return sum(f32(x) * w.T, axis=T) }",
+     dict(B=2, T=4100, C=136))]
+# (whose column values take registers beside the accumulators: not offered the full budget)
+HOLDING_COLUMN_VALUES = {src for src, _ in COLUMN_TILE_PROGRAMS[-3:]}
 
 
 @pytest.mark.parametrize("columns,block,full", [(32, 512, False), (64, 512, True), (16, 512, False),
@@ -151,13 +164,36 @@ def test_column_tiles_of_16_byte_vectors_run_right_on_the_host(src, extents, col
     k = tiledsl.compile(src)
     [g] = partition(k.graph)
     s = column_tile_split(problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a"), columns, block, full)
-    if full and (k.graph.params[0].dtype.itemsize != 2 or len(k.graph.results) > 1):
+    if full and (k.graph.params[0].dtype.itemsize != 2 or len(k.graph.results) > 1 or src in HOLDING_COLUMN_VALUES):
         assert s is None, s     # accumulators over 8 registers a thread spill at 32: not offered
         return
     assert s is not None and s.vec == 8 // max(1, k.graph.params[0].dtype.itemsize // 2), s
     assert 1 < s.row_threads < s.block, s
     assert s.min_blocks * s.block == (2048 if full else s.block), s
     _check(k, extents, s)
+
+
+OWN_VALUES = ("kernel v(x: f16[B, M, N], mu: f32[N], g: f32[B, N]) -> (f32[B, N], f32[B, N]) {\n"
+              " d = f32(x) - mu\n return mean(d * d, axis=M) * g + f32(idx(N)), mu * g\n}")
+
+
+@pytest.mark.parametrize("extents", [dict(B=2, M=301, N=264), dict(B=2, M=5000, N=264)])
+def test_column_vectors_hold_a_column_s_own_values_on_the_host(extents):
+    """Every vector candidate (a block's columns, split a thread a column or in tiles) of a
+    program whose columns have values of their own: an input over the columns, an idx() of
+    them, an input over the rows of columns after the reduction, and a result of the column
+    values alone (codegen's lane_held_lines and lane_held_reads)."""
+    k = tiledsl.compile(OWN_VALUES)
+    [g] = [g for g in partition(k.graph) if g.kind == "reduce"]
+    p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+    shapes = {}
+    for s in candidates(p):
+        if s.vec > 1 and not s.unroll:
+            shapes.setdefault((s.kind, s.vec, s.row_threads > 1), s)
+    assert {kind for kind, _, _ in shapes} == ({"reduce_col", "reduce_split"} if extents["M"] > 1000
+                                               else {"reduce_col"}), sorted(shapes)
+    for s in shapes.values():
+        _check(k, extents, {g.index: s})
 
 
 SPLIT_PROGRAMS = [

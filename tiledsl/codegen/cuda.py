@@ -198,6 +198,7 @@ class _Renderer:
         self.reciprocal: set[int] = set()   # row values that element values divide by (reduce())
         self.column_tiles = False           # a split reduction across memory, a tile of columns (reduce())
         self.gathered: set[int] = set()     # id()s of a peeled row's operands read lane by lane (reduce())
+        self.lane_held: dict[int, Value] = {}   # a vector of columns' values held a lane each (reduce())
         users, results = graph.users(), {v.id for v in graph.outputs}
         self.narrow = {v.id for v in group.values if v.op in _NARROW_FN and v.dtype.name == "f32"
                        and v.id not in results and users[v.id]
@@ -314,9 +315,26 @@ class _Renderer:
         for vid, v in kept.items():
             if vid in used:
                 body.append(f"const {reg_type(v.dtype)} v{vid} = keep{vid}[{slot}][e];")
+        body += self.lane_held_reads({vid for vid in used if vid not in kept
+                                      and vid in self.lane_held and available(self.lane_held[vid])})
         body += [self.define(v) for v in vals]
         body += [f"keep{v.id}[{slot}][e] = v{v.id};" for v in vals if v.id in keep]
         return body + tail
+
+    def lane_held_lines(self, inputs: list[Operand], vals: list[Value], kv: int) -> list[str]:
+        """Vectors of `kv` columns: each lane's column inputs loaded and `vals` computed
+        (an idx() of the columns is the lane's own), kept in arrays lane<id>[kv]."""
+        held = [op.value for op in inputs] + vals
+        body = [f"const {reg_type(op.dtype)} v{op.value.id} = "
+                f"{to_reg(f'in{op.index}[{self.lane_offset(op)}]', op.dtype)};" for op in inputs]
+        body += [self.define(v) for v in vals] + [f"lane{v.id}[e] = v{v.id};" for v in held]
+        return ([f"{reg_type(v.dtype)} lane{v.id}[{kv}];" for v in held]
+                + ["#pragma unroll", f"for (int e = 0; e < {kv}; ++e) {{"] + body + ["}"])
+
+    def lane_held_reads(self, ids: set[int]) -> list[str]:
+        """Lane e's copies of the lane-held values among `ids` (lane_held_lines)."""
+        return [f"const {reg_type(v.dtype)} v{vid} = lane{vid}[e];"
+                for vid, v in self.lane_held.items() if vid in ids]
 
     def used_ids(self, roots, available, kept: dict) -> set[int]:
         """Ids of the values (inputs among them) that computing `roots` reads."""
@@ -558,6 +576,12 @@ class _Renderer:
         for v in self.group.values:
             if v.id in row_level and v.op != "reduce" and v.id not in uniform_ids:
                 row_stmts[stage[v.id]].append(self.define(v))
+        # Vectors of columns: a column's own values before the reductions (its inputs, an idx()
+        # of it, what they compute) are held a lane each, computed once a row of vectors
+        lane_vals = [v for v in self.group.values if kv > 1 and v.id in row_level and v.op != "reduce"
+                     and v.id not in uniform_ids and stage[v.id] == 0]
+        self.lane_held = {v.id: v for v in [op.value for op in row_inputs] + lane_vals} if kv > 1 else {}
+        self.reciprocal -= set(self.lane_held)      # (a divide by a lane's value stays a divide)
 
         slot = "0" if self.s.items == 0 else "j"
         cached = self.s.items > 0
@@ -705,13 +729,15 @@ class _Renderer:
         row_stores = [f"out{op.index}[{self.lane_offset(op) if kv > 1 else self.offset(op)}] = "
                       f"{to_storage(f'v{op.value.id}', op.dtype)};" for op in row_outs]
         if kv > 1:      # each lane's column finishes alone: its results and stores
-            if row_inputs or row_stmts[0] or phases != 1:
-                raise TdslScheduleError(f"{self.s.tag}: vectors of columns take one reduction level "
-                                        f"and no per-column inputs")
+            if phases != 1:
+                raise TdslScheduleError(f"{self.s.tag}: vectors of columns take one reduction level")
             [phase] = phase_code
-            phase["finish"] = ["#pragma unroll", f"for (int e = 0; e < {kv}; ++e) {{"] + phase["finish"] \
-                + ([] if split else row_stores) + ["}"]
+            after = [v for v in self.group.values if v.id in row_level and stage[v.id]]
+            wanted = _reads(after, [op.value for op in row_outs])
+            phase["finish"] = ["#pragma unroll", f"for (int e = 0; e < {kv}; ++e) {{"] \
+                + self.lane_held_reads(wanted) + phase["finish"] + ([] if split else row_stores) + ["}"]
             row_stores = []
+            row_loads, row_stmts[0] = self.lane_held_lines(row_inputs, lane_vals, kv), []
         r_loops = list(lay.reduced_loops)
         # Prefetch: the next row's elements go to p<k> while this row is reduced from b<k>.
         prefetch = cached and self.s.prefetch and bool(per_row)

@@ -1351,9 +1351,16 @@ def split_schedule(p: Problem, column_vec: int = 1) -> Optional[Schedule]:
 
 
 def accumulator_words(p: Problem) -> int:
-    """32-bit registers a thread's accumulators take for one column: 2 for each 8-byte
-    reduction (f64, 64-bit integers), 1 for each other (16-bit floats add in f32)."""
-    return sum(2 if v.dtype.itemsize == 8 else 1 for v in p.group.values if v.op == "reduce")
+    """32-bit registers a thread holds for one column through its reduction loop: its
+    accumulators, 2 for each 8-byte reduction (f64, 64-bit integers), 1 for each other
+    (16-bit floats add in f32), and the column's own values its elements read (an input
+    over the columns, an idx() of them: held a lane each, codegen's lane_held_lines)."""
+    axes = set(p.group.axes)
+    read = {o.id for v in p.group.values if set(v.dims) & axes for o in v.operands}
+    own = [v for v in list(p.group.inputs) + per_row_before_reductions(p.group)
+           if v.id in read and not set(v.dims) & axes and not (v.op == "param" and not v.dims)]
+    words = lambda v: 2 if v.dtype.itemsize == 8 else 1     # noqa: E731
+    return sum(words(v) for v in p.group.values if v.op == "reduce") + sum(words(v) for v in own)
 
 
 def column_tile_split(p: Problem, columns: int = 32, block: int = 512, full: bool = False) -> Optional[Schedule]:
@@ -1447,16 +1454,14 @@ def column_vector_refusal(p: Problem, s: Schedule) -> str:
     if s.row_threads != 1 and not (s.kind == "reduce_split" and s.row_threads < s.block):
         return "vectors of columns take a thread a column (row_threads 1), or a split's tile of columns"
     reduced = set(p.layout.reduced_loops)
-    if any(not set(op.loops) & reduced for op in p.layout.inputs) or per_row_before_reductions(p.group):
-        return ("vectors of columns take no per-column inputs and compute nothing a column before the "
-                "reductions (an idx() of the columns)")
     if len(set(reduction_levels(p.group).values())) > 1:
         return "vectors of columns take one reduction level"
     loop = column_loop(p.layout)
     if loop is None or p.loops[loop] % s.vec:
         return f"the columns' innermost extent is not a multiple of {s.vec}"
-    # inputs load a vector; results are stored lane by lane
-    walking = [op for op in p.layout.inputs if loop in op.loops]
+    # inputs over the reduced loops load a vector a row; a column's own inputs (loaded once,
+    # lane by lane) and results (stored lane by lane) may lie any way
+    walking = [op for op in p.layout.inputs if loop in op.loops and set(op.loops) & reduced]
     if any(op.loops[-1] != loop or id(op) in p.misaligned or op.dtype.itemsize * s.vec > 16 for op in walking):
         return (f"vectors of {s.vec} columns need every input contiguous along them, 16-byte aligned, "
                 f"at most 16 bytes a vector")
@@ -1485,9 +1490,11 @@ def paired_columns(p: Problem) -> int:
 
 def sixteen_bit_columns(p: Problem) -> bool:
     """Whether a reduction across memory reads 16-bit values along its columns (the kept
-    loop innermost in memory), and only those."""
+    loop innermost in memory), and only those, row after row (a column's own inputs, read
+    once, do not count)."""
     loop = column_loop(p.layout) if not p.row_major() else None
-    walking = [op for op in p.layout.inputs if loop is not None and loop in op.loops]
+    reduced = set(p.layout.reduced_loops)
+    walking = [op for op in p.layout.inputs if loop is not None and loop in op.loops and set(op.loops) & reduced]
     return bool(walking) and all(op.dtype.itemsize == 2 for op in walking)
 
 
