@@ -178,3 +178,55 @@ def test_missing_nvrtc_names_the_packages(monkeypatch):
             toolchain.compile_cuda(COPY4)
     finally:
         toolchain._nvrtc.cache_clear()
+
+
+def _functions_loaded(monkeypatch, src, extents, arch, origin="default"):
+    """The warnings a launcher gives as it loads the kernels of `src` at `extents` for
+    `arch`: compiled for real by NVRTC, their loading onto a GPU left out."""
+    import warnings
+
+    import tiledsl
+    from tiledsl.runtime import launcher as launcher_module
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import plan, problem
+    monkeypatch.setattr(launcher_module, "_load", lambda *a, **k: object())
+    monkeypatch.setattr(launcher_module, "device_arch", lambda device: arch)
+    monkeypatch.setattr(launcher_module, "_WARNED", set())
+    k = tiledsl.compile(src)
+    launcher = launcher_for(k)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i, (g, lay) in enumerate(zip(launcher.groups, launcher.layouts)):
+            for launch in plan(problem(g, lay, extents, frozenset(), 108, arch), k.hints):
+                launcher._function(i, launch, 0, origin)
+    return [w for w in caught if issubclass(w.category, tiledsl.TdslPerformanceWarning)]
+
+
+def test_a_pinned_schedule_that_spills_is_warned_of(monkeypatch):
+    """examples/linear.tdsl pins a 128x256 tile for Hopper; on sm_80 it takes the mma.sync
+    path, whose registers spill there. The kernel runs right, slower than it could: the
+    launcher warns once, naming the kernel, the bytes, and the schedule block with its
+    location. Without the block the default does not spill: no warning."""
+    from conftest import EXAMPLES
+    src = (EXAMPLES / "linear.tdsl").read_text()
+    extents = dict(M=1000, N=1000, K=1000)
+    [w] = _functions_loaded(monkeypatch, src, extents, "sm_80")
+    text = str(w.message)
+    assert "spills registers to local memory on sm_80" in text and "bytes a thread" in text
+    assert "the schedule block (tile(M=128, N=256, K=64), stages(4), warps(8)) at " in text, text
+    unpinned = src[:src.index("schedule linear_relu")]
+    assert _functions_loaded(monkeypatch, unpinned, extents, "sm_80") == []
+    assert _functions_loaded(monkeypatch, src, extents, "sm_90a") == []
+
+
+def test_spill_messages_name_where_the_schedule_came_from():
+    from tiledsl.runtime.launcher import spill_message
+    from tiledsl.runtime.toolchain import ResourceUsage
+    spills = ResourceUsage(registers=255, shared_bytes=0, local_bytes=24, spill_stores=6, spill_loads=6)
+    stack = ResourceUsage(registers=40, shared_bytes=0, local_bytes=16, spill_stores=0, spill_loads=0)
+    unknown = ResourceUsage(registers=40, shared_bytes=0, local_bytes=16, spill_stores=None, spill_loads=None)
+    assert spill_message("k", stack, "sm_90a", "t", "the tuning database") == ""     # a stack frame, no spill
+    assert spill_message("k", None, "sm_90a", "t", "the tuning database") == ""
+    assert "24 bytes a thread at 255 registers" in spill_message("k", spills, "sm_80", "t", "the tuning database")
+    assert "16 bytes" in spill_message("k", unknown, "sm_80", "t", "the tuning database")
+    assert "please report it" in spill_message("k", spills, "sm_80", "t", "tiledsl's default rules")

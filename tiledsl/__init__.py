@@ -10,11 +10,11 @@ codegen (render CUDA) → runtime (compile, cache, launch) → tune.
 """
 from .api import Kernel, Module, compile
 from .errors import (TdslArgumentError, TdslCompileError, TdslError, TdslNameError,
-                     TdslRuntimeError, TdslScheduleError, TdslShapeError, TdslSyntaxError,
-                     TdslTypeError)
+                     TdslPerformanceWarning, TdslRuntimeError, TdslScheduleError, TdslShapeError,
+                     TdslSyntaxError, TdslTypeError)
 
 __version__ = "0.1.0"
 
 __all__ = ["compile", "Kernel", "Module", "TdslError", "TdslSyntaxError", "TdslNameError",
            "TdslShapeError", "TdslTypeError", "TdslArgumentError", "TdslScheduleError",
-           "TdslCompileError", "TdslRuntimeError", "__version__"]
+           "TdslCompileError", "TdslRuntimeError", "TdslPerformanceWarning", "__version__"]

@@ -58,6 +58,11 @@ def located(kind: str, message: str, loc: Optional[Loc]) -> str:
     return f"{loc}: {kind}: {message}" + (f"\n{caret}" if caret else "")
 
 
+class TdslPerformanceWarning(UserWarning):
+    """What tiledsl compiled runs right but slower than it could: a kernel whose
+    registers spill to local memory under the schedule it was given."""
+
+
 class TdslError(Exception):
     """Base of every error tiledsl raises about a user's program or call."""
     kind = "error"

@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ..dtypes import float_max
-from ..errors import TdslArgumentError, TdslError, TdslRuntimeError
+from ..errors import TdslArgumentError, TdslError, TdslPerformanceWarning, TdslRuntimeError
 from ..ir.graph import Graph
 from ..schedule.choose import Launch, plan, problem, runs_spread
 from ..schedule.layout import plan_layout
@@ -150,7 +150,7 @@ class Launcher:
                                                 f"may write over an identical input", p.loc)
 
     # -- compile -----------------------------------------------------------------
-    def _function(self, index: int, launch: Launch, device: int):
+    def _function(self, index: int, launch: Launch, device: int, origin: str = "default"):
         key = (index, launch.schedule.code, launch.stage, device)
         fn = self._functions.get(key)
         if fn is not None:
@@ -160,12 +160,28 @@ class Launcher:
             if fn is None:
                 from ..codegen.cuda import kernel_params
                 group, layout, schedule = self.groups[index], self.layouts[index], launch.schedule
-                binary = self.binary(index, schedule, launch.stage, device_arch(device))
+                arch = device_arch(device)
+                binary = self.binary(index, schedule, launch.stage, arch)
                 name = schedule.kernel_name(self.graph.name, index, launch.stage)
                 fn = (_load(binary.cubin, name, device, launch.shared_bytes),
                       kernel_params(group, layout, schedule, launch.stage)[1])
                 self._functions[key] = fn
+                message = spill_message(name, binary.resources.get(name), arch, schedule.tag,
+                                        self._schedule_source(origin))
+                if message:
+                    _warn_once(message, TdslPerformanceWarning)
         return fn
+
+    def _schedule_source(self, origin: str) -> str:
+        """Where a group's schedule came from, in a user's words."""
+        if origin == "override":
+            return "the schedule given to this kernel"
+        if origin.startswith("db"):
+            return "the tuning database"
+        hints = self.kernel.hints
+        if hints.directives:
+            return f"the schedule block ({hints.directives})" + (f" at {hints.loc}" if hints.loc else "")
+        return "tiledsl's default rules"
 
     def binary(self, index: int, schedule, stage: int, arch: str):
         """Group `index` under `schedule`, compiled for `arch` through the caches.
@@ -342,7 +358,7 @@ class Launcher:
                 if override is None:
                     override, origin = self._tuned(i, p, extents, device)
                 for launch in plan(p, self.kernel.hints, override):
-                    fn, args = self._function(i, launch, device)
+                    fn, args = self._function(i, launch, device, origin)
                     launches.append((i, launch, fn, args))
                     choices[i] = (launch.schedule, origin)
             program = Program(self, extents, launches, device)
@@ -395,11 +411,24 @@ def _device_identity(device: int) -> tuple[str, str]:
     return _IDENTITIES[device]
 
 
-def _warn_once(message: str) -> None:
+def _warn_once(message: str, category: type = RuntimeWarning) -> None:
     if message not in _WARNED:
         _WARNED.add(message)
         import warnings
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warnings.warn(message, category, stacklevel=4)
+
+
+def spill_message(name: str, usage, arch: str, tag: str, source: str) -> str:
+    """A warning for a kernel whose registers spill to local memory ('' for none): it runs
+    right, slower than it could. The defaults are checked not to spill (CI's ptxas
+    checks), so a spill comes from a pinned schedule, or is a defect of tiledsl's rules."""
+    if usage is None or not usage.spill_stores and not (usage.spill_stores is None and usage.local_bytes):
+        return ""
+    advice = ("please report it: the defaults should not spill" if source == "tiledsl's default rules" else
+              "a smaller tile, fewer stages or fewer items a thread may not; or leave the choice to tiledsl")
+    return (f"tiledsl: kernel {name} spills registers to local memory on {arch}: {usage.local_bytes} bytes a "
+            f"thread at {usage.registers} registers. It computes right, slower than it could. Its schedule "
+            f"{tag} comes from {source}; {advice}")
 
 
 class Program:
