@@ -205,6 +205,11 @@ FOUND = {
     # streamed rows of 8-byte elements summed in f32: ptxas's own unroll spilled 8 bytes
     "wide_rows_summed_in_f32": ("kernel f(y: i64[M, N]) -> f32[M] {\n"
                                 "    return mean(y, axis=N)\n}\n", {"M": 33, "N": 100000}),
+    # an f64 result over a full sum's row of f16, held in registers (512 threads, 32 elements
+    # each): 2 bytes spilled at 64 registers on sm_80 (schedules.budgeted_threads, 2026-11-27)
+    "f64_result_over_a_held_f16_row": ("kernel f(p0: f16[M, N], p1: bf16[N]) -> (f64[M, N], f64[N]) {\n"
+                                       "    t0 = where((p0 < p0), p0, p0)\n"
+                                       "    return sum(t0) + (p0 + p0 + p1), p1\n}\n", {"M": 64, "N": 256}),
 }
 
 

@@ -25,7 +25,7 @@ import string
 from dataclasses import dataclass, field
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import tiledsl
@@ -379,6 +379,13 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     body = "".join(f"    {s}\n" for s in prog.stmts)
     ret = ", ".join(node.text for node, _ in results)
     source = f"kernel prop({params}) -> {result_type} {{\n{body}    return {ret}\n}}\n"
+    if ints:    # a literal-only value the builder met with an integer it does not fit (-1 with a u8):
+        try:    # the checker refuses the program at the literal, rightly; draw another
+            tiledsl.compile(source)
+        except tiledsl.TdslTypeError as err:
+            if "does not fit in" not in err.message:
+                raise
+            reject()
     expected = [np.einsum(
         "".join(string.ascii_lowercase[DIM_NAMES.index(d)] for d in node.dims) + "->"
         + "".join(string.ascii_lowercase[DIM_NAMES.index(d)] for d in order), node.value)

@@ -568,7 +568,10 @@ def computes_f64_math(values) -> bool:
     return any(v.op in F64_MATH_OPS and v.dtype.name == "f64" for v in values)
 
 
-def budgeted_threads(values) -> int:
+def budgeted_threads(values, wide_held_row: bool = False) -> int:
     """Resident threads per SM a pointwise or reduction kernel's launch bounds
-    budget registers for, unless its schedule asks for more (`min_blocks`)."""
-    return F64_MATH_THREADS if computes_f64_math(values) else BUDGETED_THREADS
+    budget registers for, unless its schedule asks for more (`min_blocks`): fewer
+    for f64 functions, and for a row held in registers that computes 8-byte elements
+    (`wide_held_row`: an f64 result over the row of f16 inputs spilled 2 bytes at 64
+    registers on sm_80, 512 threads holding 32 elements each; found by the codegen fuzz)."""
+    return F64_MATH_THREADS if computes_f64_math(values) or wide_held_row else BUDGETED_THREADS
