@@ -49,3 +49,19 @@ def cache_dir(tmp_path_factory):
         mp.setenv("TILEDSL_CACHE_DIR", str(root))
         mp.delenv("TILEDSL_CACHE", raising=False)
         yield root
+
+
+@pytest.fixture(autouse=True)
+def _defaults_do_not_spill(request):
+    """A GPU test fails where a kernel planned by tiledsl's default rules spills registers:
+    it computes right, slowly, and the launcher's TdslPerformanceWarning (kept once a
+    process in launcher._WARNED) says so. Schedules a test pins may spill."""
+    if request.node.get_closest_marker("gpu") is None:
+        yield
+        return
+    from tiledsl.runtime import launcher
+    before = set(launcher._WARNED)
+    yield
+    spills = [m for m in set(launcher._WARNED) - before if "default rules" in m]
+    if spills:
+        pytest.fail("a default schedule spills: " + "; ".join(sorted(spills)), pytrace=False)

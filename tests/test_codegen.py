@@ -20,6 +20,7 @@ from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.schedule.schedules import Schedule, combine_lanes
 
+import test_gpu_memory
 from conftest import EXAMPLES
 
 toolchain = pytest.importorskip("tiledsl.runtime.toolchain")
@@ -632,6 +633,21 @@ def test_columns_with_values_of_their_own_take_vectors(src, extents):
     ks = render(k.graph, g, lay, d, 1)
     usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
     assert usage.spill_stores == 0 and usage.spill_loads == 0, (d.tag, usage)
+
+
+@pytest.mark.parametrize("hbm_gbps", [3352.0, 0.0])      # an H100's rules, and an unknown GPU's
+@pytest.mark.parametrize("src,extents", test_gpu_memory.COLUMN_TILE_DEFAULTS + [
+    (src, extents) for src in COLUMNS_WITH_VALUES_OF_THEIR_OWN for extents in (dict(M=65536, N=768),)])
+def test_column_defaults_at_the_gpu_tests_shapes_do_not_spill(src, extents, hbm_gbps):
+    """The defaults the GPU tests run for columns across memory, compiled for sm_90a as an
+    H100 (132 SMs) would plan them: none spills. A middle axis's index and x @ w's x over
+    the rows alone spilled 8 and 16 bytes under registers for 2048 threads; the GPU's spill
+    warning (TdslPerformanceWarning) found them, not a CPU test, which had not compiled
+    these shapes."""
+    k = tiledsl.compile(src)
+    for ks in sources_for(k, extents, 132, "sm_90a", hbm_gbps):
+        usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
+        assert not usage.spill_stores and not usage.local_bytes, (ks.name, usage)
 
 
 def test_a_combining_kernel_shares_one_buffer_among_its_reductions():

@@ -1246,7 +1246,10 @@ def test_16_bit_columns_default_to_tiles_of_vectors(src, extents):
     p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), _sm_count(0), "sm_90a")
     d = default(p, k.hints)
     assert d.kind == "reduce_split" and d.vec == 8 and 1 < d.row_threads < d.block, d
-    assert d.min_blocks * d.block == (2048 if len(k.graph.results) == 1 else d.block), d
+    # registers for 2048 threads for one reduction over plain columns; 1024 for several, a
+    # middle axis, or x @ w's x over the rows alone (which spilled at 32 registers)
+    plain = len(k.graph.results) == 1 and "[B, T, C]" not in src and "@" not in src
+    assert d.min_blocks * d.block == (2048 if plain else d.block), d
     check(k, host_arguments(k, extents), extents, "out")
 
 

@@ -145,7 +145,10 @@ class Problem:
 
 
 def _words(op, vec: int) -> float:
-    return op.dtype.itemsize / 4 if vec > 1 else max(1.0, op.dtype.itemsize / 4)
+    # 8-bit values count as 16-bit ones: held four to a register, they are widened as
+    # they are used (an f32 row of 1000 and an i8 one, a warp a row at 32 elements a thread,
+    # spilled 72 bytes on sm_80 counted at a quarter word each; codegen fuzz, 2026-11-27)
+    return max(2, op.dtype.itemsize) / 4 if vec > 1 else max(1.0, op.dtype.itemsize / 4)
 
 
 POINTWISE_HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
@@ -1409,7 +1412,14 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     f32 columns keep the defaults (level, or slower in tiles)."""
     if not sixteen_bit_columns(p) or 8 not in column_vectors(p):
         return None
-    full = 8 * accumulator_words(p) <= 8     # (else registers for 1024 threads: more reductions spill at 32)
+    # registers for 2048 threads where one f32 accumulator a lane is all a thread keeps beside
+    # its index: more reductions, a column's own values, a middle axis's index or an input
+    # over the rows alone (x @ w's x) spilled 8-24 bytes at 32 (sm_90a; the last two found by
+    # the GPU's spill warning, 2026-11-27): those get registers for 1024
+    loop = column_loop(p.layout)
+    plain = len(p.layout.kept_loops) == 1 and all(loop in op.loops for op in p.layout.inputs
+                                                   if set(op.loops) & set(p.layout.reduced_loops))
+    full = plain and 8 * accumulator_words(p) <= 8
     for columns in (16, 32):
         tile = column_tile_split(p, columns, 512, full=full)
         if tile is not None:
