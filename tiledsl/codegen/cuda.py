@@ -325,6 +325,8 @@ class _Renderer:
         """Vectors of `kv` columns: each lane's column inputs loaded and `vals` computed
         (an idx() of the columns is the lane's own), kept in arrays lane<id>[kv]."""
         held = [op.value for op in inputs] + vals
+        if not held:
+            return []
         body = [f"const {reg_type(op.dtype)} v{op.value.id} = "
                 f"{to_reg(f'in{op.index}[{self.lane_offset(op)}]', op.dtype)};" for op in inputs]
         body += [self.define(v) for v in vals] + [f"lane{v.id}[e] = v{v.id};" for v in held]
