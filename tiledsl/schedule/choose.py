@@ -1416,9 +1416,8 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     # its index: more reductions, a column's own values, a middle axis's index or an input
     # over the rows alone (x @ w's x) spilled 8-24 bytes at 32 (sm_90a; the last two found by
     # the GPU's spill warning, 2026-11-27): those get registers for 1024
-    loop = column_loop(p.layout)
-    plain = len(p.layout.kept_loops) == 1 and all(loop in op.loops for op in p.layout.inputs
-                                                   if set(op.loops) & set(p.layout.reduced_loops))
+    over_rows = [op for op in p.layout.inputs if set(op.loops) & set(p.layout.reduced_loops)]
+    plain = len(p.layout.kept_loops) == 1 and len(streamed_column_inputs(p)) == len(over_rows)
     full = plain and 8 * accumulator_words(p) <= 8
     for columns in (16, 32):
         tile = column_tile_split(p, columns, 512, full=full)
@@ -1463,7 +1462,6 @@ def column_vector_refusal(p: Problem, s: Schedule) -> str:
     (the kept loop innermost in memory, `column_loop`), else why not."""
     if s.row_threads != 1 and not (s.kind == "reduce_split" and s.row_threads < s.block):
         return "vectors of columns take a thread a column (row_threads 1), or a split's tile of columns"
-    reduced = set(p.layout.reduced_loops)
     if len(set(reduction_levels(p.group).values())) > 1:
         return "vectors of columns take one reduction level"
     loop = column_loop(p.layout)
@@ -1471,7 +1469,7 @@ def column_vector_refusal(p: Problem, s: Schedule) -> str:
         return f"the columns' innermost extent is not a multiple of {s.vec}"
     # inputs over the reduced loops load a vector a row; a column's own inputs (loaded once,
     # lane by lane) and results (stored lane by lane) may lie any way
-    walking = [op for op in p.layout.inputs if loop in op.loops and set(op.loops) & reduced]
+    walking = streamed_column_inputs(p)
     if any(op.loops[-1] != loop or id(op) in p.misaligned or op.dtype.itemsize * s.vec > 16 for op in walking):
         return (f"vectors of {s.vec} columns need every input contiguous along them, 16-byte aligned, "
                 f"at most 16 bytes a vector")
@@ -1502,10 +1500,15 @@ def sixteen_bit_columns(p: Problem) -> bool:
     """Whether a reduction across memory reads 16-bit values along its columns (the kept
     loop innermost in memory), and only those, row after row (a column's own inputs, read
     once, do not count)."""
-    loop = column_loop(p.layout) if not p.row_major() else None
-    reduced = set(p.layout.reduced_loops)
-    walking = [op for op in p.layout.inputs if loop is not None and loop in op.loops and set(op.loops) & reduced]
+    walking = streamed_column_inputs(p) if not p.row_major() else []
     return bool(walking) and all(op.dtype.itemsize == 2 for op in walking)
+
+
+def streamed_column_inputs(p: Problem) -> list:
+    """A reduction across memory's inputs read row after row along its columns (the kept
+    loop innermost in memory): over a reduced loop and the columns' loop."""
+    loop, reduced = column_loop(p.layout), set(p.layout.reduced_loops)
+    return [op for op in p.layout.inputs if loop is not None and loop in op.loops and set(op.loops) & reduced]
 
 
 def launches(p: Problem, s: Schedule) -> list[Launch]:
