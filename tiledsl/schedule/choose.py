@@ -145,10 +145,11 @@ class Problem:
 
 
 def _words(op, vec: int) -> float:
-    # 8-bit values count as 16-bit ones: held four to a register, they are widened as
-    # they are used (an f32 row of 1000 and an i8 one, a warp a row at 32 elements a thread,
-    # spilled 72 bytes on sm_80 counted at a quarter word each; codegen fuzz, 2026-11-27)
-    return max(2, op.dtype.itemsize) / 4 if vec > 1 else max(1.0, op.dtype.itemsize / 4)
+    # 8-bit values in vectors count 1.5 registers each: held four to a register, ptxas widens
+    # them all ahead of their math (codegen fuzz, 2026-11-27, a warp a row at 32 elements a
+    # thread: an f32 row of 1000 and an i8 one spilled 72 bytes on sm_80 counted at a quarter
+    # word each; sum(tanh(x)) over i8[1000] 76 bytes on sm_90a at half a word, none at 1.5)
+    return (1.5 if op.dtype.itemsize == 1 else op.dtype.itemsize / 4) if vec > 1 else max(1.0, op.dtype.itemsize / 4)
 
 
 POINTWISE_HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
