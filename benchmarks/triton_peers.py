@@ -191,8 +191,12 @@ def rmsnorm(x, w, eps=1e-6, out=None):
     return out
 
 
-# (M, N, dtype, stride, device) -> the config column_sum runs; filled by its first call there
+# _column_sum_key(x) -> the config column_sum runs; filled by its first call there
 _COLUMN_SUM_PICKS: dict = {}
+
+
+def _column_sum_key(x) -> tuple:
+    return (*x.shape, x.dtype, x.stride(0), x.device)
 
 
 def _column_sum_launch(x, out, cfg):
@@ -215,16 +219,15 @@ def _pick_column_sum(x, out, rounds: int = 3, runs: int = 10):
     best = [float("inf")] * len(configs)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for r in range(rounds):
-        order = configs[r % len(configs):] + configs[:r % len(configs)]
-        for cfg in order:
+        for k in range(len(configs)):
+            i = (r + k) % len(configs)      # a different config first each round
             times = []
             for _ in range(runs):
                 start.record()
-                _column_sum_launch(x, out, cfg)
+                _column_sum_launch(x, out, configs[i])
                 stop.record()
                 stop.synchronize()
                 times.append(start.elapsed_time(stop))
-            i = configs.index(cfg)
             best[i] = min(best[i], sorted(times)[len(times) // 2])
     return configs[min(range(len(configs)), key=best.__getitem__)]
 
@@ -235,7 +238,7 @@ def column_sum(x, out=None):
     _need()
     m, n = x.shape
     out = torch.empty(n, dtype=torch.float32, device=x.device) if out is None else out
-    key = (m, n, x.dtype, x.stride(0), x.device)
+    key = _column_sum_key(x)
     cfg = _COLUMN_SUM_PICKS.get(key)
     if cfg is None:
         cfg = _COLUMN_SUM_PICKS[key] = _pick_column_sum(x, out)
@@ -245,4 +248,4 @@ def column_sum(x, out=None):
 
 def column_sum_config(x) -> dict | None:
     """The config column_sum picked for x's shape, if it has run there."""
-    return _COLUMN_SUM_PICKS.get((*x.shape, x.dtype, x.stride(0), x.device))
+    return _COLUMN_SUM_PICKS.get(_column_sum_key(x))

@@ -405,7 +405,7 @@ class _Renderer:
         common = dict(name=name, params=decls, block=self.s.block, vec=self.vec, helpers=_helpers(),
                       min_blocks=(self.s.min_blocks
                                   if self.s.kind in ("reduce_row", "reduce_split") and self.s.min_blocks > 1
-                                  else max(1, budgeted_threads(self.group.values, self.wide_held_row()) // self.s.block)),
+                                  else max(1, budgeted_threads(self.group, self.s) // self.s.block)),
                       index_t="long long" if self.s.index64 else "int",
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise" and self.s.tile:
@@ -425,12 +425,6 @@ class _Renderer:
         else:
             text = _env().get_template("reduce.cu.j2").render(**common, **self.reduce())
         return KernelSource(name, text, self.s, self.layout)
-
-    def wide_held_row(self) -> bool:
-        """A row held in registers (reduce_row, items > 0) that computes 8-byte elements."""
-        axes = set(self.group.axes)
-        return (self.s.kind == "reduce_row" and self.s.items > 0
-                and any(v.dtype.itemsize == 8 and set(v.dims) & axes for v in self.group.values))
 
     # -- pointwise ---------------------------------------------------------------
     def pointwise(self) -> dict:

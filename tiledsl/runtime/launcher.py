@@ -181,7 +181,7 @@ class Launcher:
         hints = self.kernel.hints
         if hints.directives:
             return f"the schedule block ({hints.directives})" + (f" at {hints.loc}" if hints.loc else "")
-        return "tiledsl's default rules"
+        return DEFAULT_RULES
 
     def binary(self, index: int, schedule, stage: int, arch: str):
         """Group `index` under `schedule`, compiled for `arch` through the caches.
@@ -418,13 +418,21 @@ def _warn_once(message: str, category: type = RuntimeWarning) -> None:
         warnings.warn(message, category, stacklevel=4)
 
 
+DEFAULT_RULES = "tiledsl's default rules"     # where a schedule came from, in spill warnings
+
+
+def default_spills() -> list[str]:
+    """The spill warnings given so far (once a process) for schedules of the default rules."""
+    return sorted(m for m in _WARNED if DEFAULT_RULES in m)
+
+
 def spill_message(name: str, usage, arch: str, tag: str, source: str) -> str:
     """A warning for a kernel whose registers spill to local memory ('' for none): it runs
     right, slower than it could. The defaults are checked not to spill (CI's ptxas
     checks), so a spill comes from a pinned schedule, or is a defect of tiledsl's rules."""
     if usage is None or not usage.spill_stores and not (usage.spill_stores is None and usage.local_bytes):
         return ""
-    advice = ("please report it: the defaults should not spill" if source == "tiledsl's default rules" else
+    advice = ("please report it: the defaults should not spill" if source == DEFAULT_RULES else
               "a smaller tile, fewer stages or fewer items a thread may not; or leave the choice to tiledsl")
     return (f"tiledsl: kernel {name} spills registers to local memory on {arch}: {usage.local_bytes} bytes a "
             f"thread at {usage.registers} registers. It computes right, slower than it could. Its schedule "

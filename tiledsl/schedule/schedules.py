@@ -568,10 +568,13 @@ def computes_f64_math(values) -> bool:
     return any(v.op in F64_MATH_OPS and v.dtype.name == "f64" for v in values)
 
 
-def budgeted_threads(values, wide_held_row: bool = False) -> int:
+def budgeted_threads(group, s: "Schedule") -> int:
     """Resident threads per SM a pointwise or reduction kernel's launch bounds
     budget registers for, unless its schedule asks for more (`min_blocks`): fewer
-    for f64 functions, and for a row held in registers that computes 8-byte elements
-    (`wide_held_row`: an f64 result over the row of f16 inputs spilled 2 bytes at 64
-    registers on sm_80, 512 threads holding 32 elements each; found by the codegen fuzz)."""
-    return F64_MATH_THREADS if computes_f64_math(values) or wide_held_row else BUDGETED_THREADS
+    for f64 functions, and for a row held in registers (reduce_row, items > 0) that
+    computes 8-byte elements (an f64 result over a row of f16 inputs spilled 2 bytes at
+    64 registers on sm_80, 512 threads holding 32 elements each; codegen fuzz)."""
+    axes = set(group.axes)
+    wide_held_row = s.kind == "reduce_row" and s.items > 0 and any(
+        v.dtype.itemsize == 8 and set(v.dims) & axes for v in group.values)
+    return F64_MATH_THREADS if computes_f64_math(group.values) or wide_held_row else BUDGETED_THREADS
