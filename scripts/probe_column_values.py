@@ -23,6 +23,11 @@ CASES = [("column sum f16 65536x768 (no values)", "kernel s(x: f16[M, N]) -> f32
           dict(M=65536, N=768)),
          ("batch-norm variance f16 65536x768", BN.format(t="f16"), dict(M=65536, N=768)),
          ("batch-norm variance f16 16384x4096", BN.format(t="f16"), dict(M=16384, N=4096)),
+         ("batch-norm variance f16 8192x8192", BN.format(t="f16"), dict(M=8192, N=8192)),
+         ("column sum f16 16384x4096 (no values)", "kernel s(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }",
+          dict(M=16384, N=4096)),
+         ("weighted column sum f16 16384x4096", "kernel w(x: f16[M, N], w: f16[N]) -> f32[N] "
+          "{ return sum(f32(x * w), axis=M) }", dict(M=16384, N=4096)),
          ("batch-norm variance bf16 1048576x128", BN.format(t="bf16"), dict(M=1 << 20, N=128)),
          ("batch-norm variance f32 16384x4096", BN.format(t="f32"), dict(M=16384, N=4096)),
          ("weighted column sum f16 65536x1024", "kernel w(x: f16[M, N], w: f16[N]) -> f32[N] "

@@ -650,6 +650,33 @@ def test_column_defaults_at_the_gpu_tests_shapes_do_not_spill(src, extents, hbm_
         assert not usage.spill_stores and not usage.local_bytes, (ks.name, usage)
 
 
+@pytest.mark.parametrize("src", ["kernel f(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }"]
+                         + COLUMNS_WITH_VALUES_OF_THEIR_OWN[:4])
+@pytest.mark.parametrize("extents", [dict(M=16384, N=4096), dict(M=8192, N=8192), dict(M=65536, N=776),
+                                     dict(M=65536, N=768), dict(M=1 << 20, N=128)])
+def test_column_tiles_run_in_one_wave(src, extents):
+    """The 16-bit column tiles' first kernel launches no more blocks than an H100's SMs
+    hold at once, counted from the registers ptxas gives the kernel and its shared memory:
+    blocks past them wait for a second wave and take the wave's time again (a batch norm's
+    variance f16 16384x4096, 288 blocks of 264 places: 56.4 us, 50.1 in 256 blocks; H100
+    2026-11-27)."""
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, extents, sm_count=132, arch="sm_90a", hbm_gbps=3352.0)
+    s = default(p)
+    assert s.kind == "reduce_split" and s.vec == 8 and s.row_threads < s.block, s.tag
+    ks = render(k.graph, g, lay, s, 1)
+    usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
+    warps = s.block // 32
+    warp_registers = -(-usage.registers * 32 // 256) * 256          # allocated 256 at a time
+    by_registers = (65536 // warp_registers) // warps
+    by_shared = (228 * 1024) // (usage.shared_bytes + 1024)          # 1 KiB the system keeps a block
+    by_threads = 2048 // s.block
+    grid = launches(p, s)[0].grid
+    assert grid[0] * grid[1] <= 132 * min(by_registers, by_shared, by_threads), (s.tag, grid, usage)
+
+
 def test_a_combining_kernel_shares_one_buffer_among_its_reductions():
     """A split reduction's second kernel: the lanes of a row meet in one shared buffer of
     8 bytes a thread, whatever the count of reductions (a buffer each took 57 KiB of static

@@ -16,6 +16,7 @@ from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
 from .partition import Group, online_pairs, per_row_before_reductions, reduction_levels
 from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM,
+                        BUDGETED_THREADS,
                         Schedule, column_vector, combine_lanes, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
                         stream_unroll_rule, stream_words)
 
@@ -1410,7 +1411,9 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     49.6, 1048576x128 125.0 / 104.3 (s256), 1048576x64 72.2 / 60.5-61.3, 1024x65536 55.5 /
     50.0; a hand-written kernel of 32 vectors a block 44.9, 55.1, 52.1, 51.3, 116.0, 89.7,
     51.4. The rule, timed after (same probe): 41.3, 51.4, 50.2, 49.9, 107.5, 62.8, 50.3.
-    f32 columns keep the defaults (level, or slower in tiles)."""
+    f32 columns keep the defaults (level, or slower in tiles). Tiles with registers for
+    1024 threads take no more chunks than one wave of blocks: 8 chunks, not 9, of a batch
+    norm's variance f16 16384x4096 took 50.1 us against 56.4 (H100 2026-11-27)."""
     if not sixteen_bit_columns(p) or 8 not in column_vectors(p):
         return None
     # registers for 2048 threads where one f32 accumulator a lane is all a thread keeps beside
@@ -1430,6 +1433,12 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     splits = min(tile.splits, max(2, -(-2 * p.sm_count // row_blocks)))
     if row_blocks * splits < 2 * p.sm_count or p.row_length < 32 * splits * tile.row_threads:
         return None     # too few blocks, or chunks too short (under 32 loads a thread)
+    # one wave: blocks past what the SMs hold at once wait for a second one, and their rows
+    # take the wave's time again (bn variance f16 16384x4096 at registers for 1024 threads:
+    # 9 chunks, 288 blocks of 264 places)
+    resident = p.sm_count * (tile.min_blocks if tile.min_blocks > 1 else BUDGETED_THREADS // tile.block)
+    if row_blocks * splits > resident and resident // row_blocks >= 2:
+        splits = resident // row_blocks
     return replace(tile, splits=splits)
 
 
