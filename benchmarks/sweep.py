@@ -23,7 +23,8 @@ from benchmarks.bench_memory import LAYERNORM16_TDSL  # noqa: E402
 from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error  # noqa: E402
 from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides  # noqa: E402
-from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
+from tiledsl.schedule.choose import candidates, default  # noqa: E402
+from tiledsl.schedule.problem import problem  # noqa: E402
 
 POINTWISE = "kernel f(x: f32[N], y: f32[N], s: f32, bias: f32[N]) -> f32[N] { return relu((x + y) * s + bias) }"
 CHAIN = "kernel chain(x: f32[M, N]) -> f32[M, N] { return sigmoid(relu((x + 1) * 2) - 0.5) }"

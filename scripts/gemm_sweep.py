@@ -18,7 +18,8 @@ import numpy as np  # noqa: E402
 
 import tiledsl  # noqa: E402
 from tiledsl.runtime import launcher_for  # noqa: E402
-from tiledsl.schedule.choose import candidates, default, problem  # noqa: E402
+from tiledsl.schedule.choose import candidates, default  # noqa: E402
+from tiledsl.schedule.problem import problem  # noqa: E402
 
 KERNELS = {
     "ab": "kernel mm(a: {t}[M, K], b: {t}[K, N]) -> {t}[M, N] {{ return a @ b }}",

@@ -17,7 +17,8 @@ import numpy as np, cupy as cp
 import tiledsl
 from tiledsl.runtime import launcher_for
 from tiledsl.runtime.launcher import set_overrides
-from tiledsl.schedule.choose import default, problem
+from tiledsl.schedule.choose import default
+from tiledsl.schedule.problem import problem
 SRC = "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }"
 m = n = k = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
 a = cp.asarray(np.random.standard_normal((m, k)).astype(np.float16))

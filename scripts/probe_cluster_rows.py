@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.bench_memory import LAYERNORM16_TDSL, LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
 from probe_online import LSE, softmax  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule import choose, rows  # noqa: E402
 
 
 RMS_BF16 = ("kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
@@ -84,14 +84,14 @@ def held_variants(p) -> dict:
     register: up to 64 a thread), peeled to aligned vectors where its length breaks
     alignment (Schedule.peel with items), and then every peeled cluster share of more than
     a vector a thread."""
-    peel = choose.peel_vector(p) > 1
-    vec = choose.peel_vector(p) if peel else choose.max_vector(p)
+    peel = rows.peel_vector(p) > 1
+    vec = rows.peel_vector(p) if peel else choose.max_vector(p)
     if vec == 1:
         return {}
     tag = "pe " if peel else ""
-    out = {f"{tag}t{t}": s for t in (32, 64, 128, 256, 512, 1024) if (s := choose.held_row_share(p, vec, t, peel=peel))}
+    out = {f"{tag}t{t}": s for t in (32, 64, 128, 256, 512, 1024) if (s := rows.held_row_share(p, vec, t, peel=peel))}
     if peel:
-        out.update({f"pe c{s.cluster} t{s.block}": s for s in choose.cluster_row_shares(p, vec, peel=True)
+        out.update({f"pe c{s.cluster} t{s.block}": s for s in rows.cluster_row_shares(p, vec, peel=True)
                     if s.items > 1})
     return out
 
@@ -99,14 +99,14 @@ def held_variants(p) -> dict:
 def variants(p, d, hints) -> dict:
     """The default; the row streamed by a block where clusters are not taken; the default
     before rows were held peeled; every share of the row by a cluster's blocks
-    (choose.cluster_row_shares) where a block cannot hold it; and held_variants."""
+    (rows.cluster_row_shares) where a block cannot hold it; and held_variants."""
     out = {"default": d, "looped": choose.default(p, hints, clusters=False)}
-    with row_probe.constants(choose, LONG_ROW=1 << 62, PEELED_ROW=1 << 62, PEELED_ROW_16=1 << 62,
+    with row_probe.constants(rows, LONG_ROW=1 << 62, PEELED_ROW=1 << 62, PEELED_ROW_16=1 << 62,
                              WARP_ROW_BYTES=0, WARP_ROW_NS=0.0):
         out["not held"] = choose.default(p, hints)
     vec = choose.max_vector(p)
-    if not choose.held_row_share(p, vec, 1024):     # (rows a block holds: no cluster)
-        for s in choose.cluster_row_shares(p, vec):
+    if not rows.held_row_share(p, vec, 1024):     # (rows a block holds: no cluster)
+        for s in rows.cluster_row_shares(p, vec):
             out[f"c{s.cluster} t{s.block}{'' if s.hoist or not p.has_row_invariant_inputs() else ' late'}"] = s
     out.update(held_variants(p))
     return out

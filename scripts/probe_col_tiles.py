@@ -154,7 +154,7 @@ def main() -> None:
         variants = {"default": d}
         if SWEEP:   # column tiles of 16 and 32 vectors, registers for 2048 threads, chunks of L loads a thread
             for columns in (16, 32):
-                t = choose.column_tile_split(p, columns, 512, full=True)
+                t = columns.column_tile_split(p, columns, 512, full=True)
                 if t is None:
                     continue
                 for loads in (8, 16, 32, 64, 128, 256):
@@ -162,11 +162,11 @@ def main() -> None:
                     if splits >= 2 and replace(t, splits=splits) not in variants.values():
                         variants.setdefault(f"cols{columns} {loads} loads s{splits}", replace(t, splits=splits))
             for s in choose.candidates(p, k.hints):     # the old default: pairs of columns
-                if s.kind == "reduce_split" and s.row_threads == 1 and s.vec == choose.paired_columns(p):
+                if s.kind == "reduce_split" and s.row_threads == 1 and s.vec == columns.paired_columns(p):
                     variants.setdefault(s.tag + f" s{s.splits}", s)
                     break
         elif d.kind == "reduce_split":        # more chunks (more blocks an SM), and narrower blocks
-            limit = choose.max_splits(p, d.row_threads, d.vec)
+            limit = columns.max_splits(p, d.row_threads, d.vec)
             for block in sorted({d.block, 128}):
                 for times in (1, 2, 4, 8):
                     splits = min(limit, d.splits * times * d.block // block)

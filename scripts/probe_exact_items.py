@@ -1,6 +1,6 @@
 """Probe (device run): a thread's share of a row as a power of two (the default's
 rule until 2026-11-25) against the exact share, ceil(row / threads) (the rule
-since, choose.row_share), for rows whose length is no power of two: the default
+since, rows.row_share), for rows whose length is no power of two: the default
 schedule under each, and a few other shares of the row. A power-of-two share of
 a 12001-element row at 512 threads is 32 elements, 9 of them past the row's end:
 registers held for nothing (ptxas: softmax f32 spills 8 bytes at 32, none at
@@ -20,7 +20,7 @@ from benchmarks.common import copy_bandwidth  # noqa: E402
 from tiledsl.codegen import render  # noqa: E402
 from tiledsl.runtime import toolchain  # noqa: E402
 from tiledsl.runtime.launcher import device_arch  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule import choose, rows  # noqa: E402
 
 SOFTMAX = "kernel f(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}"
 TWO = "kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n return x * y + sum(x, axis=N)\n}"
@@ -60,10 +60,10 @@ def main() -> None:
     for name, src, ext, shares in CASES:
         case = row_probe.prepare(name, src, ext)
         k, p = case.kernel, case.problem
-        exact_share = choose.row_share
-        choose.row_share = lambda rows, threads: 1 << (exact_share(rows, threads) - 1).bit_length()
+        exact_share = rows.row_share
+        rows.row_share = lambda rows, threads: 1 << (exact_share(rows, threads) - 1).bit_length()
         pow2 = choose.default(p, k.hints)
-        choose.row_share = exact_share
+        rows.row_share = exact_share
         d = choose.default(p, k.hints)
         variants = {"pow2": pow2, "exact": d}
         vec = d.vec if d.kind == "reduce_row" and d.items else choose.max_vector(p, k.hints.vector)

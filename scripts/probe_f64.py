@@ -10,7 +10,7 @@ import sys, os
 sys.path.insert(0, os.getcwd())
 import cupy as cp, numpy as np
 import tiledsl
-import tiledsl.schedule.choose as choose
+import tiledsl.schedule.rows as rows
 import tiledsl.schedule.schedules as schedules
 from benchmarks.common import time_cuda
 from tiledsl.codegen import sources_for
@@ -21,11 +21,11 @@ GELU = "kernel g(x: f64[M, N], b: f64[N]) -> f64[M, N] { return gelu(x + b) * si
 CASES = [("softmax", SM, dict(M=4096, N=1000)), ("softmax", SM, dict(M=4096, N=4096)), ("softmax", SM, dict(M=100000, N=33)),
          ("layernorm", LN, dict(M=4096, N=1000)), ("layernorm", LN, dict(M=4096, N=4096)), ("layernorm", LN, dict(M=100000, N=33)),
          ("gelu*sigmoid", GELU, dict(M=8192, N=4096))]
-real = choose.computes_f64_math
+real = rows.computes_f64_math
 
 
 def variant(old):
-    choose.computes_f64_math = (lambda v: False) if old else real
+    rows.computes_f64_math = (lambda v: False) if old else real
     schedules.F64_MATH_THREADS = 1024 if old else 512
 
 

@@ -1,5 +1,5 @@
 """Probe (device run): pointwise kernels of many inputs under the items and
-vector widths around the default (`choose.pointwise_held_words`): n f32 or f16
+vector widths around the default (`pointwise.held_words`): n f32 or f16
 inputs summed, 16M elements each, every schedule checked against the float64
 reference first; three interleaved rounds, median microseconds, and GB/s over
 the bytes moved. Before 2026-11-23 the default was 2 items at the widest
@@ -19,7 +19,8 @@ import tiledsl  # noqa: E402
 from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
 from tiledsl.inputs import relative_error  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
-from tiledsl.schedule.choose import default, problem  # noqa: E402
+from tiledsl.schedule.choose import default  # noqa: E402
+from tiledsl.schedule.problem import problem  # noqa: E402
 
 ELEMENTS = 1 << 24
 CASES = [(dtype, n) for dtype in ("f32", "f16") for n in (4, 5, 6, 8, 12)]

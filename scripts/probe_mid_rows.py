@@ -1,7 +1,7 @@
 """Probe (device run): many rows of 129 to 2048 elements. Rows of at most 128 take part
-of a warp (choose.short_row_schedule); longer ones took a block each (row_threads =
+of a warp (rows.short_row_schedule); longer ones took a block each (row_threads =
 block, 64 or more threads), so 131072 rows were 131072 blocks, until rows moving under
-4096 bytes took a warp each (choose.warp_row_schedule). Here the default, the default
+4096 bytes took a warp each (rows.warp_row_schedule). Here the default, the default
 before that (`block a row`), and a warp a row with several rows a block (row_threads 32,
 blocks of 128 to 512), in aligned vectors, peeled to them where the row's length breaks
 alignment, or element by element. Each schedule is checked against the float64 reference first; three
@@ -19,7 +19,7 @@ import row_probe  # noqa: E402  (beside this script)
 from benchmarks.bench_memory import LAYERNORM16_TDSL, LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
 from probe_cluster_rows import RMS_BF16  # noqa: E402
 from probe_online import LSE, softmax  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule import choose, rows  # noqa: E402
 from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
 ATTENTION_SOFTMAX = ("kernel a(x: f16[B, H, S, T], s: f32) -> f16[B, H, S, T] {\n"
@@ -93,20 +93,20 @@ def variants(p, d, hints) -> dict:
     row in blocks of 128, 256 and 512 threads: vectors as wide as alignment allows, peeled
     ones where the length breaks it, single elements."""
     out = {"default": d}
-    with row_probe.constants(choose, WARP_ROW_BYTES=0, WARP_ROW_NS=0.0, PEELED_ROW_16=choose.PEELED_ROW):
+    with row_probe.constants(rows, WARP_ROW_BYTES=0, WARP_ROW_NS=0.0, PEELED_ROW_16=rows.PEELED_ROW):
         out["block a row"] = choose.default(p, hints)
-    peel = choose.peel_vector(p) > 1 and choose.max_vector(p) == 1
+    peel = rows.peel_vector(p) > 1 and choose.max_vector(p) == 1
     for vec, peeled in sorted({(choose.max_vector(p), False), (1, False)}
-                              | ({(choose.peel_vector(p), True)} if peel else set())):
-        held = choose.held_row_share(p, vec, 32, peel=peeled)
+                              | ({(rows.peel_vector(p), True)} if peel else set())):
+        held = rows.held_row_share(p, vec, 32, peel=peeled)
         if not held:
             continue
         for block in (128, 256, 512):
             out[f"{'pe ' if peeled else ''}v{vec} w b{block}"] = replace(held, block=block)
         if SUBWARP and not peeled:   # part of a warp a row (rows sharing a warp), 256 threads a block
             for tpr in (16, 8):
-                items = choose.row_share(p.row_length // vec, tpr)
-                if choose.row_share_fits(p, items, vec, hoisted=False, packed=True):
+                items = rows.row_share(p.row_length // vec, tpr)
+                if rows.row_share_fits(p, items, vec, hoisted=False, packed=True):
                     out[f"v{vec} t{tpr} b256"] = Schedule("reduce_row", block=256, vec=vec, items=items,
                                                           row_threads=tpr, hoist=not p.has_row_invariant_inputs(),
                                                           index64=p.index64)

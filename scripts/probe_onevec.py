@@ -26,7 +26,8 @@ from benchmarks.bench_memory import LAYERNORM16_TDSL  # noqa: E402
 from benchmarks.common import input_sets_needed, time_cuda  # noqa: E402
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error  # noqa: E402
 from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides  # noqa: E402
-from tiledsl.schedule.choose import default, problem  # noqa: E402
+from tiledsl.schedule.choose import default  # noqa: E402
+from tiledsl.schedule.problem import problem  # noqa: E402
 
 def read(name: str) -> str:
     with open(f"examples/{name}.tdsl") as f:

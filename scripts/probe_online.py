@@ -2,7 +2,7 @@
 max(x) and then sum(exp(x - max)): one pass for both (Schedule.online) against
 two (the second re-reading the row, from L2 where the rows in flight fit it),
 each at the compiler's unroll and 4 and 8; the default's choice is
-`choose.online_pays`. Each schedule is checked against the float64 reference
+`rows.online_pays`. Each schedule is checked against the float64 reference
 first; three interleaved rounds, median microseconds, and the ratio of the bytes
 moved to copy.
 

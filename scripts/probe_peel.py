@@ -16,7 +16,7 @@ sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
 from probe_online import LSE, softmax  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule import rows  # noqa: E402
 
 LAYERNORM = ("kernel f(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n m = mean(x, axis=N)\n"
              " d = x - m\n return f16(d * rsqrt(mean(d * d, axis=N) + 1e-5) * w + b)\n}")
@@ -48,8 +48,8 @@ def main() -> None:
             print(f"{case.name} {case.extents}: the default keeps rows in registers ({d.tag})")
             continue
         variants = {"default": d}
-        if d.peel or choose.peel_vector(case.problem) > 1:
-            wide = d if d.peel else replace(d, vec=choose.peel_vector(case.problem), peel=True)
+        if d.peel or rows.peel_vector(case.problem) > 1:
+            wide = d if d.peel else replace(d, vec=rows.peel_vector(case.problem), peel=True)
             variants["vec 1 (before)"] = replace(d, vec=1, peel=False)
             for block in (256, 512, 1024):
                 for unroll in map(int, os.environ.get("PEEL_UNROLLS", "0").split()):

@@ -11,7 +11,9 @@ from dataclasses import replace
 import tiledsl
 from tiledsl.runtime import launcher_for
 from tiledsl.runtime.launcher import set_overrides
-from tiledsl.schedule.choose import candidates, default, problem, wgmma_schedule, with_producer
+from tiledsl.schedule.choose import candidates, default
+from tiledsl.schedule.problem import problem
+from tiledsl.schedule.matmul import wgmma_schedule, with_producer
 
 # f16 products the probes time: a @ b, and a @ b.T (B kept [N, K])
 SOURCES = {"ab": "kernel mm(a: f16[M, K], b: f16[K, N]) -> f16[M, N] { return a @ b }",

@@ -15,7 +15,7 @@ sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
 from tiledsl.errors import TdslError  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule import choose, rows  # noqa: E402
 
 SOFTMAX = "kernel f(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}"
 RMS = ("kernel f(x: f16[M, N], w: f16[N]) -> f16[M, N] {\n"
@@ -42,7 +42,7 @@ def main() -> None:
                 for block in ((128, 256) if tpr == 32 else (256,)):
                     try:
                         variants[f"v{vec} t{tpr} b{block}"] = replace(
-                            d, block=block, row_threads=tpr, vec=vec, items=choose.row_share(rvec, tpr), keep=False,
+                            d, block=block, row_threads=tpr, vec=vec, items=rows.row_share(rvec, tpr), keep=False,
                             prefetch=False, blocks_per_sm=0, min_blocks=1, stages=1, unroll=0)
                     except TdslError:
                         pass

@@ -13,7 +13,7 @@ from dataclasses import replace
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule import columns  # noqa: E402
 
 K = "kernel f"
 CASES = [
@@ -73,8 +73,8 @@ def main() -> None:
         for v in os.environ.get("SURVEY_VEC", "").split() if d.kind in ("reduce_col", "reduce_split") else ():
             wide = replace(d, vec=int(v), row_threads=1)
             if d.kind == "reduce_split":    # its splits filling the GPU, as the tuner's
-                wide = choose.split_schedule(case.problem, int(v)) or wide
-            if d.kind in ("reduce_col", "reduce_split") and not choose.column_vector_refusal(case.problem, wide):
+                wide = columns.split_schedule(case.problem, int(v)) or wide
+            if d.kind in ("reduce_col", "reduce_split") and not columns.column_vector_refusal(case.problem, wide):
                 case.variants[f"vec {v}"] = wide
                 case.variants.update({f"vec {v} unroll {u}": replace(wide, unroll=int(u))
                                       for u in os.environ.get("SURVEY_UNROLL", "").split()})

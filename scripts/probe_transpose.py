@@ -23,7 +23,8 @@ from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
 from tiledsl.runtime import launcher_for
 from tiledsl.runtime.launcher import set_overrides
 from tiledsl.runtime.measure import copy_bandwidth, time_rounds
-from tiledsl.schedule.choose import candidates, default, max_vector, problem
+from tiledsl.schedule.choose import candidates, default
+from tiledsl.schedule.problem import max_vector, problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.schedule.schedules import Schedule
@@ -35,7 +36,7 @@ CASES = [
     ("kernel t(x: f32[M, N], y: f32[N, M]) -> f32[M, N] { return x + y.T }", dict(M=4096, N=4096), None),
     ("kernel t(x: bf16[B, T, C], s: f32) -> bf16[B, C, T] { return x.T * s }", dict(B=16, T=2048, C=512), None),
 ]
-# One loop 2 to 15 long (`--skinny`): the default is a skinny tile (choose.skinny_tile),
+# One loop 2 to 15 long (`--skinny`): the default is a skinny tile (pointwise.skinny_tile),
 # before 2026-11-25 the flat schedule, element by element across the short loop.
 SKINNY_CASES = [
     ("kernel t(x: f32[M, N]) -> f32[N, M] { return x.T }", dict(M=8, N=4194304), "copy"),

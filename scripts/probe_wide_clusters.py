@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.bench_memory import LAYERNORM16_TDSL, LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
 from probe_online import softmax  # noqa: E402
-from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule import choose, rows  # noqa: E402
 
 CASES = [("layernorm f16", LAYERNORM_TDSL, {"M": 4096, "N": 8192}),
          ("layernorm16", LAYERNORM16_TDSL, {"M": 4096, "N": 8192}),
@@ -31,7 +31,7 @@ def variants(case, d) -> dict:
     out = {"default": d}
     for threads in (128, 256, 512, 1024):
         for blocks in (1, 2, 4):
-            s = choose.held_row_share(p, vec, threads, blocks)
+            s = rows.held_row_share(p, vec, threads, blocks)
             if s:
                 out[f"c{blocks} t{threads}"] = s
                 if s.hoist and p.has_row_invariant_inputs():

@@ -20,6 +20,7 @@ from tiledsl.errors import TdslError  # noqa: E402
 from tiledsl.inputs import random_arguments, relative_error  # noqa: E402
 from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
+from tiledsl.schedule.problem import problem as group_problem  # noqa: E402
 
 
 @dataclass
@@ -27,7 +28,7 @@ class RowCase:
     name: str
     extents: dict
     kernel: object
-    problem: object           # the first group's choose.Problem on this GPU
+    problem: object           # the first group's problem.Problem on this GPU
     sets: list                # input sets to rotate through
     out: object
     want: object              # the float64 reference
@@ -45,8 +46,8 @@ def prepare(name: str, src: str, extents: dict) -> RowCase:
     sets = [[device(h) for h in host] for _ in range(input_sets_needed(nbytes))]
     out = k(*sets[0])
     launcher = k._launcher
-    p = choose.problem(launcher.groups[0], launcher.layouts[0], extents, sm_count=_sm_count(0),
-                       arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))
+    p = group_problem(launcher.groups[0], launcher.layouts[0], extents, sm_count=_sm_count(0),
+                      arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))
     return RowCase(name, extents, k, p, sets, out, want, nbytes)
 
 

@@ -13,7 +13,8 @@ import tiledsl.runtime.launcher as L
 from benchmarks.common import time_cuda
 from tiledsl.inputs import relative_error
 from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides
-from tiledsl.schedule.choose import candidates, default, problem
+from tiledsl.schedule.choose import candidates, default
+from tiledsl.schedule.problem import problem
 
 
 def install(tag: str, transform) -> dict:

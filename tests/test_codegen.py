@@ -14,7 +14,9 @@ from tiledsl.codegen import sources_for
 from tiledsl.codegen.cuda import literal, render
 from tiledsl.dtypes import DTYPES
 from tiledsl.errors import TdslError
-from tiledsl.schedule.choose import candidates, column_tile_split, default, fits, launches, problem
+from tiledsl.schedule.choose import candidates, default, fits, launches
+from tiledsl.schedule.problem import problem
+from tiledsl.schedule.columns import column_tile_split
 from tiledsl.schedule.hints import Hints
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
@@ -263,7 +265,7 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     with f32 weights run a block per row with the weights loaded late and registers for
     1536 threads; with more (an H200: 4.9 TB/s) or unknown bandwidth, or few rows per SM,
     a persistent block hoists the weights and prefetches its next row. (On an H200, rows of
-    65536x1024 take a warp each instead: choose.warp_row_bytes.)"""
+    65536x1024 take a warp each instead: rows.warp_row_bytes.)"""
     k = tiledsl.compile((EXAMPLES / "layernorm.tdsl").read_text())
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
@@ -580,7 +582,7 @@ def test_a_split_reduction_may_budget_registers_for_1536_or_2048_threads():
 ])
 def test_column_tiles_fit_their_registers_and_share_one_buffer(src):
     """The default for columns across memory, and every column tile the tuner is offered
-    with registers for 2048 threads (choose.column_tile_split(full=True)), compile for
+    with registers for 2048 threads (columns.column_tile_split(full=True)), compile for
     sm_90a without spilling; a tile's reductions take turns in one buffer of at most
     16 KiB (five of them took 80 KiB of static shared memory each in its own)."""
     k = tiledsl.compile(src)
@@ -614,7 +616,7 @@ def test_columns_with_values_of_their_own_take_vectors(src, extents):
     programs get the default shape a plain column sum of x gets, in vectors (they had taken
     one column a thread, after a vector default that rendering refused). The default
     and every candidate render, and the default compiles for sm_90a without spills: the
-    held values count in its register budget (choose.accumulator_words)."""
+    held values count in its register budget (columns.accumulator_words)."""
     def default_of(src):
         k = tiledsl.compile(src)
         [g] = partition(k.graph)
@@ -695,7 +697,7 @@ def test_a_combining_kernel_shares_one_buffer_among_its_reductions():
 
 
 def test_a_tile_of_16_bit_columns_fits_32_registers_without_spilling():
-    """choose.column_tile_split(full=True): launch bounds for 4 blocks of 512 an SM, as the
+    """columns.column_tile_split(full=True): launch bounds for 4 blocks of 512 an SM, as the
     hand-written kernel of scripts/probe_col_tiles.py runs; ptxas must fit it unspilled."""
     k = tiledsl.compile("kernel f(x: bf16[M, N]) -> f32[N] { return mean(x, axis=M) }")
     g = partition(k.graph)[0]
@@ -712,7 +714,7 @@ def test_a_tile_of_16_bit_columns_fits_32_registers_without_spilling():
     ("kernel mv(a: f16[M, K], v: f16[K], b: f32[M]) -> f16[M] { return relu(a @ v + b) }",
      dict(M=4096, K=4096), "reduce_row"),
     ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=1024, N=262144), "reduce_col"),
-    # too few columns to fill the GPU a thread each: split into chunks of K (choose.columns_split)
+    # too few columns to fill the GPU a thread each: split into chunks of K (columns.columns_split)
     ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=1024, N=32768), "reduce_split"),
     ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=16384, N=1024), "reduce_split"),
     ("kernel dot(a: f32[K], b: f32[K]) -> f32 { return a @ b }", dict(K=1 << 20), "reduce_split"),
@@ -1546,7 +1548,7 @@ RMSNORM_BF16 = "kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] { return x * r
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_row_whose_length_breaks_alignment_is_held_peeled_in_registers(arch):
     """Rows of 1536 elements or more whose length breaks 16-byte alignment are held in
-    registers peeled to aligned vectors (choose.long_row_schedule) by the fewest threads
+    registers peeled to aligned vectors (rows.long_row_schedule) by the fewest threads
     whose share fits, else by a cluster's blocks (sm_90a): in 16-byte vectors, without
     spills, the head and tail re-read by each phase. Not where f32 weights outweigh an f16
     row (their lanes gathered), nor short rows (781: element by element)."""
@@ -1595,7 +1597,7 @@ def test_a_row_whose_length_breaks_alignment_is_held_peeled_in_registers(arch):
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_long_16_bit_row_without_weights_is_held_by_the_fewest_threads_it_fits(arch):
-    """Softmax f16 over 4096 columns or more (choose.long_row_schedule): the fewest threads
+    """Softmax f16 over 4096 columns or more (rows.long_row_schedule): the fewest threads
     of a block whose share fits, up to 64 elements a thread packed two a register, nothing
     kept; more rows in flight an SM (8192x8192: 109.5 -> 94.3 us on an H100). Norms, whose
     weights gained nothing so, and f32 rows keep their rule."""

@@ -23,7 +23,8 @@ from tiledsl.codegen import sources_for
 from tiledsl.errors import TdslCompileError, TdslError
 from tiledsl.codegen.cuda import render
 from tiledsl.runtime import toolchain
-from tiledsl.schedule.choose import candidates, problem
+from tiledsl.schedule.choose import candidates
+from tiledsl.schedule.problem import problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 
@@ -215,7 +216,7 @@ FOUND = {
                                        "    t0 = where((p0 < p0), p0, p0)\n"
                                        "    return sum(t0) + (p0 + p0 + p1), p1\n}\n", {"M": 64, "N": 256}),
     # an f32 row and an i8 one a warp holds, 32 elements a thread: i8 counted at a quarter
-    # register each, 72 bytes spilled on sm_80 (choose._words counts them as 16-bit ones)
+    # register each, 72 bytes spilled on sm_80 (problem.operand_words counts them as 16-bit ones)
     "f32_and_i8_rows_a_warp_holds": ("kernel f(p0: f32[M], p1: i8[M]) -> f32[M] {\n"
                                      "    return sum(p0) + p1\n}\n", {"M": 1000}),
     # tanh of an i8 row a warp holds at 32 elements a thread: 76 bytes spilled on sm_90a (CI)

@@ -1,15 +1,16 @@
 """The schedule directives each kind of kernel part reads, as `tiledsl check` tells users
 (frontend.advice.DIRECTIVE_READERS), against what the scheduler does with them
-(schedule/choose.py): a directive changes the default schedule of some part of every
-kind that reads it (or is refused there, which reads it too), and of no part of any
-other kind. A directive added to choose.py, or a reader dropped, fails here until the
+(schedule/choose.py and its rules): a directive changes the default schedule of some
+part of every kind that reads it (or is refused there, which reads it too), and of no
+part of any other kind. A directive added to a rule, or a reader dropped, fails here until the
 table says so."""
 import pytest
 
 import tiledsl
 from tiledsl.errors import TdslError
 from tiledsl.frontend.advice import DIRECTIVE_READERS
-from tiledsl.schedule.choose import default, problem
+from tiledsl.schedule.choose import default
+from tiledsl.schedule.problem import problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 

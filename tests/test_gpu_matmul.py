@@ -184,7 +184,8 @@ def _tensor_core_candidates():
 
 def _pipelined(src, label):
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     k = tiledsl.compile(src)
     launcher = launcher_for(k)
     p = problem(launcher.groups[0], launcher.layouts[0], TAIL_SHAPE, frozenset(), 132, "sm_90a")
@@ -278,7 +279,8 @@ SKINNY_SRC = "kernel mm(a: f32[M, K], b: f32[K, N], bias: f32[N]) -> f32[M, N] {
 
 def _split_candidates():
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     k = tiledsl.compile(SKINNY_SRC)
     lau = launcher_for(k)
     for extents in (SKINNY, SKINNY_VECTORS):
@@ -327,7 +329,8 @@ TC_SKINNY = dict(M=200, K=5000, N=264)
 
 def _tensor_core_split_candidates():
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     for label, src in (("f16", "kernel mm(a: f16[M, K], b: f16[K, N], bias: f32[N]) -> f16[M, N] "
                                "{ return relu(a @ b + bias) }"),
                        ("f16-bT", "kernel mm(a: f16[M, K], bt: f16[N, K]) -> f32[M, N] { return a @ bt.T }"),
@@ -500,7 +503,8 @@ def test_a_split_k_with_a_producer_warpgroup_with_empty_chunks(extents, tile, cl
     pair's second tile past the end, copying its half of B all the same)."""
     from dataclasses import replace
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     src = "kernel mm(a: f16[M, K], b: f16[K, N], s: f32) -> f16[M, N] { return (a @ b) * s }"
     k = tiledsl.compile(src)
     launcher = launcher_for(k)
@@ -561,7 +565,8 @@ def test_tma_copies_are_right_past_every_edge(label, extents):
 
 def _persistent_candidates():
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     tf32 = "kernel lin(x: f32[M, K], w: f32[N, K]) -> f32[M, N] { return x @ w.T }\nschedule lin { tf32(true) }"
     for label, src in [*TMA_SOURCES.items(), ("tf32-abT", tf32)]:
         k = tiledsl.compile(src)
@@ -591,7 +596,8 @@ def test_every_persistent_schedule(src, schedule, extents):
 
 def _specialized_candidates():
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     sources = {"f16-abT": "kernel mm(a: f16[M, K], bt: f16[N, K]) -> f16[M, N] { return a @ bt.T }",
                "bf16-abT": TMA_SOURCES["bf16-abT"]}
     for label, src in sources.items():

@@ -192,7 +192,7 @@ def test_memory_example(name, size, mode):
 S1 = [{"N": n} for n in (1, 7, 1000, 4097, 1_000_003)]
 S2 = [{"M": m, "N": n} for m, n in ((1, 1), (3, 7), (17, 1000), (129, 1023), (1000, 1),
                                       (1, 4097), (2048, 4097))]
-# one of the two transposed loops 2 to 15 long: skinny transposing tiles (choose.skinny_tile)
+# one of the two transposed loops 2 to 15 long: skinny transposing tiles (pointwise.skinny_tile)
 S2_SKINNY = [{"M": m, "N": n} for m, n in ((8, 4097), (3, 1000), (4099, 6), (2, 300), (15, 70001),
                                             (1000003, 4), (4, 255))]
 S3 = [{"B": b, "T": t, "C": c} for b, t, c in ((1, 1, 1), (2, 3, 7), (3, 17, 1000), (4, 129, 33),
@@ -1001,7 +1001,8 @@ def _row_program(name: str):
 
 def _row_candidates():
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     for name, extents, only in ([(*np_, "all") for np_ in ROW_PROGRAMS] + [(*np_, "rings") for np_ in RING_PROGRAMS]
                                 + [(*np_, "warps") for np_ in SHORT_ROW_PROGRAMS]):
         k = _row_program(name)
@@ -1045,7 +1046,9 @@ def test_reductions_at_blocks_of_any_warp_count(program, block, peeled):
     aligned vectors (Schedule.peel): held (softmax over 5 * block - 3) or streamed."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides
-    from tiledsl.schedule.choose import default, peel_vector, problem, row_share
+    from tiledsl.schedule.choose import default
+    from tiledsl.schedule.problem import problem
+    from tiledsl.schedule.rows import peel_vector, row_share
     name, extents_for, items = ODD_WARP_PROGRAMS[program]
     extents = extents_for(block)
     k = fresh(name)
@@ -1085,7 +1088,9 @@ SUBWARP_PROGRAMS = [("softmax.tdsl", dict(M=1001, N=13)), ("softmax_f16", dict(M
 def test_rows_shared_by_part_of_a_warp(program, tpr, per_sm, vector):
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides
-    from tiledsl.schedule.choose import default, max_vector, problem, row_share
+    from tiledsl.schedule.choose import default
+    from tiledsl.schedule.problem import max_vector, problem
+    from tiledsl.schedule.rows import row_share
     name, extents = SUBWARP_PROGRAMS[program]
     k = fresh(VARIANTS.get(name, name))
     k._launcher = launcher_for(k)
@@ -1118,7 +1123,8 @@ def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, online, rng):
     from tiledsl.inputs import TOLERANCE, relative_error
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides
-    from tiledsl.schedule.choose import default, problem
+    from tiledsl.schedule.choose import default
+    from tiledsl.schedule.problem import problem
     k = fresh(ONLINE_PROGRAMS[name])
     # a thread a row sums its row alone, in order: 40009 f32 terms of exp(x - max) in order are
     # off by ~6e-5 (NumPy, float32 one by one), 4001 by ~7e-6; that schedule takes shorter rows
@@ -1133,7 +1139,7 @@ def test_looped_rows_take_max_and_sum_in_one_pass(name, threads, online, rng):
         if s.cluster > 1:
             _needs_clusters()
         threads = 0
-    elif s.items and n == 40009:    # held peeled (choose.long_row_schedule): streamed here
+    elif s.items and n == 40009:    # held peeled (rows.long_row_schedule): streamed here
         s = replace(s, items=0, cluster=1, min_blocks=1)
     assert s.kind == "reduce_row" and (s.items == 0 or n < 40009 or s.peel), s
     if threads:
@@ -1172,11 +1178,11 @@ STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
                      ("kernel d(x: f32[M, N], y: f32[M, N]) -> f32 { return sum(x * y) }", dict(M=33, N=5001)),
                      ("kernel m(x: f16[M, N]) -> f32[M] { return mean(x, axis=N) }", dict(M=3, N=40009)),
                      ("softmax.tdsl", dict(M=5, N=40001)),
-                     # across memory, few columns: tiles of 8 and 64 columns (choose.split_schedule)
+                     # across memory, few columns: tiles of 8 and 64 columns (columns.split_schedule)
                      ("kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=40009, N=5)),
                      ("kernel c(x: f32[M, N], y: f32[N]) -> f32[N] { return max(x * y, axis=M) }",
                       dict(M=9001, N=33)),
-                     # vectors of 2, 4 and 8 columns, split or not (choose.column_vectors)
+                     # vectors of 2, 4 and 8 columns, split or not (columns.column_vectors)
                      ("kernel c(x: f16[M, N]) -> f32[N] { return mean(x, axis=M) }", dict(M=9001, N=776)),
                      ("kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }",
                       dict(B=3, T=1001, C=264)),
@@ -1184,7 +1190,7 @@ STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
                      # 16-byte vectors of columns, a column's rows shared by a block (column_tile_split)
                      ("kernel c(x: f16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=2, T=5001, C=136)),
                      ("kernel c(x: bf16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=20011, N=64)),
-                     # many columns, split into chunks of their reductions (choose.columns_split)
+                     # many columns, split into chunks of their reductions (columns.columns_split)
                      ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=301, N=17011)),
                      ("kernel c(x: f16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=3, T=259, C=6007)),
                      # looped rows of lengths that break alignment, peeled to aligned vectors or not
@@ -1198,7 +1204,8 @@ STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
 def _streamed_schedules():
     """(program number, name, extents, schedule) for each streamed candidate."""
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     for n, (name, extents) in enumerate(STREAMED_PROGRAMS):
         k = compiled(name)
         launcher = launcher_for(k)
@@ -1236,10 +1243,11 @@ COLUMN_TILE_DEFAULTS = [
 @pytest.mark.parametrize("src,extents", COLUMN_TILE_DEFAULTS, ids=[str(e) for _, e in COLUMN_TILE_DEFAULTS])
 def test_16_bit_columns_default_to_tiles_of_vectors(src, extents):
     """16-bit reductions across memory run by default in tiles of 16-byte column vectors,
-    a column's rows shared by a block (choose.column_tile_default): exact at tails,
+    a column's rows shared by a block (columns.column_tile_default): exact at tails,
     every element written."""
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import default, problem
+    from tiledsl.schedule.choose import default
+    from tiledsl.schedule.problem import problem
     from tiledsl.runtime.launcher import _sm_count
     k = fresh(src)
     launcher = launcher_for(k)
@@ -1266,7 +1274,8 @@ def test_16_bit_columns_with_values_of_their_own(src, extents):
     a batch norm's given mean, a weight laid out across the columns) hold them a lane of
     the column vectors each (codegen's lane_held_lines): their default reads vectors."""
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import default, problem
+    from tiledsl.schedule.choose import default
+    from tiledsl.schedule.problem import problem
     from tiledsl.runtime.launcher import _sm_count
     k = fresh(src)
     launcher = launcher_for(k)
@@ -1383,7 +1392,8 @@ TRANSPOSING_PROGRAMS = [("transpose_two_layouts", dict(M=100, N=130)),
 
 
 def _transposing_schedules():
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     from tiledsl.schedule.layout import plan_layout
     from tiledsl.schedule.partition import partition
     for name, extents in TRANSPOSING_PROGRAMS:
@@ -1434,7 +1444,7 @@ def test_16_bit_functions_round_every_value_within_an_ulp(fn, dtype):
 
 
 # A few long rows with results over the whole row run spread: each reduction level split
-# over the GPU, the results written by a pointwise kernel (schedule.choose.few_long_rows).
+# over the GPU, the results written by a pointwise kernel (schedule.problem.few_long_rows).
 SPREAD_SOFTMAX = ("kernel sm(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n"
                   "return e / sum(e, axis=N) }")
 SPREAD = {
@@ -1488,7 +1498,8 @@ def _pinned_params(programs: list, wanted, suffix=lambda s: ""):
     """pytest params (source, extents, schedule): each candidate that `wanted` keeps of each
     program (planned as on an H100: 132 SMs, sm_90a)."""
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import candidates, problem
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
     for n, (src, extents) in enumerate(programs):
         k = compiled(src)
         launcher = launcher_for(k)
@@ -1505,7 +1516,8 @@ def _default_here(src: str, extents: dict):
     schedule on this GPU at `extents`."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth
-    from tiledsl.schedule.choose import default, problem
+    from tiledsl.schedule.choose import default
+    from tiledsl.schedule.problem import problem
     k = fresh(src)
     k._launcher = launcher_for(k)
     p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0),
@@ -1542,7 +1554,8 @@ def test_long_rows_are_shared_by_a_cluster_by_default_and_reuse_their_barriers()
     them would be 36 elements a thread, over the 32 it may hold)."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import _sm_count, device_arch
-    from tiledsl.schedule.choose import default, problem
+    from tiledsl.schedule.choose import default
+    from tiledsl.schedule.problem import problem
     _needs_clusters()
     k = fresh("softmax.tdsl")
     k._launcher = launcher_for(k)
@@ -1591,7 +1604,7 @@ def test_rows_held_peeled_to_aligned_vectors(src, extents, schedule):
 
 
 def test_rows_breaking_alignment_are_held_peeled_by_default():
-    """The defaults (choose.long_row_schedule) on this GPU: softmax f32 over 4097 (a block
+    """The defaults (rows.long_row_schedule) on this GPU: softmax f32 over 4097 (a block
     of 128) and 65537 (a cluster's blocks on sm_90a, else streamed peeled), f16 over 50257
     (a block of 1024, 56 elements a thread) and 1537 (a warp), rmsnorm bf16 over 3001 (64
     threads), against float64, outputs poisoned."""
@@ -1608,14 +1621,14 @@ def test_rows_breaking_alignment_are_held_peeled_by_default():
 @pytest.mark.parametrize("dtype,extents", [("f16", dict(M=300, N=8192)), ("bf16", dict(M=77, N=10000)),
                                           ("f16", dict(M=33, N=32000)), ("bf16", dict(M=1000, N=4096))])
 def test_long_16_bit_rows_without_weights_are_held_by_the_fewest_threads(dtype, extents):
-    """The defaults of choose.long_row_schedule for softmax in 16 bits: 128 to 512 threads,
+    """The defaults of rows.long_row_schedule for softmax in 16 bits: 128 to 512 threads,
     up to 64 elements a thread, against float64, outputs poisoned."""
     k, s = _default_here(PEELED_HELD_PROGRAMS[1][0].replace("f16", dtype), extents)
     assert s.block <= 512 and s.items * s.vec >= 32 and not s.keep, s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
-# Many light rows (choose.warp_row_schedule): a warp a row, 4 rows a block of 128, in vectors,
+# Many light rows (rows.warp_row_schedule): a warp a row, 4 rows a block of 128, in vectors,
 # peeled where the length breaks alignment, else element by element; row counts that leave the
 # last block part empty, a result per row, weights hoisted or gathered.
 WARP_ROW_PROGRAMS = [("softmax.tdsl", dict(M=4099, N=200)),
@@ -1635,7 +1648,7 @@ WARP_ROW_PROGRAMS = [("softmax.tdsl", dict(M=4099, N=200)),
     (WARP_ROW_PROGRAMS[2][0], dict(M=33, N=200)), ("layernorm.tdsl", dict(M=1000, N=256))],
     ids=lambda v: "x".join(map(str, v.values())) if isinstance(v, dict) else v[:12])
 def test_many_light_rows_take_a_warp_each_by_default(src, extents):
-    """The default (choose.warp_row_schedule) for rows of 129 to 1023 elements moving
+    """The default (rows.warp_row_schedule) for rows of 129 to 1023 elements moving
     under 4096 bytes: a warp a row, 4 a block (half a warp, 16 a block, where a row of
     each input is 512 bytes or less); against float64, outputs poisoned."""
     k, s = _default_here(src, extents)

@@ -18,7 +18,9 @@ import tiledsl
 from hypothesis import strategies as st
 from tiledsl.errors import TdslError
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
-from tiledsl.schedule.choose import candidates, column_tile_split, problem
+from tiledsl.schedule.choose import candidates
+from tiledsl.schedule.problem import problem
+from tiledsl.schedule.columns import column_tile_split
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.schedule.schedules import Schedule, combine_lanes
@@ -41,7 +43,7 @@ PROGRAMS = [
     ("softmax looped f16", SOFTMAX.format(t="f16"), dict(M=3, N=50257)),
     ("logsumexp looped", LSE, dict(M=4, N=33001)),
     ("softmax short rows", SOFTMAX.format(t="f32"), dict(M=1001, N=13)),
-    # a warp a row, 4 rows a block (choose.warp_row_schedule): peeled where the length breaks
+    # a warp a row, 4 rows a block (rows.warp_row_schedule): peeled where the length breaks
     # alignment (from 512), with a last block of one row; element by element; half a warp
     # a row (rows of 512 bytes or less), with a last block part empty; a result per row; f32 weights
     ("softmax warp rows peeled", SOFTMAX.format(t="f16"), dict(M=37, N=601)),
@@ -159,7 +161,7 @@ HOLDING_COLUMN_VALUES = {src for src, _ in COLUMN_TILE_PROGRAMS[-3:]}
 def test_column_tiles_of_16_byte_vectors_run_right_on_the_host(src, extents, columns, block, full):
     """A split reduction across memory reading 16-byte vectors of columns, each column's
     rows shared by a block's threads and combined in shared memory lane by lane
-    (choose.column_tile_split): tiles past the last column, chunks past the last row, a
+    (columns.column_tile_split): tiles past the last column, chunks past the last row, a
     middle axis, two inputs, sums, means and maxima."""
     k = tiledsl.compile(src)
     [g] = partition(k.graph)
@@ -317,7 +319,7 @@ def _run_random_program(data, products: int, min_dims: int):
                          f"schedules: {({j: s.tag for j, s in picks.items()})}")
 
 
-# vectors of columns: every such candidate (choose.column_vectors), split or not
+# vectors of columns: every such candidate (columns.column_vectors), split or not
 COLUMN_PROGRAMS = [
     ("f16 mean", "kernel c(x: f16[M, N]) -> f32[N] { return mean(x, axis=M) }", dict(M=9001, N=776)),
     ("bf16 middle-axis max", "kernel c(x: bf16[B, T, C], s: f32) -> bf16[B, C] { return bf16(max(x, axis=T) * s) }",
@@ -360,9 +362,10 @@ PEELED_PROGRAMS = [
 
 
 def _peeled():
-    """Looped (one pass or two), and held in registers (choose.held_row_share: the weights
+    """Looped (one pass or two), and held in registers (rows.held_row_share: the weights
     loaded late, 16-bit values packed) by blocks of 32 to 128 threads."""
-    from tiledsl.schedule.choose import fits, held_row_share, peel_vector
+    from tiledsl.schedule.choose import fits
+    from tiledsl.schedule.rows import held_row_share, peel_vector
     for label, src, extents in PEELED_PROGRAMS:
         k, p = _problem(src, extents)
         vec = peel_vector(p)

@@ -252,7 +252,7 @@ def test_a_kernel_call_goes_to_the_warm_dispatch_or_the_launcher():
 
 
 def test_a_few_long_rows_are_planned_by_a_spread_launcher(monkeypatch):
-    """The launcher hands a call class with few long rows (schedule.choose.runs_spread) to a
+    """The launcher hands a call class with few long rows (schedule.problem.runs_spread) to a
     second launcher of the spread partition, made once and never tuned; not where the rows
     are short, where schedules are pinned, or from the spread launcher itself."""
     import tiledsl

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 import tiledsl
-from tiledsl.schedule.choose import default, problem
+from tiledsl.schedule.choose import default
+from tiledsl.schedule.problem import problem
 from tiledsl.schedule.layout import operand_input, plan_layout
 from tiledsl.schedule.partition import partition
 
@@ -270,7 +271,7 @@ def test_spread_is_taken_for_a_few_long_rows_only():
     of 2^18 or more; and a sum alone splits its rows already. `sources_for` (what emit shows
     and the launcher runs) follows it."""
     from tiledsl.codegen import sources_for
-    from tiledsl.schedule.choose import few_long_rows
+    from tiledsl.schedule.problem import few_long_rows
 
     def spread(src, extents, sm_count=132):
         k = tiledsl.compile(src)

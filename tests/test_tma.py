@@ -12,7 +12,8 @@ from tiledsl.codegen.cuda import MapSpec, kernel_params, render, tensor_map_spec
 from tiledsl.errors import TdslRuntimeError, TdslScheduleError
 from tiledsl.runtime import toolchain
 from tiledsl.runtime.tma import MapCache, encode
-from tiledsl.schedule.choose import candidates, default, fits, problem
+from tiledsl.schedule.choose import candidates, default, fits
+from tiledsl.schedule.problem import problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.schedule.schedules import Schedule
@@ -201,7 +202,7 @@ def test_the_map_cache_makes_a_map_once_per_pointer_and_stays_bounded():
 
 
 def test_the_tuner_times_persistent_loops_of_the_tma_tiles():
-    from tiledsl.schedule.choose import PERSISTENT_TILES
+    from tiledsl.schedule.matmul import PERSISTENT_TILES
     k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
     cands = candidates(p, k.hints)
     loops = [s for s in cands if s.persistent and not s.specialized]
@@ -218,7 +219,7 @@ def test_the_tuner_times_persistent_loops_of_the_tma_tiles():
 def test_the_tuner_times_the_tma_tiles_with_a_producer_warpgroup():
     """The tiles of SPECIALIZED_TILES again with a warpgroup more (the producer), a block
     a tile and persistent, grouped or not; one product only; the default up to K = 2048 only."""
-    from tiledsl.schedule.choose import SPECIALIZED_TILES
+    from tiledsl.schedule.matmul import SPECIALIZED_TILES
     k, g, lay, p = _problem(AB, dict(M=4096, N=4096, K=4096))
     cands = candidates(p, k.hints)
     ws = [s for s in cands if s.specialized]
@@ -347,7 +348,7 @@ def test_a_specialized_tile_of_192_columns_stages_them_in_pieces_that_divide_it(
     64 at a time then (one box each), 64 f32 columns as ever (the buffer's width)."""
     from dataclasses import replace
     from tiledsl.codegen.cuda import staged_columns
-    from tiledsl.schedule.choose import with_producer
+    from tiledsl.schedule.matmul import with_producer
     assert (staged_columns(192, 2), staged_columns(192, 4), staged_columns(256, 2), staged_columns(128, 4)) == \
         (64, 64, 128, 64)
     k, g, lay, p = _problem(src, dict(M=4096, N=4096, K=4096))

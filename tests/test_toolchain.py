@@ -188,7 +188,8 @@ def _functions_loaded(monkeypatch, src, extents, arch, origin="default"):
     import tiledsl
     from tiledsl.runtime import launcher as launcher_module
     from tiledsl.runtime import launcher_for
-    from tiledsl.schedule.choose import plan, problem
+    from tiledsl.schedule.choose import plan
+    from tiledsl.schedule.problem import problem
     monkeypatch.setattr(launcher_module, "_load", lambda *a, **k: object())
     monkeypatch.setattr(launcher_module, "device_arch", lambda device: arch)
     monkeypatch.setattr(launcher_module, "_WARNED", set())

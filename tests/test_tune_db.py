@@ -10,7 +10,8 @@ import warnings
 import pytest
 
 import tiledsl
-from tiledsl.schedule.choose import candidates, default, fits, problem
+from tiledsl.schedule.choose import candidates, default, fits
+from tiledsl.schedule.problem import problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.tune import db as tdb

@@ -232,7 +232,9 @@ def test_the_space_of_a_reduction_that_streams_nothing():
     no unroll is offered for a loop that loads nothing (stream_words counts at least half
     a word: the hypothesis fuzz found a division by zero, 2026-11-25)."""
     import tiledsl
-    from tiledsl.schedule.choose import candidates, problem, stream_unrolls
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
+    from tiledsl.schedule.rows import stream_unrolls
     from tiledsl.schedule.layout import plan_layout
     from tiledsl.schedule.partition import partition
     k = tiledsl.compile("kernel f(p0: f16, p1: f16) -> f64 { return f64(sum(p0)) }")

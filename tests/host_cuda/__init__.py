@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from tiledsl.codegen.cuda import kernel_params, render
-from tiledsl.schedule.choose import launches, problem
+from tiledsl.schedule.choose import launches
+from tiledsl.schedule.problem import problem
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.schedule.schedules import combine_lanes

@@ -1,7 +1,8 @@
 """Code generation: groups and schedules → CUDA C++ (rendered through templates/)."""
 from __future__ import annotations
 
-from ..schedule.choose import plan, problem, runs_spread
+from ..schedule.choose import plan
+from ..schedule.problem import problem, runs_spread
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from .cuda import KernelSource, render

@@ -524,7 +524,7 @@ class _Renderer:
             operands = peeled_operands(lay)
             if split or operands is None:
                 raise TdslScheduleError(f"{self.s.tag}: a peeled row is looped, reduced along the innermost "
-                                        f"dim alone, its operands along it contiguous (choose.peel_refusal)")
+                                        f"dim alone, its operands along it contiguous (rows.peel_refusal)")
             whole, gathered = operands
             self.gathered = {id(op) for op in gathered}
             V, n = self.vec, f"n{self.inner}"

@@ -47,7 +47,7 @@ def _tf32_ready(graph: Graph, product: Value, v: Value) -> bool:
 
 
 # The kinds of kernel part (partition's group kinds) whose schedules read each directive
-# (schedule/choose.py); a directive that none of a program's parts reads changes nothing.
+# (schedule/choose.py and its rules); a directive that none of a program's parts reads changes nothing.
 DIRECTIVE_READERS = {"tile": {"matmul"}, "microtile": {"matmul"}, "split_k": {"matmul"}, "group": {"matmul"},
                      "tf32": {"matmul"}, "stages": {"matmul", "reduce"}, "warps": {"matmul", "pointwise"},
                      "threads": {"pointwise", "reduce"}, "vector": {"pointwise", "reduce"},

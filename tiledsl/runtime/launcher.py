@@ -18,7 +18,8 @@ import numpy as np
 from ..dtypes import float_max
 from ..errors import TdslArgumentError, TdslError, TdslPerformanceWarning, TdslRuntimeError
 from ..ir.graph import Graph
-from ..schedule.choose import Launch, plan, problem, runs_spread
+from ..schedule.choose import plan
+from ..schedule.problem import Launch, problem, runs_spread
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from ..schedule.schedules import combine_lanes

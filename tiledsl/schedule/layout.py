@@ -134,7 +134,7 @@ def operand_input(layout: Layout, value: Value):
 
 def batched_operands(group: Group, layout: Layout) -> tuple:
     """Whether each operand of the group's product (A, B) is read with batch dims
-    (`choose.tma_operands` lets TMA copy it only where they are all the product's,
+    (`matmul.tma_operands` lets TMA copy it only where they are all the product's,
     in order: its tensor map then has a third dim, whose coordinate is product bz)."""
     mm = next(v for v in group.values if v.op == "matmul")
     return tuple(len(operand_input(layout, o).loops) > 2 for o in mm.operands)

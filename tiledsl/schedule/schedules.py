@@ -50,7 +50,7 @@ of it: one compiled kernel serves every size of its class.
                (tag _2p)                pass, then the sum's, re-reading the row
                                         from L2 (the rows in flight fit it): 501.2
                                         -> 404.6 us at 4096 rows on an H100; one
-                                        pass where they do not (choose.online_pays)
+                                        pass where they do not (rows.online_pays)
     reduce_row items=0 vec=8 peel=True  softmax over rows of 50257 f16: each row is
                (tag _pe)                read in 16-byte vectors from its first
                                         aligned element; the few elements before
@@ -70,9 +70,9 @@ of it: one compiled kernel serves every size of its class.
                                         load a row and 2 accumulators, where a
                                         thread a column read 2 bytes a row (47.3
                                         -> 42.3 us on an H200; the default for
-                                        16-bit columns, choose.paired_columns);
+                                        16-bit columns, columns.paired_columns);
                                         4 and 8 columns, split or not: tuner
-                                        candidates (choose.column_vectors)
+                                        candidates (columns.column_vectors)
     reduce_col unroll=16 (tag _u16)     its streamed loop as `#pragma unroll 16`:
                                         16 loads in flight a thread, not ptxas's
                                         choice (unroll=0); a tuner candidate
@@ -129,7 +129,7 @@ of it: one compiled kernel serves every size of its class.
                                         under sustained load (128x192 tiles),
                                         8192x3000x4096 548 -> 623-633 (128x256;
                                         H100; the default there,
-                                        choose.paired_schedule)
+                                        matmul.paired_schedule)
 """
 from __future__ import annotations
 
@@ -555,7 +555,7 @@ def costly_elements(group) -> bool:
 
 def branchless_elements(group, weights_late: bool) -> bool:
     """Whether rows of `group` read element by element are computed without a branch per
-    element where they share a warp (codegen's reduce(); choose.half_warp_row_bytes): a costly
+    element where they share a warp (codegen's reduce(); rows.half_warp_row_bytes): a costly
     function in each element bounds them by instructions, and no weight is loaded late
     (the registers that cost were worth more than the branches)."""
     return costly_elements(group) and not weights_late

@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from ..errors import TdslError, TdslRuntimeError
-from ..schedule.choose import Problem, fits
+from ..schedule.choose import fits
+from ..schedule.problem import Problem
 from ..schedule.schedules import Schedule
 from .paths import ENV_VAR, default_db_path, resolve_db_path
 from .space import config_label

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..errors import TdslError
-from ..schedule.choose import Problem, candidates, default, fits, launches, problem
+from ..schedule.choose import candidates, default, fits, launches
+from ..schedule.problem import Problem, problem
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from ..schedule.schedules import Schedule
@@ -112,7 +113,7 @@ class GroupSpace:
 
 def runs_spread_note(kernel, extents: dict, sm_count: int = 132, arch: str = "sm_90a") -> Optional[str]:
     """Why nothing is tuned where a call at these sizes runs the spread partition (a few
-    long rows: schedule.choose.runs_spread), else None. The search space, the pinned
+    long rows: schedule.problem.runs_spread), else None. The search space, the pinned
     winners and the database's records are the fused partition's groups; pinning one would
     take the call back to a block a row."""
     from ..codegen import partition_at

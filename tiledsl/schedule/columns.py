@@ -1,0 +1,221 @@
+"""The rules for reductions across memory (columns) and split reductions: column vectors
+and tiles, chunks of the reduced rows that a second kernel combines, and the register
+budget of a column's accumulators; each rule with the measurements it was fitted to."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from .layout import column_loop
+from .partition import per_row_before_reductions, reduction_levels
+from .schedules import THREADS_PER_SM, BUDGETED_THREADS, Schedule
+from .problem import Problem, pow2_at_least, max_vector
+
+
+def split_schedule(p: Problem, column_vec: int = 1) -> Optional[Schedule]:
+    """A split reduction where too few rows would leave the GPU idle: one long row
+    gets whole blocks; rows along the inner memory dim (columns: `sum(x, axis=M)`)
+    a tile of a block, up to 256 columns wide, each column's share of the block's
+    256 threads taking every row_threads-th element (a warp reads whole lines: 4
+    rows of a column sum over x[M, 8], where a block of 32 threads, a thread a
+    column, left 24 idle and read 32 bytes an access: 486.4 -> 64.0 us at [2^22, 8]
+    on an H100, 2026-11-25; [2^20, 33] 148.7 -> 78.1); the splits bring the grid to
+    about 2 blocks per SM, at most 512 threads. Measured 2026-11-22 (`tiledsl autotune`, 10 shapes: column
+    sums, x @ W, sums and dot products): the old 4 blocks per SM took 4-32% longer
+    on 9 of them on an H100 and on 8 on an H200 (sum(x) 4096x4096: 45.5 against
+    33.1 us, and 38.8 against 25.9 on the H200); 4 per SM won one shape by 4%
+    on the H200 (column sums 65536x4096), and lost it by 2.5% on the H100. With
+    `column_vec`, a thread takes that many neighbouring columns (a thread a column
+    only), and the splits fill the GPU with the fewer threads."""
+    if not p.splittable() or p.row_length < 4096:
+        return None
+    vec = 1
+    if p.row_major() or p.rows == 1:
+        if column_vec > 1:
+            return None
+        block, tpr = 512, 512
+        row_blocks = p.rows
+        vec = max_vector(p) if p.row_major() else 1
+    else:   # across memory: a tile of columns (rows, to tiledsl), a column's threads a row apart
+        block, vec = 256, column_vec
+        columns = min(block, pow2_at_least(p.rows // vec))
+        if vec > 1:     # vectors take a thread a column: a block as wide as the vectors, 32 to 256
+            if columns < 32:
+                return None
+            block = columns
+        tpr = block // columns
+        row_blocks = -(-(p.rows // vec) // columns)
+    if row_blocks >= 2 * p.sm_count:
+        return None
+    per_sm = max(1, min(2, 512 // block))
+    splits = min(-(-per_sm * p.sm_count // row_blocks), max_splits(p, tpr, vec))
+    if splits < 2:
+        return None
+    return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
+                    index64=p.index64)
+
+
+def accumulator_words(p: Problem) -> int:
+    """32-bit registers a thread holds for one column through its reduction loop: its
+    accumulators, 2 for each 8-byte reduction (f64, 64-bit integers), 1 for each other
+    (16-bit floats add in f32), and the column's own values its elements read (an input
+    over the columns, an idx() of them: held a lane each, codegen's lane_held_lines)."""
+    axes = set(p.group.axes)
+    read = {o.id for v in p.group.values if set(v.dims) & axes for o in v.operands}
+    own = [v for v in list(p.group.inputs) + per_row_before_reductions(p.group)
+           if v.id in read and not set(v.dims) & axes and not (v.op == "param" and not v.dims)]
+    words = lambda v: 2 if v.dtype.itemsize == 8 else 1     # noqa: E731
+    return sum(words(v) for v in p.group.values if v.op == "reduce") + sum(words(v) for v in own)
+
+
+def column_tile_split(p: Problem, columns: int = 32, block: int = 512, full: bool = False) -> Optional[Schedule]:
+    """A split reduction across memory whose threads read 16 bytes of neighbouring columns
+    (the widest column vector) a row: a block `columns` vectors wide and block // columns
+    threads deep down each column's chunk of rows, combined in shared memory, the splits
+    filling the SMs with threads (whole waves of THREADS_PER_SM threads an SM): the tuner's
+    candidates, and the shape of the 16-bit default (column_tile_default, which takes
+    longer chunks). `full` budgets registers for all THREADS_PER_SM threads (32 a thread),
+    for vectors of 8 16-bit columns whose accumulators take 8 registers at most: one
+    reduction in f32 (at 32 registers f32 vectors spilled 4 bytes, two sums of f16 vectors
+    24, an i64 sum of i8 vectors 48; sm_90a). At 48 registers (2 blocks of 512 an SM), with
+    every thread combining every lane, these lost to the pairs of columns (H100 2026-11-27
+    03:14, mean f16 65536x768 50.4 against 48.5 us)."""
+    if p.row_major() or not p.splittable() or p.row_length < 1024 or not column_vectors(p):
+        return None
+    vec = max(column_vectors(p))
+    if full and (vec < 8 or vec * accumulator_words(p) > 8):
+        return None
+    columns = min(columns, pow2_at_least(p.rows // vec))
+    tpr = block // columns
+    if columns < 8 or tpr < 2:
+        return None
+    row_blocks = -(-(p.rows // vec) // columns)
+    # whole waves of blocks (as many as THREADS_PER_SM threads an SM hold), not one more part-wave
+    splits = min((THREADS_PER_SM // block) * p.sm_count // row_blocks, max_splits(p, tpr, 1))
+    if splits < 2:
+        return None
+    return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
+                    min_blocks=THREADS_PER_SM // block if full else 1, index64=p.index64)
+
+
+def column_tile_default(p: Problem) -> Optional[Schedule]:
+    """The default for 16-bit columns across memory: tiles of 16 vectors of columns (32
+    where 16 leave too few chunks for two), blocks of 512 with registers for 2048 threads
+    (1024 where the accumulators would not fit: several reductions), and about 2 blocks an
+    SM, each walking a long chunk; None where they would not fill the
+    SMs so, or where each thread would load under 32 vectors (bf16 4096x4096: 19.8 us in
+    pairs of columns, 20.9-22.5 in tiles; the pairs of columns below). H100 2026-11-27
+    (scripts/probe_col_tiles.py SWEEP=1, us, the old default / this rule's tile and chunks
+    / the best chunks): mean f16 65536x768 48.8 / 41.7 (s32; 44.6 in a wave of 4 blocks an
+    SM), bf16 65536x1024 59.0 / 51.1, sum f16 16384x4096 52.5 / 49.6, 8192x8192 51.6 /
+    49.6, 1048576x128 125.0 / 104.3 (s256), 1048576x64 72.2 / 60.5-61.3, 1024x65536 55.5 /
+    50.0; a hand-written kernel of 32 vectors a block 44.9, 55.1, 52.1, 51.3, 116.0, 89.7,
+    51.4. The rule, timed after (same probe): 41.3, 51.4, 50.2, 49.9, 107.5, 62.8, 50.3.
+    f32 columns keep the defaults (level, or slower in tiles). Tiles with registers for
+    1024 threads take no more chunks than one wave of blocks: 8 chunks, not 9, of a batch
+    norm's variance f16 16384x4096 took 50.1 us against 56.4 (H100 2026-11-27)."""
+    if not sixteen_bit_columns(p) or 8 not in column_vectors(p):
+        return None
+    # registers for 2048 threads where one f32 accumulator a lane is all a thread keeps beside
+    # its index: more reductions, a column's own values, a middle axis's index or an input
+    # over the rows alone (x @ w's x) spilled 8-24 bytes at 32 (sm_90a; the last two found by
+    # the GPU's spill warning, 2026-11-27): those get registers for 1024
+    over_rows = [op for op in p.layout.inputs if set(op.loops) & set(p.layout.reduced_loops)]
+    plain = len(p.layout.kept_loops) == 1 and len(streamed_column_inputs(p)) == len(over_rows)
+    full = plain and 8 * accumulator_words(p) <= 8
+    for columns in (16, 32):
+        tile = column_tile_split(p, columns, 512, full=full)
+        if tile is not None:
+            break
+    else:
+        return None
+    row_blocks = -(-(p.rows // 8) // (512 // tile.row_threads))
+    splits = min(tile.splits, max(2, -(-2 * p.sm_count // row_blocks)))
+    if row_blocks * splits < 2 * p.sm_count or p.row_length < 32 * splits * tile.row_threads:
+        return None     # too few blocks, or chunks too short (under 32 loads a thread)
+    # one wave: blocks past what the SMs hold at once wait for a second one, and their rows
+    # take the wave's time again (bn variance f16 16384x4096 at registers for 1024 threads:
+    # 9 chunks, 288 blocks of 264 places)
+    resident = p.sm_count * (tile.min_blocks if tile.min_blocks > 1 else BUDGETED_THREADS // tile.block)
+    if row_blocks * splits > resident and resident // row_blocks >= 2:
+        splits = resident // row_blocks
+    return replace(tile, splits=splits)
+
+
+def columns_split(p: Problem) -> Optional[Schedule]:
+    """Many columns across memory (a block of 256 of them, a thread a column), their
+    reductions split into chunks where a thread a column would leave the SMs short of
+    threads: about 3 blocks an SM (a second kernel adds the partials); None where that
+    takes fewer than 2 chunks. H200 2026-11-26 (scripts/probe_columns.py, us, a thread
+    a column / split): middle-axis sums f16 64x1024x512 44.6 / 28.3 (4 chunks), f32 48.5
+    / 37.8, f32 8x4096x4096 179.2 / 125.3; column sums f32 2048x32768 96.0 / 66.6, f16
+    1024x65536 52.8 / 46.3 (2); f32 512x262144 127.4, split 130.9 (a thread a column)."""
+    if not p.splittable():
+        return None
+    row_blocks = -(-p.rows // 256)
+    splits = min(-(-3 * p.sm_count // row_blocks), max_splits(p, 1, 1))
+    if splits < 2:
+        return None
+    return Schedule("reduce_split", block=256, vec=1, items=0, row_threads=1, splits=splits, index64=p.index64)
+
+
+def max_splits(p: Problem, row_threads: int, vec: int) -> int:
+    """The most chunks a split reduction's rows are cut into: at least 8 vectors a
+    thread of a block-wide row (64 elements where a thread has a row), at most a
+    grid's 65535."""
+    chunk = 8 * row_threads * vec if row_threads > 1 else 64
+    return min(-(-p.row_length // chunk), 65535)
+
+
+def column_vector_refusal(p: Problem, s: Schedule) -> str:
+    """'' when a reduction across memory can take `s.vec` neighbouring columns a thread
+    (the kept loop innermost in memory, `column_loop`), else why not."""
+    if s.row_threads != 1 and not (s.kind == "reduce_split" and s.row_threads < s.block):
+        return "vectors of columns take a thread a column (row_threads 1), or a split's tile of columns"
+    if len(set(reduction_levels(p.group).values())) > 1:
+        return "vectors of columns take one reduction level"
+    loop = column_loop(p.layout)
+    if loop is None or p.loops[loop] % s.vec:
+        return f"the columns' innermost extent is not a multiple of {s.vec}"
+    # inputs over the reduced loops load a vector a row; a column's own inputs (loaded once,
+    # lane by lane) and results (stored lane by lane) may lie any way
+    walking = streamed_column_inputs(p)
+    if any(op.loops[-1] != loop or id(op) in p.misaligned or op.dtype.itemsize * s.vec > 16 for op in walking):
+        return (f"vectors of {s.vec} columns need every input contiguous along them, 16-byte aligned, "
+                f"at most 16 bytes a vector")
+    return ""
+
+
+def column_vectors(p: Problem) -> list[int]:
+    """The vector widths a column or split reduction across memory may take (beyond 1)."""
+    if p.row_major():
+        return []
+    probe = Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1, index64=p.index64)
+    return [v for v in (2, 4, 8) if not column_vector_refusal(p, replace(probe, vec=v))]
+
+
+def paired_columns(p: Problem) -> int:
+    """The columns a thread of the default split reduction across memory takes: 2 where
+    every input along them is 16-bit and they are many (512 or more), so a thread reads 4
+    bytes a row, not 2; else 1 (H200 2026-11-26, scripts/probe_survey.py, us, a column / two:
+    f16 column sums 16384x4096 54.2 / 41.3, f16 batch mean 65536x768 46.9 / 42.1, bf16
+    65536x1024 56.9 / 47.4; 4 and 8 columns no better; 64 bf16 columns 66.0 / 154.6)."""
+    loop = column_loop(p.layout) if not p.row_major() else None
+    if loop is None or p.loops[loop] < 512 or not sixteen_bit_columns(p):
+        return 1
+    return 2 if 2 in column_vectors(p) else 1
+
+
+def sixteen_bit_columns(p: Problem) -> bool:
+    """Whether a reduction across memory reads 16-bit values along its columns (the kept
+    loop innermost in memory), and only those, row after row (a column's own inputs, read
+    once, do not count)."""
+    walking = streamed_column_inputs(p) if not p.row_major() else []
+    return bool(walking) and all(op.dtype.itemsize == 2 for op in walking)
+
+
+def streamed_column_inputs(p: Problem) -> list:
+    """A reduction across memory's inputs read row after row along its columns (the kept
+    loop innermost in memory): over a reduced loop and the columns' loop."""
+    loop, reduced = column_loop(p.layout), set(p.layout.reduced_loops)
+    return [op for op in p.layout.inputs if loop is not None and loop in op.loops and set(op.loops) & reduced]

@@ -1,0 +1,88 @@
+"""The rules for pointwise groups: registers a thread holds, and the tiles of a
+transposing store (through shared memory, skinny where one side is short)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .layout import across_operands
+from .schedules import MAX_STATIC_SHARED
+from .problem import Problem, pow2_at_least, operand_words, transposed_loop
+
+HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
+SKINNY_TILE_ELEMENTS = 4096   # a transposing tile with a short side: as many elements as 64x64
+SKINNY_MIN_LONG = 256         # ... where the long side is at least this long (else one tile or few)
+
+
+def held_words(p: "Problem", vec: int, items: int) -> float:
+    """4-byte registers a pointwise thread holds at once: each input's elements for
+    `items` vectors (all loaded before any is computed), then each result vector
+    stored along the innermost loop. A vector load packs 16-bit elements two to a
+    register; an operand gathered across the innermost loop (transposed) takes a
+    register per element; one without that loop, one value. Over
+    HELD_WORDS, ptxas spilled under the 64-register cap (sm_90a and
+    sm_80, 2026-11-23: eight f32 inputs at vector 4, items 2: 64 words, 40 bytes
+    of spills; f16 + bf16 inputs with an f16 and an f32 one gathered at vector 8:
+    48 words and a vector result, 16 bytes; six f32 inputs, 48 words, just fit)."""
+    inner = p.inner
+
+    def words(op) -> float:
+        if inner is None or inner not in op.loops:
+            return operand_words(op, 1)
+        return vec * operand_words(op, vec if op.loops[-1] == inner else 1)
+    stored = [op for op in p.layout.outputs if inner is not None and op.loops and op.loops[-1] == inner]
+    return items * sum(words(op) for op in p.layout.inputs) + sum(words(op) for op in stored)
+
+
+def transposing_tile(p: Problem) -> Optional[tuple]:
+    """(TI, TJ) for a pointwise group with a transposed operand, where both loops
+    are long enough for tiles to pay; else None. 64x64 with 128 threads, each
+    access 8 bytes (`tile_vector`): the best of 24 tiles, blocks and widths on
+    three of four programs and within 4% on the fourth (H100 2026-11-23,
+    scripts/probe_transpose.py: x.T of 4096x4096 f16 285 -> 37 us, 8192x4096 f32
+    706 -> 103, x + y.T f32 161 -> 85, element by element before). At 64 MiB
+    moved that is 0.96x a copy of the same bytes; 128x128 tiles (a tuner
+    candidate) gain 6% on 8192x8192 f16 and lose 4% on 4096x4096 (05:39). Smaller
+    where many wide operands pass through shared memory (`staged_tile_bytes`)."""
+    j = transposed_loop(p)
+    if j is None:
+        return None
+    if min(p.loops[p.inner], p.loops[j]) < 16:
+        return skinny_tile(p, j)
+    return next((t for t in ((64, 64), (64, 32), (32, 32), (16, 16)) if staged_tile_bytes(p, t) <= MAX_STATIC_SHARED),
+                None)
+
+
+def skinny_tile(p: Problem, j: int) -> Optional[tuple]:
+    """A transposing tile where the loop paired with the innermost one is 2 to 15
+    long (x.T of an [8, N] array): all of it (its power of two) by
+    SKINNY_TILE_ELEMENTS / that along the innermost loop. Walked flat, each element
+    of the short side was written in a sector of its own (H100 2026-11-25, x.T of
+    f32 [8, 4194304]: 1782.3 -> 105.3 us, 0.05x -> 0.86x copy; f16 [4, 8388608]
+    553.2 -> 62.0). Where the innermost loop itself is the short one, the flat walk
+    reads the rows of the operand across it from cache and stays (f32 [4194304, 8]:
+    101.4 flat, 104.7 tiled; x + y.T with [2097152, 12]: 116.2 flat, 142.2 tiled)."""
+    short, long = p.loops[j], p.loops[p.inner]
+    if not 2 <= short < 16 or long < SKINNY_MIN_LONG:
+        return None
+    side = pow2_at_least(short)
+    along = SKINNY_TILE_ELEMENTS // side
+    while along > 16 and staged_tile_bytes(p, (along, side)) > MAX_STATIC_SHARED:
+        along //= 2
+    return (along, side)
+
+
+def staged_tile_bytes(p: Problem, tile: tuple) -> int:
+    """Static shared memory a transposing tile takes: a [TI][TJ + 1] array of
+    each operand laid out across the innermost loop, in its stored width."""
+    return sum(op.dtype.itemsize for op in across_operands(p.layout)) * tile[0] * (tile[1] + 1)
+
+
+def tile_vector(p: Problem) -> int:
+    """Elements a transposing tile moves an access: 8 bytes of the widest operand
+    (f16 4, f32 2), where both tiled extents divide and every operand is aligned."""
+    j = transposed_loop(p)
+    widest = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs)
+    vec = max(1, min(4, 8 // widest))
+    while vec > 1 and (j is None or p.loops[p.inner] % vec or p.loops[j] % vec or p.misaligned):
+        vec //= 2
+    return vec

@@ -1,0 +1,534 @@
+"""The rules for reductions along rows (`reduce_row`): how many threads share a row,
+what each holds in registers (row_share_fits), rows sharing a warp, rows held peeled
+or streamed, rows shared by a cluster, rings of rows; each rule with the measurements
+it was fitted to."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from .hints import Hints
+from .layout import peeled_operands
+from .partition import online_pairs, reduction_levels
+from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS,
+                        Schedule, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
+                        stream_unroll_rule, stream_words)
+from .problem import Problem, pow2_at_most, max_vector
+
+PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
+LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
+LONG_ROW = 4096     # 16-bit rows without weights this long or longer: held by the fewest threads they fit
+PEELED_ROW = 1536   # rows breaking alignment this long or longer: held peeled likewise (long_row_schedule)
+PEELED_ROW_16 = 1024    # ... of 16-bit values (every input over the row 2 bytes wide)
+WARP_ROW_BYTES = 4096   # rows moving fewer bytes than this take a warp each, several a block (warp_row_schedule)
+WARP_ROW_NS = 1.2       # ... or than the GPU's peak bandwidth moves in this time, where that is more
+WARP_ROW_BLOCK = 128
+WARP_ROW_PEELED = 512   # ... peeled to aligned vectors from this long where the length breaks alignment
+HALF_WARP_ROW_BYTES = 512   # ... half a warp each where each row of the inputs is this light (16-bit rows of 256)
+HALF_WARP_ELEMENT_ROW_BYTES = 320   # ... this light where read element by element, with branches (warp_row_schedule)
+SHORT_ROW = 128               # rows of at most this many elements take a warp or part of one (short_row_schedule)
+
+
+def peel_refusal(p: Problem, s: Schedule) -> str:
+    """'' when a row reduction (looped or held in registers) can read each row in
+    vectors of `s.vec` from its first aligned element (Schedule.peel), else why not.
+    Every operand along the row either has all of the group's loops (each row then
+    starts at the same element offset in all of them: one head a row) or is the same
+    for every row (a weight over N: its lanes are gathered one by one, from L1, as its
+    alignment differs): `layout.peeled_operands`. Held, the weights are loaded where
+    used (their lanes move with each row's head)."""
+    if peeled_operands(p.layout) is None:
+        return ("peeling takes rows along the innermost dim, reduced over it alone, whose operands "
+                "have every loop of the group or only the reduced one")
+    if s.vec > max_vector(p, whole=False):
+        return f"vector width {s.vec} exceeds what alignment and dtypes allow"
+    if s.items and s.hoist and p.has_row_invariant_inputs():
+        return ("a peeled row held in registers loads its weights where they are used (hoist false): "
+                "their lanes move with each row's head")
+    return ""
+
+
+def peel_weights_fit(p: Problem) -> bool:
+    """Whether a peeled row's weights over N (gathered lane by lane) take no more bytes an
+    element than its per-row inputs: what the default peels (see default())."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    per_row = sum(op.dtype.itemsize for op in row_inputs(p))
+    weights = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & reduced and not set(op.loops) & kept)
+    return weights <= per_row
+
+
+def peel_vector(p: Problem) -> int:
+    """The vector a looped row reduction reads its rows in, peeled (beyond 1), where
+    the row length alone keeps it from vectors; else 1."""
+    vec = max_vector(p, whole=False) if p.inner is not None and p.group.kind == "reduce" else 1
+    if vec == 1 or p.loops[p.inner] % vec == 0:
+        return 1
+    probe = Schedule("reduce_row", block=256, vec=vec, items=0, row_threads=256, peel=True, index64=p.index64)
+    return 1 if peel_refusal(p, probe) else vec
+
+
+def row_share(row_vectors: int, threads: int) -> int:
+    """Vectors a thread holds of a row that `threads` threads share: exactly enough,
+    not a power of two (one past a power of two held nearly twice the registers the
+    row needs: softmax f32 4096x12001 at 512 threads needs 24 elements, and 32 spilled,
+    so the row streamed; held at 24, 181.7 -> 136.9 us on an H100, 2026-11-25)."""
+    return max(1, -(-row_vectors // threads))
+
+
+def row_register_budget(vec: int) -> int:
+    """4-byte registers a thread may hold of its row's inputs without spilling
+    (measured with ptxas: scalar access also spends registers on indices)."""
+    return 24 if vec == 1 else 40
+
+
+def prefetch_fits(p: Problem, items: int, vec: int) -> bool:
+    """Whether a thread can hold its row and the next one's without spilling (measured
+    with ptxas: at most 16 elements, 8 without vectors, and PREFETCH_REGISTERS words)."""
+    elements = items * vec
+    return (elements <= (MAX_ROW_ELEMENTS // 4 if vec == 1 else MAX_ROW_ELEMENTS // 2) and
+            elements * (p.words_per_row_element(vec) + p.words_per_row_element_per_row(vec)) <= PREFETCH_REGISTERS)
+
+
+def short_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
+    """Part of a warp a row (`short_row_threads`), 256 threads a block, for rows of at
+    most SHORT_ROW elements laid out along the row: the general rule below gives a
+    row at least 64 threads, most of them idle on such a row. Vectors as wide as the
+    row allows, row-invariant inputs loaded where used. Measured on an H100,
+    2026-11-25 (scripts/probe_short_rows.py), softmax f32, us, the general rule ->
+    a warp a row -> this rule:
+        2^21 x 3    1269 ->  267.6 ->  27.1  (0.62x copy; rows of 12 bytes)
+        2^21 x 8    1269 ->  274.7 ->  49.5  (0.90x)
+        2^20 x 13      - ->  145.8 ->  52.8  (0.69x; scalar: rows of 52 bytes)
+        2^20 x 16    635 ->  148.1 ->  48.9  (0.91x)
+        2^19 x 32    320 ->   79.6 ->  49.2  (0.91x)
+        2^18 x 64    162 ->   53.5 ->  49.2  (0.91x)
+        2^17 x 128  83.5 ->   48.9 ->  48.9  (0.91x)
+    and rmsnorm f16 2^19 x 64 320 -> 81.2 -> 49.5 (0.90x), 2^21 x 8 -> 255.4 -> 27.0
+    (0.83x; a thread a row), 2^20 x 13 -> 131.2 -> 44.0 (0.41x; scalar)."""
+    if hints.threads or not p.row_major() or p.row_length > SHORT_ROW:
+        return None
+    vec = max_vector(p, hints.vector)
+    tpr = short_row_threads(p, vec)
+    items = row_share(p.row_length // vec, tpr)
+    if not row_share_fits(p, items, vec):
+        return None
+    return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=tpr,
+                    hoist=not p.has_row_invariant_inputs(), keep=element_keeps_fit(p, items, vec),
+                    index64=p.index64)
+
+
+def row_bytes(p: Problem) -> int:
+    """Bytes a row moves from and to memory: each operand that differs from row to row,
+    read or written, over the row's length where it has the reduced loops, else one element
+    (a result per row). Operands the same for every row (weights) are read from cache."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    return sum(op.dtype.itemsize * (p.row_length if set(op.loops) & reduced else 1)
+               for op in p.layout.inputs + p.layout.outputs if set(op.loops) & kept)
+
+
+def warp_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
+    """A warp a row, WARP_ROW_BLOCK threads a block, for rows longer than SHORT_ROW that
+    move fewer bytes than warp_row_bytes (4096 on an H100, 5760 on an H200); half a warp,
+    16 rows a block of 256, where each row of the inputs is at most half_warp_row_bytes (512;
+    320 read element by element with branches). The general rule gives each row a block of 64
+    or more threads, and blocks so light finish faster than the SMs take in new ones (about 1.2 ns a block over the whole GPU,
+    whatever their size), so many such rows were bound by the blocks, not by memory. In
+    vectors as wide as alignment allows; where the length alone breaks it, from
+    WARP_ROW_PEELED elements peeled to aligned vectors (weights no heavier than the row:
+    peel_weights_fit), else element by element. Measured on an H100,
+    2026-11-26 (scripts/probe_mid_rows.py, 20:54-21:05), us, a block a row -> this rule:
+        softmax f16 131072x256  162.3 -> 52.3 (0.85x copy)  f32 131072x256  161.3 -> 93.4 (0.96x)
+        softmax f16 65536x512    82.4 -> 49.0 (0.91x)       f32 100000x200  124.0 -> 58.2 (0.92x)
+        rmsnorm f16 131072x256  161.5 -> 49.8 (0.90x)       f32 65536x384    82.5 -> 71.4 (0.94x)
+        layernorm f16 65536x768  84.5 -> 73.0 (0.92x)       logsumexp f32 131072x300 161.5 -> 55.3
+        softmax f16 over [8, 16, 512, 512] (rows of attention) 82.6 -> 49.7 (0.90x)
+        odd, peeled: softmax f16 65536x513 82.6 -> 55.1 (element by element 62.3), 32768x1001
+        58.5 -> 49.2; element by element: softmax f16 over [32, 12, 197, 197] 94.7 -> 35.1
+        (peeled 44.0), 262144x129 318.9 -> 83.7 (peeled 127.9), 65536x385 82.3 -> 49.0 (51.4),
+        131072x257 161.4 -> 69.6 (71.6); layernorm f16 65536x513 (f32 weights) 71.4 -> 59.7.
+    Half a warp a row against a warp (21:30): softmax f16 131072x256 52.4 -> 49.4 us
+    (0.90x), 262144x129 84.0 -> 71.2; rmsnorm
+    f16 131072x256 49.3 -> 48.8; level at 75648x197 (34.0, 34.2); at 1 KiB (f32 131072x256,
+    f16 65536x512) level or a little slower (93.4 / 93.7, 49.3 / 49.8).
+    A few rows: level (softmax f16 2048x256 8.7 -> 9.6, f32 600x511 8.3 -> 7.8, rmsnorm
+    f16 264x768 11.9 -> 11.4: launches). Rows of 4096 bytes or more are level or faster
+    a block a row (softmax f16 32768x1024 49.6 against 49.4; 16384x2048 48.8 against
+    50.0; rmsnorm and layernorm f16 65536x1024 level), just under it a little slower
+    (softmax f16 65536x1000 92.3 against 90.8); blocks of 256 and 512 rows were level or
+    slower than 128."""
+    if (hints.threads or (hints.cluster or 1) > 1 or (hints.stages or 1) > 1 or not p.row_major()
+            or p.row_length <= SHORT_ROW or row_bytes(p) >= warp_row_bytes(p)):
+        return None
+    vec = max_vector(p, hints.vector)
+    peel = (vec == 1 and not hints.vector and p.row_length >= WARP_ROW_PEELED and peel_vector(p) > 1
+            and peel_weights_fit(p))
+    if not peel and row_input_bytes(p) <= half_warp_row_bytes(p, vec):
+        items = row_share(p.row_length // vec, 16)
+        if row_share_fits(p, items, vec, hoisted=False, packed=True):
+            return Schedule("reduce_row", block=256, vec=vec, items=items, row_threads=16,
+                            hoist=not p.has_row_invariant_inputs(), keep=element_keeps_fit(p, items, vec),
+                            index64=p.index64)
+    held = held_row_share(p, peel_vector(p) if peel else vec, 32, peel=peel)
+    if not held:
+        return None
+    return replace(held, block=WARP_ROW_BLOCK, keep=element_keeps_fit(p, held.items, held.vec))
+
+
+def half_warp_row_bytes(p: Problem, vec: int) -> int:
+    """The heaviest row of an input that takes half a warp (warp_row_schedule): HALF_WARP_ROW_BYTES
+    where the row moves in vectors, or is read element by element without a branch per
+    element (a costly function in each, no weights: codegen's rows without branches);
+    HALF_WARP_ELEMENT_ROW_BYTES where it is read element by element with branches (weights loaded
+    late, or no costly function). There half a warp ran at a fixed ~0.64x copy whatever the
+    length, and a warp faster the longer the row: they cross at about 160 16-bit elements.
+    H100 2026-11-27 00:41 (scripts/probe_norm_rows.py SWEEP=1, about 64 MiB read each), us,
+    half a warp / a warp: rmsnorm f16 over 129 69.5 / 82.5, 145 69.2 / 74.0, 161 69.6 / 68.0,
+    177 69.5 / 62.9, 193 70.0 / 59.0, 225 70.8 / 57.0, 255 68.4 / 54.8; bf16 over 131 69.4 /
+    81.3, 163 68.8 / 66.5, 197 69.1 / 59.4; all-f16 layernorm over 129 71.0 / 83.9, 161 70.2 /
+    71.2, 193 70.6 / 66.5, 255 69.0 / 61.3; layernorm f16 (w, b f32) over 129 71.2 / 83.9, 193
+    71.6 / 65.4, 255 70.9 / 60.2. Softmax without branches keeps half a warp up to 512 bytes
+    (262144x129 59.1 / 83.0, 131072x255 55.3 / 56.2, ViT's rows of 197 28.4 / 28.9)."""
+    # (half a warp loads its weights late: warp_row_schedule)
+    if vec > 1 or branchless_elements(p.group, p.has_row_invariant_inputs()):
+        return HALF_WARP_ROW_BYTES
+    return HALF_WARP_ELEMENT_ROW_BYTES
+
+
+def warp_row_bytes(p: Problem) -> float:
+    """The bytes a row moves below which it takes a warp (warp_row_schedule): WARP_ROW_BYTES,
+    measured on an H100, or what the GPU's peak bandwidth moves in WARP_ROW_NS, about the
+    time the SMs take to take in a block (1.23-1.28 ns a block on an H100 and an H200), where
+    that is more: on an H200 (4800 GB/s) 5760 bytes. H200 2026-11-26 21:37
+    (scripts/probe_mid_rows.py), us, a block a row / a warp at 4096 bytes a row: rmsnorm f16
+    65536x1024 83.7 / 69.3 (0.75x / 0.91x copy), all-f16 layernorm 83.9 / 70.3, layernorm f16
+    (w, b f32) 72.1 / 70.8, softmax f16 82.6 / 75.0, f32 65536x512 82.5 / 68.7; at 6144 mixed
+    (softmax f16 32768x1536 63.4 / 57.1, rmsnorm 54.1 / 53.8), at 8192 a block a row (softmax
+    f32 32768x1024 67.6 / 68.7)."""
+    return max(WARP_ROW_BYTES, WARP_ROW_NS * p.hbm_gbps)
+
+
+def row_input_bytes(p: Problem) -> int:
+    """Bytes of a row of the widest input that differs from row to row."""
+    return p.row_length * max((op.dtype.itemsize for op in row_inputs(p)), default=0)
+
+
+SHORT_ROW_BYTES = 16        # most bytes of the row's main input a thread holds (short_row_threads)
+SHORT_ROW_ITEMS = 4         # most accesses a thread makes to it
+SECTOR = 32                 # bytes of a memory transaction
+
+
+def short_row_threads(p: Problem, vec: int) -> int:
+    """Threads a short row takes: the fewest (1 to 32, so up to 32 rows share a warp)
+    whose share of the row is at most SHORT_ROW_BYTES in at most SHORT_ROW_ITEMS
+    accesses, and whose accesses use at least half of each sector they touch (a row
+    of a sector or less: half of the row). More threads a row than that hold few
+    bytes each in flight; fewer read a few bytes from many sectors an instruction.
+    Measured (H100, softmax f32): rows of 8 at 8, 4, 2 threads with vectors of 4
+    111.0, 59.6, 49.5 us, scalar 77.3, 55.4, 85.3 (the last reads 8 bytes of each
+    32-byte sector); rows of 3 (12 bytes) at 4, 2, 1 threads: 40.0, 27.1, 27.9;
+    rows of 13 (52 bytes, starting mid-sector) at 8 and 4 threads: 52.8, 58.7;
+    rmsnorm f16 rows of 64, scalar, at 16 and 8 threads (8 accesses): 57.8, 81.3."""
+    kept = set(p.layout.kept_loops)
+    main = max((op.dtype.itemsize for op in p.layout.inputs
+                if op.loops and op.loops[-1] == p.inner and set(op.loops) & kept), default=4)
+    row_bytes = p.row_length * main
+    for tpr in (1, 2, 4, 8, 16):
+        items = row_share(p.row_length // vec, tpr)
+        read = min(tpr * vec, p.row_length) * main          # a row's bytes one access of its threads reads
+        touched = row_bytes if row_bytes <= SECTOR else SECTOR * -(-read // SECTOR)
+        if row_bytes > SECTOR and row_bytes % SECTOR:
+            touched += SECTOR               # rows that start mid-sector: a read may straddle one more
+        if items <= SHORT_ROW_ITEMS and items * vec * main <= SHORT_ROW_BYTES and 2 * read >= touched:
+            return tpr
+    return 32
+
+
+def row_inputs(p: Problem) -> list:
+    """The inputs that differ from row to row and run along the row (not weights)."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    return [op for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced]
+
+
+def narrow_rows(p: Problem) -> bool:
+    """Whether every input over the row and its reduced dims is 2 bytes wide."""
+    row = row_inputs(p)
+    return bool(row) and all(op.dtype.itemsize == 2 for op in row)
+
+
+def packed_rows(p: Problem, vec: int) -> bool:
+    """Whether a thread's share of each row is 16-bit values in vectors (every input over
+    the row and its reduced dims 2 bytes wide): held two a register, so a share may have
+    MAX_PACKED_ROW_ELEMENTS of them, the bytes of MAX_ROW_ELEMENTS 4-byte ones."""
+    return vec > 1 and narrow_rows(p)
+
+
+def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packed: bool = False) -> bool:
+    """Whether a thread can hold its share of a row (`items` vectors of `vec`, every
+    input's element loaded before the row is reduced) under the 64-register cap:
+    at most MAX_ROW_ELEMENTS elements taking at most row_register_budget words, and
+    at most 8 elements read one by one (vec 1) where a result is 8 bytes wide (f32
+    math widened on the store). Measured with ptxas, sm_90a and sm_80, 2026-11-25
+    (rows of 4097 to 32768 elements, one or seven of them; local bytes on sm_90a):
+    softmax f32 at vec 1 and 32 elements (32 words) 8; two f32 inputs at vec 4 and 32
+    elements (64) 120; three at vec 1 and 16 (48) 24; f64 at vec 2 and 32 (64) 136;
+    layernorm f16 with f16 weights at vec 8 and 32 (48) 16, with f32 weights at vec 8
+    and 16 (40) none; f16 [1000, 5] summed into f64[5, 1000] at vec 1 and 16, 8.
+    Without `hoisted`, the row-invariant inputs (weights) are loaded where they are
+    used and take no registers through the row (layernorm f16 at vec 8 and 32: 55
+    registers, no spill). With `packed`, 16-bit rows in vectors (packed_rows) may hold
+    MAX_PACKED_ROW_ELEMENTS (ptxas, sm_90a, 2026-11-26: softmax f16 at vec 8 and 64
+    elements, 1024 or 512 threads, 64 registers, no spill; layernorm f16 and rmsnorm
+    f16 likewise with their weights loaded late; hoisted, they spilled 660 and 72
+    bytes, which the words budget refuses). default() says what happens where the
+    share does not fit."""
+    elements = items * vec
+    cap = MAX_PACKED_ROW_ELEMENTS if packed and packed_rows(p, vec) else MAX_ROW_ELEMENTS
+    wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
+    words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
+    return (elements <= cap and elements * words <= row_register_budget(vec)
+            and not (vec == 1 and wide_results and elements > 8))
+
+
+def keeps_fit(p: Problem, items: int, vec: int) -> bool:
+    """Whether a thread may keep costly element values between phases (Schedule.keep)
+    beside its share: twice the share's words within the budget, and at most
+    MAX_ROW_ELEMENTS elements (a kept value is a 4-byte register even where the row is
+    16-bit: softmax f16 at 40 elements a thread spilled 72 bytes, ptxas sm_90a)."""
+    return (items * vec <= MAX_ROW_ELEMENTS
+            and 2 * items * vec * p.words_per_row_element(vec) <= row_register_budget(vec))
+
+
+ELEMENT_KEEP_WORDS = 16     # registers a thread's held elements may take where it keeps their costly values
+
+
+def element_keeps_fit(p: Problem, items: int, vec: int) -> bool:
+    """Whether a row held element by element (vec 1, a warp or part of one a row) keeps its
+    costly element values between phases (Schedule.keep): its `items` elements take at most
+    ELEMENT_KEEP_WORDS registers, the kept values as many again (ptxas sm_90a, softmax f16
+    at 16 elements a thread: 63 registers, none spilled). Such rows are bound by
+    instructions: softmax computed exp(x - max) twice (H100 2026-11-26, µs, computed
+    twice / kept: f16 131072x257 70.0 / 59.0, 65536x385 49.7 / 42.3, f32 1048576x13 52.6 /
+    47.3, ViT's [32, 12, 197, 197] 34.3 / 33.3; scripts/probe_element_rows.py)."""
+    return vec == 1 and items * p.words_per_row_element(1) <= ELEMENT_KEEP_WORDS and costly_elements(p.group)
+
+
+def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
+    """Whether a thread's share of its row fits the 32 registers that let every
+    thread slot of an SM be resident: scalar loads (rows that cannot move in
+    vectors) of at most 8 elements, 16 registers with the kept values (an
+    element takes a register even when 16 bits wide; measured with ptxas).
+    Such a thread has few bytes in flight, so the SM needs all its threads to
+    hide the latency (H100, 2026-11-22: softmax f32 32768x781 0.88x -> 0.93x copy).
+    Results stored across the row (transposed) or 8 bytes wide need more: under 32
+    registers they spilled 4 to 8 bytes on sm_90a or sm_80 (CPU fuzz test, 2026-11-23);
+    so did f32 results of f16 rows on sm_80, where the rule was never measured: it
+    applies on sm_90a only. So did an idx() of a row of two loops (K, M), of either,
+    which each element divides out of its flat position (CPU fuzz test, 2026-11-25):
+    no idx() at all takes this schedule."""
+    held = items * p.words_per_row_element(vec) * (2 if keep else 1)
+    stored_along_row = all(op.dtype.itemsize <= 4 and (p.inner not in op.loops or op.loops[-1] == p.inner)
+                           for op in p.layout.outputs)
+    indices = any(v.op == "idx" for v in p.group.values)
+    return (p.arch == "sm_90a" and vec == 1 and items <= 8 and held <= 16 and stored_along_row
+            and not indices and not computes_f64_math(p.group.values))
+
+
+def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
+    """Whether a non-persistent row schedule fits 40 registers (1536 threads per SM)
+    without spilling: vectorized rows of at most 16 elements a thread that hold at most
+    16 words through the row (their per-row inputs, and the row-invariant ones if
+    hoisted; unhoisted ones are loaded late). Measured with ptxas on sm_90a: softmax f32
+    and layernorm f16 without hoisting fit; layernorm's hoisted f32 weights (40 words) spill."""
+    invariant = p.words_per_row_element(vec) - p.words_per_row_element_per_row(vec)
+    held = items * vec * (p.words_per_row_element_per_row(vec) + (invariant if hoist else 0))
+    return (R40_THREADS % block == 0 and vec > 1 and items * vec <= 16 and not keep and held <= 16
+            and not computes_f64_math(p.group.values))
+
+
+def ring_problem(p: Problem, s: Schedule) -> str:
+    """'' when a row ring (stages >= 2) can carry this problem's per-row inputs, else why not."""
+    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
+    return ring_refusal(s, [(op.dtype.itemsize, op.loops[-1] == p.inner) for op in p.layout.inputs
+                            if set(op.loops) & kept and set(op.loops) & reduced])
+
+
+# The L2's size (H100, H200: 50 MB; A100: 40 MB) decides whether a looped row's second
+# pass finds the row there.
+L2_BYTES = {"sm_80": 40 << 20}
+L2_BYTES_DEFAULT = 50 << 20
+
+
+def online_pays(p: Problem, block: int) -> bool:
+    """Whether a looped row (a block a row) takes max and sum(exp(x - max)) in one pass
+    (Schedule.online) rather than two: where the rows its resident blocks stream at
+    once (registers are budgeted for 1024 threads an SM) outgrow the L2, a second
+    pass re-reads them from HBM; where they fit, the second pass finds them in L2 and
+    the one pass's exps on the way in cost more. H100 2026-11-25
+    (scripts/probe_online.py), us, one pass / two, the rule's pick first:
+    softmax f16 4096x50257 (26 MB at once) 501.2 / 404.6, 4096x32771 289.7 / 236.1;
+    2048x131075 (69 MB) 781.4 / 860.9, 512x262144 284.8 / 387.9; f32 4096x50257
+    970.3 / 1200.5, 1024x65537 338.1 / 419.4, 256x262144 281.2 / 366.9; logsumexp f32
+    4096x50257 295.2 / 541.0, 256x262144 94.8 / 177.6; where they fit, logsumexp f16
+    4096x50257 240.7 / 195.7, f32 4096x32771 185.9 / 190.8. The tuner times both.
+    True (the field's default, one name for one code) where the group has no such pair."""
+    if not online_pairs(p.group):
+        return True
+    reduced, kept = set(p.layout.reduced_loops), set(p.layout.kept_loops)
+    row_bytes = p.row_length * sum(op.dtype.itemsize for op in p.layout.inputs
+                                   if set(op.loops) & reduced and set(op.loops) & kept)
+    rows_at_once = min(p.rows, p.sm_count * max(1, 1024 // block))
+    return rows_at_once * row_bytes > L2_BYTES.get(p.arch, L2_BYTES_DEFAULT)
+
+
+def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
+    """Explicit unrolls worth timing for a streamed loop: 16 and 32 words of loads in
+    flight a thread, and a half and a quarter of the rule's own unroll (ptxas's depth,
+    where the rule unrolls rows read element by element 16 deep). ptxas's own choice
+    (the default) is best for most (H100: column sums 37.7 against 40.5 us unrolled);
+    x @ W, a column split, took 96.8 against 108.1 us with 16 iterations
+    (BENCHMARKS.md, "Products with a vector")."""
+    if not s.streamed:
+        return []
+    words, wide = stream_words(s, p.layout)
+    rule = stream_unroll_rule(s, words, wide)
+    return sorted({n for n in (pow2_at_most(16 / words), pow2_at_most(32 / words), rule // 2, rule // 4)
+                   if 2 <= n <= 16 and n != rule})
+
+
+def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
+    """A row (in vectors) too long for a block's registers: shared by a cluster's blocks
+    where cluster_row_schedule says so, else streamed by a block."""
+    shared = cluster_row_schedule(p, vec) if clusters and not hints.threads and hints.cluster != 1 else None
+    if shared is not None:
+        return shared
+    # 16-bit rows: 512 threads, 4 vectors in flight each (H200 2026-11-26, scripts/probe_peel.py,
+    # us, 1024 threads at ptxas's unroll / this: softmax f16 4096x50256 343.9 / 280.6, bf16
+    # 2048x128256 520.6 / 535.5; rmsnorm bf16 2048x40000 116.2 / 96.1; logsumexp f16
+    # 4096x50304 183.8 / 159.1). f32 rows keep 1024 threads (softmax 4096x50256: 515.2
+    # against 739.1 at 512 and 4 vectors)
+    narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
+    threads = 512 if narrow else 1024
+    return Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, index64=p.index64,
+                    online=online_pays(p, threads), unroll=4 if narrow else 0)
+
+
+def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True) -> Optional[Schedule]:
+    """A long row that a stream would read twice or more (streamed_reads), held in
+    registers by the fewest threads of a block whose share fits (or `threads`; 16-bit
+    values packed two a register), where it is (1) of PEELED_ROW elements or more
+    (PEELED_ROW_16 of 16-bit values: narrow_rows), of a length that breaks alignment
+    (`vec` 1; read in vectors only peeled: peel_vector), its weights no heavier than it
+    (peel_weights_fit): held peeled (Schedule.peel with items)
+    by 32 (below LONG_ROW; else 128) to 1024 threads, else by a cluster's blocks
+    (cluster_row_shares); or (2) of LONG_ROW elements or more, 16-bit in vectors with no
+    weights (softmax f16): by 128 to 1024 threads; else None. The more elements a thread
+    holds, the more rows each SM has in flight. H100 2026-11-26
+    (scripts/probe_cluster_rows.py), us, the default before / this:
+    (1) softmax f32 8192x4097 111.3 / 93.5 (128 threads; 1024: 188.4), 4096x8193 93.9
+    (256; 512: 94.3), 4096x12001 136.8 / 136.1 (512), 4096x50257 818.4 / 641.5 (4 blocks
+    of 512; 2 of 1024: 717.8), 1024x65537 275.0 / 206.3 (4 of 512); softmax f16
+    16384x4099 162.0 / 95.2 (128), 8192x10001 166.3 / 115.7 (256; 512: 138.9),
+    4096x50257 348.2 / 328.4 (1024); bf16 2048x131075 547.9 / 435.6 (4 of 512); rmsnorm
+    bf16 8192x6001 78.0 / 72.5 (128), 2048x40001 134.6 / 126.1 (1024); below 4096
+    (19:22): softmax f16 16384x3001 92.7 / 72.5 (64), 32768x1537 92.2 / 74.8 (32), f32
+    16384x2049 100.3 / 94.7 (64), 16384x3001 133.8 / 135.2 (128); rmsnorm bf16
+    16384x3001 99.1 / 73.1 (64; 128: 71.8); 16-bit rows from PEELED_ROW_16 (20:54): softmax
+    f16 16384x1201 40.6 / 33.0, rmsnorm bf16 16384x1299 44.7 / 35.8 (a warp). Not taken:
+    layernorm f16 with f32 weight and bias 4096x20001 (their gathered lanes: 207.1
+    element by element, 225.8 held peeled), softmax f32 32768x781 (72.8 element by
+    element, 77.4 peeled at 128 threads).
+    (2) softmax f16 8192x8192 109.5 / 94.3 (128; 16 elements a thread kept: 99.4 without
+    keeping), 8192x10000 124.0 / 113.6 (256), 4096x32000 198.8 / 181.4 (512, 64 a
+    thread), 16384x4096 93.9 / 93.6 (128). The norms (weights) gained nothing: rmsnorm
+    f16 4096x8192 49.6 / 49.2 at 256, all-f16 layernorm 50.5 / 50.9, and keep their rule."""
+    if (streamed_reads(p) < 2 or not p.row_major() or 0 < (hints.threads or 32) < 32
+            or (hints.stages or 1) > 1):        # (a ring of rows pinned: the rule below places it)
+        return None
+    shortest = PEELED_ROW_16 if narrow_rows(p) else PEELED_ROW
+    peel = (vec == 1 and not hints.vector and p.row_length >= shortest and peel_vector(p) > 1
+            and peel_weights_fit(p))
+    if peel:        # (below LONG_ROW from a warp: measured there; from 128 threads above it)
+        vec = peel_vector(p)
+        widths = (32, 64, 128, 256, 512, 1024) if p.row_length < LONG_ROW else (128, 256, 512, 1024)
+    elif packed_rows(p, vec) and not p.has_row_invariant_inputs() and p.row_length >= LONG_ROW:
+        widths = (128, 256, 512, 1024)
+    else:
+        return None
+    for threads in (hints.threads,) if hints.threads else widths:
+        held = held_row_share(p, vec, threads, peel=peel)
+        if held:
+            return held
+    if not peel or not clusters or hints.threads or hints.cluster == 1:
+        return None
+    return cluster_row_schedule(p, vec, peel=True)
+
+
+def streamed_reads(p: Problem) -> int:
+    """Times a looped row (a block a row, streaming it) reads its row: once a reduction
+    level, max and sum(exp(x - max)) in one pass where the default takes one
+    (online_pays), and once more for results over the whole row."""
+    levels = len(set(reduction_levels(p.group).values()))
+    merged = len(online_pairs(p.group)) if online_pays(p, 1024) else 0
+    full = any(set(op.loops) & set(p.layout.reduced_loops) for op in p.layout.outputs)
+    return levels - merged + full
+
+
+def cluster_row_shares(p: Problem, vec: int, peel: bool = False) -> list[Schedule]:
+    """A row shared by the blocks of a cluster (Schedule.cluster, sm_90a), each block's
+    share in registers: for 512 and then 1024 threads a block, 2, 4 and 8 blocks, each
+    where the share fits (row-invariant inputs hoisted, else loaded late; `peel`: the
+    rows peeled to aligned vectors, their weights late)."""
+    if p.arch != "sm_90a" or vec == 1 or not p.row_major() or not cluster_values_fit(p):
+        return []
+    return [s for threads in (512, 1024) for blocks in ROW_CLUSTERS
+            if (s := held_row_share(p, vec, threads, blocks, peel))]
+
+
+def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bool = False) -> Optional[Schedule]:
+    """A row held in the registers of `blocks` blocks of `threads` threads, in vectors of
+    `vec` (16-bit ones packed two a register), its weights hoisted or else loaded late
+    (late alone where the row is peeled): the schedule where its share fits, else None."""
+    weights = p.has_row_invariant_inputs()
+    share = row_share(p.row_length // vec, threads * blocks)
+    for hoist in (False,) if peel and weights else (True, False) if weights else (True,):
+        if row_share_fits(p, share, vec, hoisted=hoist, packed=True):
+            return Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads, hoist=hoist,
+                            cluster=blocks, peel=peel, index64=p.index64)
+    return None
+
+
+def cluster_values_fit(p: Problem) -> bool:
+    """Whether every reduction's value is 4 or 8 bytes in registers (a block posts it to
+    the others by st.async, tdsl::cluster_reduce)."""
+    return all(v.dtype.is_float or v.dtype.itemsize in (4, 8) for v in p.group.values if v.op == "reduce")
+
+
+def cluster_row_schedule(p: Problem, vec: int, peel: bool = False) -> Optional[Schedule]:
+    """A row too long for a block's registers, shared by a cluster's blocks: the first
+    of cluster_row_shares (`peel`: peeled; 512 threads before 1024, fewer blocks before
+    more; 16-bit rows in vectors hold up to 64 elements a thread), where a looped row reads it twice
+    or more (streamed_reads). Read once from HBM, not phase after phase. H100
+    2026-11-26 (scripts/probe_cluster_rows.py), us, streamed / shared (schedule):
+    softmax f32 1024x65536 290.4 / 193.9 (4 blocks of 512, 0.92x copy), 256x262144
+    282.0 / 228.7 (8 of 1024), 64x200000 82.6 / 57.1 (8 of 1024); softmax f16
+    2048x131072 549.5 / 418.9 (4 of 512, 64 elements a thread), 512x262144 283.4 /
+    225.6 (8 of 512), bf16 2048x128256 545.3 / 423.5 (4 of 512). Not taken: logsumexp
+    f32 256x262144 (one pass: 94.4 / 143.9). Shares of 32 16-bit elements a thread
+    lost (softmax f16 4096x50304 381.8 / 437.7 at 4 of 512): half the bytes in flight."""
+    if streamed_reads(p) < 2:
+        return None
+    shares = cluster_row_shares(p, vec, peel)
+    return shares[0] if shares else None
+
+
+def pinned_ring(p: Problem, s: Schedule, stages: int) -> Schedule:
+    """`stages(n)` on a row reduction: a ring of up to n rows (at most MAX_ROW_STAGES)
+    per thread in shared memory, on a persistent grid of the blocks that 1024 threads
+    per SM make; fewer stages where shared memory is short, none (the schedule as it
+    was) where the rows cannot move in 16-byte vectors."""
+    for n in range(min(stages, MAX_ROW_STAGES), 1, -1):
+        ring = replace(s, stages=n, prefetch=False, min_blocks=1,
+                       blocks_per_sm=s.blocks_per_sm or max(1, 1024 // s.block))
+        if not ring_problem(p, ring):
+            return ring
+    return s
