@@ -222,6 +222,13 @@ FOUND = {
     # tanh of an i8 row a warp holds at 32 elements a thread: 76 bytes spilled on sm_90a (CI)
     "tanh_of_an_i8_row_a_warp_holds": ("kernel f(p0: i8[M]) -> f64 {\n    return sum(tanh(p0))\n}\n",
                                        {"M": 1000}),
+    # a full sum of i64 with results over its one row, read element by element: the unroll
+    # counted no input (none over a kept dim), so 16 deep; 16 bytes spilled on sm_90a
+    "full_i64_sum_with_results_over_its_row": (
+        "kernel f(p0: i64[M, N], p1: f16) -> (f64[M, N], f64[M, N]) {\n"
+        "    t6 = sum(where(p0 < p0, p0, p0))\n"
+        "    t10 = where(logical_and(p0 < idx(M), p0 <= p0), p1, abs(p0))\n"
+        "    return where(p0 < p0, p0, p0), t6 + t10\n}\n", {"M": 33, "N": 127}),
 }
 
 

@@ -174,11 +174,11 @@ def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
     """What one iteration of a streamed loop of `s` over `layout` loads a thread: its
     4-byte words (the inputs over reduced dims, `vec` elements each, an element read
     alone taking a register of its own; in a row reduction read one by one or peeled, only
-    the inputs that change from row to row: a weight over N comes from L1), and whether any
-    of them has 8-byte elements."""
+    the inputs that change from row to row: a weight over N comes from L1; in a full
+    reduction's one row, all of them), and whether any of them has 8-byte elements."""
     reduced, kept = set(layout.reduced_loops), set(layout.kept_loops)
     streamed = [op for op in layout.inputs if set(op.loops) & reduced]
-    if s.kind == "reduce_row" and (s.vec == 1 or s.peel):
+    if s.kind == "reduce_row" and (s.vec == 1 or s.peel) and kept:
         streamed = [op for op in streamed if set(op.loops) & kept]
     # vectors of columns: an input not along the columns (x of x @ W) is one element
     columns = column_loop(layout) if column_vector(s, layout) > 1 else None
