@@ -22,8 +22,8 @@ from ..resources import resource_dir
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
                                peeled_operands, row_major, transposed_loop)
 from ..schedule.partition import Group, online_pairs, reduction_levels
-from ..schedule.schedules import (COSTLY_OPS, Schedule, budgeted_threads, column_vector, branchless_elements,
-                                  ring_refusal, stream_unroll_rule, stream_words)
+from ..schedule.schedules import (COSTLY_OPS, Schedule, column_vector, branchless_elements,
+                                  resident_blocks, ring_refusal, stream_unroll_rule, stream_words)
 
 
 @lru_cache(maxsize=1)
@@ -401,11 +401,9 @@ class _Renderer:
         # 512-thread blocks per SM (measured faster), and without it ptxas
         # sometimes squeezes a 512-thread block into 32 registers and spills.
         # A row or split reduction's schedule may ask for all 2048 (32 registers); f64
-        # functions get 128 (schedules.budgeted_threads).
+        # functions get 128 (schedules.resident_blocks).
         common = dict(name=name, params=decls, block=self.s.block, vec=self.vec, helpers=_helpers(),
-                      min_blocks=(self.s.min_blocks
-                                  if self.s.kind in ("reduce_row", "reduce_split") and self.s.min_blocks > 1
-                                  else max(1, budgeted_threads(self.group, self.s) // self.s.block)),
+                      min_blocks=resident_blocks(self.group, self.s),
                       index_t="long long" if self.s.index64 else "int",
                       extents=[f"const idx_t n{l} = (idx_t)n{l}_arg;" for l in range(len(self.layout.loops))])
         if self.s.kind == "pointwise" and self.s.tile:

@@ -8,7 +8,7 @@ from typing import Optional
 
 from .layout import column_loop
 from .partition import per_row_before_reductions, reduction_levels
-from .schedules import THREADS_PER_SM, BUDGETED_THREADS, Schedule
+from .schedules import THREADS_PER_SM, Schedule, resident_blocks
 from .problem import Problem, pow2_at_least, max_vector
 
 
@@ -136,7 +136,7 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     # one wave: blocks past what the SMs hold at once wait for a second one, and their rows
     # take the wave's time again (bn variance f16 16384x4096 at registers for 1024 threads:
     # 9 chunks, 288 blocks of 264 places)
-    resident = p.sm_count * (tile.min_blocks if tile.min_blocks > 1 else BUDGETED_THREADS // tile.block)
+    resident = p.sm_count * resident_blocks(p.group, tile)
     if row_blocks * splits > resident and resident // row_blocks >= 2:
         splits = resident // row_blocks
     return replace(tile, splits=splits)

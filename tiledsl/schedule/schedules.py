@@ -578,3 +578,12 @@ def budgeted_threads(group, s: "Schedule") -> int:
     wide_held_row = s.kind == "reduce_row" and s.items > 0 and any(
         v.dtype.itemsize == 8 and set(v.dims) & axes for v in group.values)
     return F64_MATH_THREADS if computes_f64_math(group.values) or wide_held_row else BUDGETED_THREADS
+
+
+def resident_blocks(group, s: "Schedule") -> int:
+    """Blocks of `s` an SM is asked to hold at once, the second number of its launch
+    bounds: `min_blocks` where a row or split reduction asks for more than one, else as
+    many as its register budget allows (budgeted_threads)."""
+    if s.kind in ("reduce_row", "reduce_split") and s.min_blocks > 1:
+        return s.min_blocks
+    return max(1, budgeted_threads(group, s) // s.block)
