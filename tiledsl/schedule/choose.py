@@ -1,8 +1,11 @@
 """Choosing a schedule for a group at the sizes of a call, and its grid.
 
 `candidates()` is the search space (what the tuner times); `default()` is the
-rule used when nothing was tuned. Pure Python, free of CuPy, so every choice
-can be rendered, compiled and inspected without a GPU (`tiledsl emit`).
+rule used when nothing was tuned; `fits()` refuses what a call cannot run;
+`plan()` and `launches()` give the grids. The rules themselves live by kind of
+group: pointwise.py, rows.py, columns.py, matmul.py; problem.py describes the
+call. Pure Python, free of CuPy, so every choice can be rendered, compiled and
+inspected without a GPU (`tiledsl emit`).
 """
 from __future__ import annotations
 
