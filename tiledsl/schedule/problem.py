@@ -3,6 +3,7 @@
 (vector widths, the transposed loop, whether few long rows are spread over the GPU)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -47,24 +48,15 @@ class Problem:
 
     @property
     def total(self) -> int:
-        n = 1
-        for e in self.loops:
-            n *= e
-        return n
+        return math.prod(self.loops)
 
     @property
     def rows(self) -> int:
-        n = 1
-        for l in self.layout.kept_loops:
-            n *= self.loops[l]
-        return n
+        return math.prod(self.loops[l] for l in self.layout.kept_loops)
 
     @property
     def row_length(self) -> int:
-        n = 1
-        for l in self.layout.reduced_loops:
-            n *= self.loops[l]
-        return n
+        return math.prod(self.loops[l] for l in self.layout.reduced_loops)
 
     @property
     def inner(self) -> Optional[int]:
