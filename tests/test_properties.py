@@ -2,9 +2,10 @@
 
 Hypothesis draws a few named dims (M, N, K, extents 1-7), parameters of
 random dtypes (f16/f32/f64) over random subsets and orders of those dims, and
-an expression tree from + - * / maximum minimum where exp tanh abs relu
-sigmoid, unary minus, ** with a literal exponent, comparisons and logical
-ops (inside where), reductions sum/max/min/mean over one, several or all
+an expression tree from + - * / maximum minimum where, every function of
+the language (exp exp2 log log2 sqrt rsqrt sin cos tanh sigmoid gelu silu erf
+abs relu floor ceil, unary minus, casts), ** with a literal exponent,
+comparisons and logical ops (inside where), reductions sum/max/min/mean over one, several or all
 dims, literals and .T, with some subexpressions bound to names.
 
 From the same draw it writes BOTH the .tdsl text and an independent float64
@@ -19,6 +20,7 @@ infinity.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import string
@@ -35,6 +37,39 @@ DIM_NAMES = ("M", "N", "K")
 NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 LITERALS = ("0.5", "1", "2", "3", "0.25", "1.5")
 INT_DTYPES = ["i8", "u8", "i32", "i64", "bool"]     # parameters drawn with `ints` (bool: conditions only)
+
+
+def _elementwise(fn):
+    """A float64 function of arrays (0-d too) from a scalar one of the math module."""
+    each = np.frompyfunc(fn, 1, 1)
+    return lambda v: np.asarray(each(v), dtype=np.float64)
+
+
+_erfc = _elementwise(math.erfc)
+
+
+def _sigmoid(v: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+# function: (its text around the argument, its float64 value), from the language's
+# definitions (LANGUAGE.md; gelu = x * Phi(x), 1 + erf(z) written as erfc(-z))
+FUNCTIONS = {
+    "exp": ("exp({})", np.exp), "exp2": ("exp2({})", np.exp2), "tanh": ("tanh({})", np.tanh),
+    "abs": ("abs({})", np.abs), "relu": ("relu({})", lambda v: np.maximum(v, 0.0)),
+    "sigmoid": ("sigmoid({})", _sigmoid), "neg": ("(-{})", np.negative),
+    "sin": ("sin({})", np.sin), "cos": ("cos({})", np.cos),
+    "log": ("log(abs({}) + 1)", lambda v: np.log(np.abs(v) + 1.0)),
+    "log2": ("log2(abs({}) + 1)", lambda v: np.log2(np.abs(v) + 1.0)),
+    "sqrt": ("sqrt(abs({}))", lambda v: np.sqrt(np.abs(v))),
+    "rsqrt": ("rsqrt(abs({}) + 1)", lambda v: 1.0 / np.sqrt(np.abs(v) + 1.0)),
+    "gelu": ("gelu({})", lambda v: 0.5 * v * _erfc(-v / math.sqrt(2.0))),
+    "silu": ("silu({})", lambda v: v * _sigmoid(v)),
+    "erf": ("erf({})", _elementwise(math.erf)),
+}
+STEPS = {"floor": ("floor({})", np.floor), "ceil": ("ceil({})", np.ceil)}
+POWER_ROUNDS = re.compile(r"\*\* [01]\.5")   # a ** 0.5 or ** 1.5 rounds; ** 2 and ** 3 of these values do not
+ROUNDING = {f for f in FUNCTIONS if f not in ("abs", "relu", "neg")} | {"mean"}   # their values may round
 
 
 def result_dims(a: tuple, b: tuple) -> tuple:
@@ -150,7 +185,7 @@ class Builder:
             node = self.transpose(self.expr(depth - 1))
         else:
             base = self.expr(depth - 1)
-            exp = self.choose(["2", "3"])
+            exp = self.choose(["2", "3", "0.5", "1.5"])
             with np.errstate(all="ignore"):
                 node = Node(f"({base.text} ** {exp})", base.dims, np.power(base.value, float(exp)),
                             weak=base.weak)
@@ -190,7 +225,8 @@ class Builder:
         a mean), where a GPU and NumPy may differ by an ulp; + - * max min of these
         small dyadic numbers, and products of them, are exact."""
         words = set(re.findall(r"[A-Za-z_]\w*", node.text))
-        return "/" in node.text or bool(words & ({"exp", "tanh", "sigmoid", "mean"} | self.inexact_names))
+        return ("/" in node.text or bool(POWER_ROUNDS.search(node.text))
+                or bool(words & (ROUNDING | self.inexact_names)))
 
     def exact_leaf(self) -> Node:
         numbers = self.numeric_params()
@@ -231,15 +267,28 @@ class Builder:
         return Node(text, dims, value, weak=a.weak and b.weak)
 
     def unary(self, a: Node) -> Node:
-        f = self.choose(["exp", "tanh", "abs", "relu", "sigmoid", "neg"])
-        x = a.value
+        """Every function of the language, on arguments where the GPU and NumPy agree
+        but for rounding: log, log2 and rsqrt of abs(a) + 1, sqrt of abs(a); floor, ceil
+        and narrowing casts only of values computed exactly (an ulp's difference would
+        move them by a whole step)."""
+        f = self.choose(list(FUNCTIONS) + list(STEPS) + ["cast"])
+        if f in STEPS or f == "cast":
+            if self.inexact(a):
+                f = "abs"
+            elif f == "cast":
+                return self.cast(a)
+        template, fn = {**FUNCTIONS, **STEPS}[f]
         with np.errstate(all="ignore"):
-            value = {"exp": np.exp, "tanh": np.tanh, "abs": np.abs,
-                     "relu": lambda v: np.maximum(v, 0.0),
-                     "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)),
-                     "neg": np.negative}[f](x)
-        text = f"(-{a.text})" if f == "neg" else f"{f}({a.text})"
-        return Node(text, a.dims, value, weak=a.weak)
+            value = fn(a.value)
+        return Node(template.format(a.text), a.dims, value, weak=a.weak)
+
+    def cast(self, a: Node) -> Node:
+        """f16(a), bf16(a), f32(a) or f64(a): rounds to that dtype (an explicit cast
+        rounds in every interpreter), a value of that dtype from then on."""
+        dtype = self.choose(["f16", "f32", "f64"] + (["bf16"] if self.bf16 else []))
+        with np.errstate(all="ignore"):
+            value = np.asarray(a.value).astype(numpy_dtype(dtype)).astype(np.float64)
+        return Node(f"{dtype}({a.text})", a.dims, value)
 
     def reduce(self, a: Node) -> Node:
         kind = self.choose(["sum", "max", "min", "mean"])
