@@ -229,6 +229,11 @@ FOUND = {
         "    t6 = sum(where(p0 < p0, p0, p0))\n"
         "    t10 = where(logical_and(p0 < idx(M), p0 <= p0), p1, abs(p0))\n"
         "    return where(p0 < p0, p0, p0), t6 + t10\n}\n", {"M": 33, "N": 127}),
+    # a row at full occupancy (32 registers) holding an i64 full sum beside its elements:
+    # 8 bytes spilled on sm_90a until rows.full_occupancy_fits counted it
+    "i64_full_sum_beside_a_row_at_full_occupancy": (
+        "kernel f(p0: i64[M, N], p3: f16[K, N], q: f32[M, N], r: f32[M, N]) -> f32[M, K] {\n"
+        "    return sum(sum(p0) + r + ((0.5 + p3) + (abs(p0) + q + p0)), axis=N)\n}\n", {"M": 1, "N": 129, "K": 1}),
 }
 
 

@@ -13,7 +13,7 @@ from .partition import online_pairs, reduction_levels
 from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS,
                         Schedule, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
                         stream_unroll_rule, stream_words)
-from .problem import Problem, pow2_at_most, max_vector
+from .problem import Problem, operand_words, pow2_at_most, max_vector
 
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
 LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
@@ -324,8 +324,13 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     so did f32 results of f16 rows on sm_80, where the rule was never measured: it
     applies on sm_90a only. So did an idx() of a row of two loops (K, M), of either,
     which each element divides out of its flat position (CPU fuzz test, 2026-11-25):
-    no idx() at all takes this schedule."""
-    held = items * p.words_per_row_element(vec) * (2 if keep else 1)
+    no idx() at all takes this schedule. Inputs not over the row (a scalar, a row's own
+    value) are held through it too: an i64 full sum added to each element of a row of 3
+    i64, f16 and f32 elements a thread spilled 8 bytes at 32 registers (CPU fuzz test,
+    2026-11-27; 15 words counted without it, 17 with)."""
+    reduced = set(p.layout.reduced_loops)
+    beside = sum(operand_words(op, 1) for op in p.layout.inputs if not set(op.loops) & reduced)
+    held = items * p.words_per_row_element(vec) * (2 if keep else 1) + beside
     stored_along_row = all(op.dtype.itemsize <= 4 and (p.inner not in op.loops or op.loops[-1] == p.inner)
                            for op in p.layout.outputs)
     indices = any(v.op == "idx" for v in p.group.values)
