@@ -52,7 +52,7 @@ def test_unary_minus_binds_looser_than_power():
     k = kernel("kernel k(x: f32[N]) -> f32[N] { return -x**2 }")
     x = np.array([3.0, -2.0], F32)
     np.testing.assert_array_equal(k.reference(x), [-9.0, -4.0])
-    assert ops(k)[-2:] == ["pow", "neg"]
+    assert ops(k)[-2:] == ["mul", "neg"]        # the square (x * x, multiplied out), then the minus
 
 
 def test_power_takes_a_negative_exponent():
@@ -821,6 +821,21 @@ def test_cse_pass_on_a_hand_built_graph():
     add2 = out.values[-1]
     assert add2.operands[0] is add2.operands[1] is out.values[2]
     assert [v.id for v in out.values] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32", "f16"])
+def test_squares_and_cubes_are_multiplied_out(dtype, rng):
+    """x ** 2 and x ** 3 (literal exponents) become products, exact where pow on a GPU
+    was not; other exponents, and a tensor one, stay powers."""
+    k = kernel(f"kernel k(x: {dtype}[N], e: f32[N]) -> (f64[N], f64[N], f64[N], f64[N]) "
+               "{ return x ** 2, x ** 3, x ** 2.5, x ** e }")
+    names = ops(k)
+    assert names.count("mul") == 2 and names.count("pow") == 2, names     # x * x is shared
+    x = (rng.standard_normal(64) * 4).astype({"f64": F64, "f32": F32, "f16": np.float16}[dtype])
+    xw = x.astype(F64 if dtype == "f64" else F32)
+    square, cube, *_ = k.reference(x, np.full(64, 2.0, F32))
+    np.testing.assert_array_equal(square, xw * xw)
+    np.testing.assert_array_equal(cube, xw * xw * xw)
 
 
 def test_dead_values_are_removed_but_params_stay():

@@ -78,6 +78,32 @@ def lower_vector_products(graph: Graph) -> Graph:
     return _rebuild(graph, keep, replace)
 
 
+def multiply_out_small_powers(graph: Graph) -> Graph:
+    """`x ** 2` as x * x and `x ** 3` as x * x * x (a literal exponent). CUDA's pow is
+    not exact where the power is: in f64, 0.25 ** 2 gave 0.06249999999999999 and
+    1.75 ** 3 -5.359374999999999 on an H100 (`scripts/probe_pow.py`), so `x ** 2 < y`
+    flipped at ties; a square is one rounding, as a correctly rounded pow's, and a
+    multiply costs a few instructions where pow costs dozens. The reference runs the
+    same graph, so both compute the products.
+    Before/after for `x ** 3`: `%2 = pow %0, %1 (const 3.0)` -> `%2 = mul %0, %0; %3 = mul %2, %0`."""
+    fresh = max((v.id for v in graph.values), default=-1) + 1
+    keep: list[Value] = []
+    replace: dict[int, Value] = {}
+    for v in graph.values:
+        base, exponent = (replace.get(o.id, o) for o in v.operands) if v.op == "pow" else (None, None)
+        power = exponent.attr("value") if exponent is not None and exponent.op == "const" else None
+        if power not in (2, 3) or base.dtype != v.dtype or base.dims != v.dims:
+            keep.append(v)
+            continue
+        product = base
+        for _ in range(int(power) - 1):
+            product = Value(fresh, "mul", (product, base), v.dtype, v.dims, (), v.loc)
+            fresh += 1
+            keep.append(product)
+        replace[v.id] = product
+    return _rebuild(graph, keep, replace) if replace else graph
+
+
 def from_parameters_only(v: Value) -> bool:
     """Whether `v` is computed elementwise from parameters and constants (no
     reduction or product on the way): a kernel of its own can write it first."""
@@ -156,6 +182,7 @@ def distinct_results(graph: Graph) -> Graph:
 
 PIPELINE: tuple[Callable[[Graph], Graph], ...] = (
     lower_vector_products,
+    multiply_out_small_powers,
     eliminate_common_subexpressions,
     eliminate_dead_values,
     distinct_results,
