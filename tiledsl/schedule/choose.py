@@ -289,7 +289,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     invariant = sum(op.dtype.itemsize for op in p.layout.inputs
                     if set(op.loops) & reduced and not set(op.loops) & kept)
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
-    hoist = invariant > per_row and not late_weights
+    hoist = invariant > per_row and not late_weights and not rows.invariant_costly_math(p)
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
     keep = rows.keeps_fit(p, items, vec)
     # A persistent block loads its next row while it reduces this one. Measured 2026-11-22

@@ -10,8 +10,8 @@ from typing import Optional
 from .hints import Hints
 from .layout import peeled_operands
 from .partition import online_pairs, reduction_levels
-from .schedules import (ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS, R40_THREADS,
-                        Schedule, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
+from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
+                        R40_THREADS, Schedule, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
                         stream_unroll_rule, stream_words)
 from .problem import Problem, operand_words, pow2_at_most, max_vector
 
@@ -338,6 +338,17 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
             and not indices and not computes_f64_math(p.group.values))
 
 
+def invariant_costly_math(p: Problem) -> bool:
+    """Whether costly element math (COSTLY_OPS) depends on row-invariant inputs alone, as
+    all of a single row's does (`sin(x) + sum(x)`): hoisted, such inputs let the compiler
+    compute that math once before the row loop and hold it beside them, twice the share's
+    registers. Over one f32 row of 1000 at 32 elements a thread (ptxas sm_90a, CUDA 13,
+    2026-11-27), sin and cos spilled 1984 bytes a thread, erf 188, log and log2 104, gelu
+    96; loaded where used (not hoisted), none spilled (53 registers for sin)."""
+    reduced = set(p.group.axes)
+    return any(v.op in COSTLY_OPS and set(v.dims) & reduced and set(v.dims) <= reduced for v in p.group.values)
+
+
 def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
     """Whether a non-persistent row schedule fits 40 registers (1536 threads per SM)
     without spilling: vectorized rows of at most 16 elements a thread that hold at most
@@ -492,10 +503,12 @@ def cluster_row_shares(p: Problem, vec: int, peel: bool = False) -> list[Schedul
 def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bool = False) -> Optional[Schedule]:
     """A row held in the registers of `blocks` blocks of `threads` threads, in vectors of
     `vec` (16-bit ones packed two a register), its weights hoisted or else loaded late
-    (late alone where the row is peeled): the schedule where its share fits, else None."""
+    (late alone where the row is peeled, or where costly math depends on them alone:
+    invariant_costly_math): the schedule where its share fits, else None."""
     weights = p.has_row_invariant_inputs()
     share = row_share(p.row_length // vec, threads * blocks)
-    for hoist in (False,) if peel and weights else (True, False) if weights else (True,):
+    late_only = peel or invariant_costly_math(p)
+    for hoist in (False,) if late_only and weights else (True, False) if weights else (True,):
         if row_share_fits(p, share, vec, hoisted=hoist, packed=True):
             return Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads, hoist=hoist,
                             cluster=blocks, peel=peel, index64=p.index64)
