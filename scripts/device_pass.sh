@@ -105,7 +105,11 @@ for phase in "$@"; do
       done
       wait
       for i in $(seq 1 12); do echo "-- fuzz $i: $(tail -n 1 $OUT/fuzz_$i.log)"; done
-      grep -h -A12 "^E  " $OUT/fuzz_*.log | head -150
+      # every failure's first lines, into one file (the tool brings back a few files only)
+      for i in $(seq 1 12); do echo "=== fuzz $i"; grep -A14 "^E  " $OUT/fuzz_$i.log | grep -v "Draw [0-9]" | head -60; done \
+        > $OUT/fuzz_failures.txt
+      cat $OUT/fuzz_*.log > $OUT/fuzz_all.txt && rm -f $OUT/fuzz_[0-9]*.log
+      grep -h -A12 "^E  " $OUT/fuzz_all.txt | grep -v "Draw [0-9]" | head -60
       timeout 200 python3 -m pytest -q -m gpu tests/test_gpu_fuzz.py -k "found or mismatch" -p no:cacheprovider -p no:benchmark 2>&1 | tail -4 ;;
   esac
 done 2>&1 | tee -a $OUT/run.log
