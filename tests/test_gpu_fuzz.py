@@ -57,12 +57,18 @@ def needs_gpu(test):
 
 EXAMPLES = int(os.environ.get("TDSL_GPU_FUZZ_EXAMPLES", "60"))
 # relative tolerance per result dtype; f64 results of f16/f32 inputs are computed in f32
-RTOL = {"f64": 1e-5, "f32": 1e-5, "f16": 2e-3, "bf16": 1e-2}
+RTOL = {"f64": 1e-5, "f32": 1e-5, "f16": 2e-3, "bf16": 1e-2, "bool": 0.0}
 ATOL = 2e-5      # times the largest finite intermediate
 
 
+def tolerance(dtype, magnitude: float) -> tuple[float, float]:
+    """(rtol, atol) for a result of `dtype`: a bool one (a comparison of exactly computed
+    values) exactly."""
+    return (0.0, 0.0) if dtype.name == "bool" else (RTOL[dtype.name], ATOL * magnitude)
+
+
 def result_dtypes() -> tuple:
-    return ("f64", "f32", "f16", "bf16") if _GPU_OK and cupy_supports_bf16() else ("f64", "f32", "f16")
+    return ("f64", "f32", "f16", "bf16", "bool") if _GPU_OK and cupy_supports_bf16() else ("f64", "f32", "f16", "bool")
 
 
 def mismatch(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> str:
@@ -157,8 +163,10 @@ def _calls(k, args, exact, use_out: bool, hinted: bool, magnitude: float, note: 
         except Exception as err:    # noqa: BLE001 - reported with the program
             return f"{call}: {type(err).__name__}: {err}\n{note}"
         for i, (g, e, r) in enumerate(zip(got, exact, k.graph.results)):
-            why = mismatch(to_host(g).astype(np.float64) if r.dtype.name == "bf16" else to_host(g), e,
-                           RTOL[r.dtype.name], ATOL * magnitude)
+            h = to_host(g)
+            if r.dtype.name == "bool" and (np.asarray(h).view(np.uint8) > 1).any():    # the poison byte
+                return f"{call}, result {i} (bool): {int((h.view(np.uint8) > 1).sum())} elements unwritten\n{note}"
+            why = mismatch(h.astype(np.float64) if r.dtype.name == "bf16" else h, e, *tolerance(r.dtype, magnitude))
             if why:
                 return f"{call}, result {i} ({r.dtype}): {why}\n{note}"
     return ""

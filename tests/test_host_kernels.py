@@ -27,7 +27,7 @@ from tiledsl.schedule.schedules import Schedule, combine_lanes
 
 from conftest import EXAMPLES, fresh_seed
 from test_codegen_fuzz import SIZES, drawn_candidates, fuzz_test
-from test_gpu_fuzz import ATOL, RTOL, mismatch
+from test_gpu_fuzz import mismatch, tolerance
 from test_properties import build
 
 if not host_cuda.available():
@@ -296,7 +296,7 @@ def test_random_products_run_right_on_the_host(data):
 
 
 def _run_random_program(data, products: int, min_dims: int):
-    source, prog, _, _ = build(data, SIZES, 1 << 14, ("f64", "f32", "f16", "bf16"), products, min_dims, True,
+    source, prog, _, _ = build(data, SIZES, 1 << 14, ("f64", "f32", "f16", "bf16", "bool"), products, min_dims, True,
                                exact_conditions=True, ints=True)
     try:
         k = tiledsl.compile(source)
@@ -314,7 +314,7 @@ def _run_random_program(data, products: int, min_dims: int):
         return
     magnitude = prog.magnitude if math.isfinite(prog.magnitude) else 1.0
     for i, (g, e, r) in enumerate(zip(got, exact, k.graph.results)):
-        why = mismatch(np.asarray(g, np.float64), e, RTOL[r.dtype.name], ATOL * magnitude)
+        why = mismatch(np.asarray(g, np.float64), e, *tolerance(r.dtype, magnitude))
         assert not why, (f"result {i} ({r.dtype}): {why}\nsource:\n{source}\nextents: {prog.extents}, "
                          f"schedules: {({j: s.tag for j, s in picks.items()})}")
 

@@ -366,13 +366,14 @@ def numpy_dtype(name: str):
     return NP_DTYPES[name]
 
 
-def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple = ("f64",),
+def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple = ("f64", "f64", "bool"),
           products: int = 0, min_dims: int = 1, bf16: bool = False,
           exact_conditions: bool = False, ints: bool = False) -> tuple[str, Program, list, list]:
     """A random program, its parameters' values and its results' float64 values.
     Extents are 1-7, or drawn from `sizes` with their product at most
     `max_elements` (the GPU fuzz test); each result's declared dtype is drawn
-    from `result_dtypes` (the values in `expected` are float64 regardless). With
+    from `result_dtypes`, a bool result being a condition (the values in `expected`
+    are float64 regardless). With
     `products` (a weight: 8 of the other node kinds weigh 1 each), three-dim programs
     may hold matrix products of new parameters; `min_dims` programs have at least that
     many dims; with `bf16`, parameters may be bf16 too (ml_dtypes arrays); with
@@ -416,13 +417,14 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     builder = Builder(data, prog, rng, products, bf16, exact_conditions, indices=ints)
     n_results = data.draw(st.integers(1, 2), label="n_results")
     results = []
-    for _ in range(n_results):
-        node = builder.expr(data.draw(st.integers(1, 4), label="depth"))
+    result_types = [data.draw(st.sampled_from(result_dtypes), label="result dtype") for _ in range(n_results)]
+    for dtype in result_types:     # a bool result is a condition (comparisons, logic, bool parameters)
+        depth = data.draw(st.integers(1, 4), label="depth")
+        node = builder.condition(depth) if dtype == "bool" else builder.expr(depth)
         order = tuple(data.draw(st.permutations(node.dims), label="store order"))
         results.append((node, order))
     params = ", ".join(f"{n}: {t}" + (f"[{', '.join(d)}]" if d is not None else "")
                        for n, t, d in prog.params)
-    result_types = [data.draw(st.sampled_from(result_dtypes), label="result dtype") for _ in results]
     types = [f"{t}[{', '.join(order)}]" if order else t for t, (_, order) in zip(result_types, results)]
     result_type = types[0] if len(types) == 1 else f"({', '.join(types)})"
     body = "".join(f"    {s}\n" for s in prog.stmts)
@@ -437,8 +439,8 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
             reject()
     expected = [np.einsum(
         "".join(string.ascii_lowercase[DIM_NAMES.index(d)] for d in node.dims) + "->"
-        + "".join(string.ascii_lowercase[DIM_NAMES.index(d)] for d in order), node.value)
-        for node, order in results]
+        + "".join(string.ascii_lowercase[DIM_NAMES.index(d)] for d in order),
+        np.asarray(node.value, dtype=np.float64)) for node, order in results]
     return source, prog, expected, results
 
 
@@ -492,9 +494,9 @@ def test_random_expressions_match_numpy(data):
     # the exact (storage-precision) interpreter runs the same program too
     exact = k.reference(*prog.args)
     exact = exact if isinstance(exact, tuple) else (exact,)
-    for g, e in zip(exact, expected):
+    for g, e, r in zip(exact, expected, k.graph.results):
         assert np.asarray(g).shape == e.shape, note
-        assert np.asarray(g).dtype == np.float64, note
+        assert np.asarray(g).dtype == r.dtype.numpy, note        # float64, or bool
 
 
 @settings(max_examples=60, deadline=None)
