@@ -237,6 +237,11 @@ FOUND = {
     "i64_full_sum_beside_a_row_at_full_occupancy": (
         "kernel f(p0: i64[M, N], p3: f16[K, N], q: f32[M, N], r: f32[M, N]) -> f32[M, K] {\n"
         "    return sum(sum(p0) + r + ((0.5 + p3) + (abs(p0) + q + p0)), axis=N)\n}\n", {"M": 1, "N": 129, "K": 1}),
+    # f64 math in a pointwise kernel at vector 8 (a bf16 input leads), into bool: 16 bytes
+    # spilled at items 2 until pointwise.held_words counted the f64 values (GPU fuzz)
+    "f64_comparison_stored_as_bool": (
+        "kernel f(p2: f64, p3: bf16[M, N, K], p4: f16[M, N], p5: f16[M, K]) -> bool[M, N, K] {\n"
+        "    return p3 < (-p4.T) @ relu(p5) + p2\n}\n", {"N": 1, "K": 16, "M": 1}),
 }
 
 

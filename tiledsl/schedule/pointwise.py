@@ -22,7 +22,11 @@ def held_words(p: "Problem", vec: int, items: int) -> float:
     HELD_WORDS, ptxas spilled under the 64-register cap (sm_90a and
     sm_80, 2026-11-23: eight f32 inputs at vector 4, items 2: 64 words, 40 bytes
     of spills; f16 + bf16 inputs with an f16 and an f32 one gathered at vector 8:
-    48 words and a vector result, 16 bytes; six f32 inputs, 48 words, just fit)."""
+    48 words and a vector result, 16 bytes; six f32 inputs, 48 words, just fit).
+    Math in f64 over the walk holds 2 registers an element beyond the loads (GPU fuzz,
+    2026-11-27: a bf16 and an f32 input compared with their sum with an f64 scalar, into
+    bool, at vector 8 and items 2 spilled 16 bytes at 64 registers, counted at 30 words;
+    items 1 took 43 registers)."""
     inner = p.inner
 
     def words(op) -> float:
@@ -30,7 +34,10 @@ def held_words(p: "Problem", vec: int, items: int) -> float:
             return operand_words(op, 1)
         return vec * operand_words(op, vec if op.loops[-1] == inner else 1)
     stored = [op for op in p.layout.outputs if inner is not None and op.loops and op.loops[-1] == inner]
-    return items * sum(words(op) for op in p.layout.inputs) + sum(words(op) for op in stored)
+    walked = set(p.layout.loops[inner]) if inner is not None else set()
+    f64_math = any(v.dtype.name == "f64" and v.op != "param" and set(v.dims) & walked for v in p.group.values)
+    return (items * (sum(words(op) for op in p.layout.inputs) + (2 * vec if f64_math else 0))
+            + sum(words(op) for op in stored))
 
 
 def transposing_tile(p: Problem) -> Optional[tuple]:
