@@ -272,11 +272,10 @@ class Builder:
         and narrowing casts only of values computed exactly (an ulp's difference would
         move them by a whole step)."""
         f = self.choose(list(FUNCTIONS) + list(STEPS) + ["cast"])
-        if f in STEPS or f == "cast":
-            if self.inexact(a):
-                f = "abs"
-            elif f == "cast":
-                return self.cast(a)
+        if f in (*STEPS, "cast") and self.inexact(a):
+            f = "abs"
+        if f == "cast":
+            return self.cast(a)
         template, fn = {**FUNCTIONS, **STEPS}[f]
         with np.errstate(all="ignore"):
             value = fn(a.value)

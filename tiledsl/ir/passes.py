@@ -90,18 +90,29 @@ def multiply_out_small_powers(graph: Graph) -> Graph:
     keep: list[Value] = []
     replace: dict[int, Value] = {}
     for v in graph.values:
-        base, exponent = (replace.get(o.id, o) for o in v.operands) if v.op == "pow" else (None, None)
-        power = exponent.attr("value") if exponent is not None and exponent.op == "const" else None
-        if power not in (2, 3) or base.dtype != v.dtype or base.dims != v.dims:
+        power = _small_power(v)
+        if not power:
             keep.append(v)
             continue
+        base = replace.get(v.operands[0].id, v.operands[0])     # (x ** 2) ** 2: a product already
         product = base
-        for _ in range(int(power) - 1):
+        for _ in range(power - 1):
             product = Value(fresh, "mul", (product, base), v.dtype, v.dims, (), v.loc)
             fresh += 1
             keep.append(product)
         replace[v.id] = product
     return _rebuild(graph, keep, replace) if replace else graph
+
+
+def _small_power(v: Value) -> int:
+    """2 or 3 where `v` is `x ** 2` or `x ** 3` (a literal exponent, x of v's own dtype
+    and dims), else 0."""
+    if v.op != "pow":
+        return 0
+    base, exponent = v.operands
+    if exponent.op != "const" or exponent.attr("value") not in (2, 3) or (base.dtype, base.dims) != (v.dtype, v.dims):
+        return 0
+    return int(exponent.attr("value"))
 
 
 def from_parameters_only(v: Value) -> bool:
