@@ -824,18 +824,24 @@ def test_cse_pass_on_a_hand_built_graph():
 
 
 @pytest.mark.parametrize("dtype", ["f64", "f32", "f16"])
-def test_squares_and_cubes_are_multiplied_out(dtype, rng):
+def test_literal_powers_become_products_and_roots(dtype, rng):
     """x ** 2 and x ** 3 (literal exponents) become products, exact where pow on a GPU
-    was not; other exponents, and a tensor one, stay powers."""
-    k = kernel(f"kernel k(x: {dtype}[N], e: f32[N]) -> (f64[N], f64[N], f64[N], f64[N]) "
-               "{ return x ** 2, x ** 3, x ** 2.5, x ** e }")
+    was not, and x ** 0.5 a sqrt, as NumPy's is (-0 stays -0, -inf and negatives give
+    NaN); other exponents, and a tensor one, stay powers."""
+    k = kernel(f"kernel k(x: {dtype}[N], e: f32[N]) -> (f64[N], f64[N], f64[N], f64[N], f64[N]) "
+               "{ return x ** 2, x ** 3, x ** 2.5, x ** e, x ** 0.5 }")
     names = ops(k)
-    assert names.count("mul") == 2 and names.count("pow") == 2, names     # x * x is shared
-    x = (rng.standard_normal(64) * 4).astype({"f64": F64, "f32": F32, "f16": np.float16}[dtype])
+    assert names.count("mul") == 2 and names.count("pow") == 2 and names.count("sqrt") == 1, names
+    special = [-0.0, 0.0, -np.inf, np.inf, np.nan, -1.0]
+    x = np.concatenate([rng.standard_normal(64) * 4, special]).astype({"f64": F64, "f32": F32,
+                                                                        "f16": np.float16}[dtype])
     xw = x.astype(F64 if dtype == "f64" else F32)
-    square, cube, *_ = k.reference(x, np.full(64, 2.0, F32))
-    np.testing.assert_array_equal(square, xw * xw)
-    np.testing.assert_array_equal(cube, xw * xw * xw)
+    with np.errstate(invalid="ignore"):
+        square, cube, _, _, root = k.reference(x, np.full(x.size, 2.0, F32))
+        np.testing.assert_array_equal(square, xw * xw)
+        np.testing.assert_array_equal(cube, xw * xw * xw)
+        np.testing.assert_array_equal(root, np.sqrt(xw))
+    assert np.signbit(root[64]) and not np.signbit(root[65])      # sqrt(-0) is -0
 
 
 def test_dead_values_are_removed_but_params_stay():

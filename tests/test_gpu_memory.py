@@ -1416,25 +1416,34 @@ def test_every_transposing_tile(name, extents, schedule):
 
 
 @pytest.mark.parametrize("dtype", ["f64", "f32", "f16"])
-def test_squares_and_cubes_are_products_on_the_gpu(dtype, rng):
-    """`x ** 2` and `x ** 3` are x * x and x * x * x bit for bit, and `x ** 2 < y` holds
-    at ties exactly where the products say. CUDA's f64 pow is not exact there (0.25 ** 2
-    gave 0.06249999999999999 on an H100), and the GPU fuzz found `p ** 2 < q` flipped at a
-    tie; the IR multiplies such powers out (`passes.multiply_out_small_powers`)."""
-    k = compiled(f"kernel p(x: {dtype}[N], y: {dtype}[N]) -> (f64[N], f64[N], bool[N]) "
-                 "{ return x ** 2, x ** 3, x ** 2 < y }")
+def test_literal_powers_are_products_and_roots_on_the_gpu(dtype, rng):
+    """`x ** 2` and `x ** 3` are x * x and x * x * x bit for bit, `x ** 0.5` is sqrt(x)
+    (correctly rounded; -0, -inf and negatives as NumPy's sqrt), and `x ** 2 < y` holds at
+    ties exactly where the products say. CUDA's f64 pow is not exact there (0.25 ** 2 gave
+    0.06249999999999999 on an H100, ** 0.5 an ulp off at 7 of 24 values), and the GPU fuzz
+    found `p ** 2 < q` flipped at a tie; the IR rewrites such powers
+    (`passes.rewrite_literal_powers`)."""
+    k = compiled(f"kernel p(x: {dtype}[N], y: {dtype}[N]) -> (f64[N], f64[N], bool[N], f64[N]) "
+                 "{ return x ** 2, x ** 3, x ** 2 < y, x ** 0.5 }")
     store = {"f64": np.float64, "f32": np.float32, "f16": np.float16}[dtype]
     wide = np.float64 if dtype == "f64" else np.float32        # 16-bit values are computed in f32
     dyadic = rng.integers(-32, 33, size=4099) / 8
-    x = np.concatenate([dyadic, rng.standard_normal(4099) * 3]).astype(store)
+    special = [-0.0, 0.0, -np.inf, np.inf, np.nan, -1.0]
+    x = np.concatenate([dyadic, rng.standard_normal(4099) * 3, np.abs(rng.standard_normal(4099)) * 1e3,
+                        special]).astype(store)
     xw = x.astype(wide)
-    square, cube = xw * xw, xw * xw * xw
+    with np.errstate(invalid="ignore", over="ignore"):
+        square, cube, root = xw * xw, xw * xw * xw, np.sqrt(xw)
     y = np.where(rng.random(x.size) < 0.5, square, rng.standard_normal(x.size) * 9).astype(store)
     got = [to_host(a) for a in k(to_device(x), to_device(y))]
-    assert np.array_equal(got[0], square.astype(np.float64)), x[got[0] != square][:6]
-    assert np.array_equal(got[1], cube.astype(np.float64)), x[got[1] != cube][:6]
-    ties = y.astype(wide) == square
-    assert ties.sum() > 1000 and np.array_equal(got[2], square < y.astype(wide))
+    same = lambda g, w: np.array_equal(g, w.astype(np.float64), equal_nan=True) and \
+        np.array_equal(np.signbit(g), np.signbit(w))
+    assert same(got[0], square), x[got[0] != square][:6]
+    assert same(got[1], cube), x[got[1] != cube][:6]
+    assert same(got[3], root), x[got[3] != root][:6]
+    with np.errstate(invalid="ignore"):
+        ties = y.astype(wide) == square
+        assert ties.sum() > 1000 and np.array_equal(got[2], square < y.astype(wide))
 
 
 @pytest.mark.parametrize("fn", ["exp", "sigmoid", "silu", "gelu"])

@@ -78,41 +78,49 @@ def lower_vector_products(graph: Graph) -> Graph:
     return _rebuild(graph, keep, replace)
 
 
-def multiply_out_small_powers(graph: Graph) -> Graph:
-    """`x ** 2` as x * x and `x ** 3` as x * x * x (a literal exponent). CUDA's pow is
-    not exact where the power is: in f64, 0.25 ** 2 gave 0.06249999999999999 and
-    1.75 ** 3 -5.359374999999999 on an H100 (`scripts/probe_pow.py`), so `x ** 2 < y`
-    flipped at ties; a square is one rounding, as a correctly rounded pow's, and a
-    multiply costs a few instructions where pow costs dozens. The reference runs the
-    same graph, so both compute the products.
-    Before/after for `x ** 3`: `%2 = pow %0, %1 (const 3.0)` -> `%2 = mul %0, %0; %3 = mul %2, %0`."""
+def rewrite_literal_powers(graph: Graph) -> Graph:
+    """`x ** 2` as x * x, `x ** 3` as x * x * x and `x ** 0.5` as sqrt(x) (a literal
+    exponent). CUDA's pow is not exact where the power is: in f64, 0.25 ** 2 gave
+    0.06249999999999999, 1.75 ** 3 -5.359374999999999, and ** 0.5 was an ulp off at 7
+    of 24 values on an H100 (`scripts/probe_pow.py`), so `x ** 2 < y` flipped at ties.
+    A square is one rounding, as a correctly rounded pow's, a square root is correctly
+    rounded, and both cost a few instructions where pow costs dozens. `x ** 0.5` is
+    sqrt as NumPy's is (-0 stays -0, -inf gives NaN, where C's pow gives +0 and +inf).
+    The reference runs the same graph, so both compute the same operations.
+    Before/after for `x ** 3`: `%2 = pow %0, %1 (const 3.0)` -> `%2 = mul %0, %0; %3 = mul %2, %0`;
+    for `x ** 0.5`: `%2 = pow %0, %1 (const 0.5)` -> `%2 = sqrt %0`."""
     fresh = max((v.id for v in graph.values), default=-1) + 1
     keep: list[Value] = []
     replace: dict[int, Value] = {}
     for v in graph.values:
-        power = _small_power(v)
+        power = _literal_power(v)
         if not power:
             keep.append(v)
             continue
         base = replace.get(v.operands[0].id, v.operands[0])     # (x ** 2) ** 2: a product already
-        product = base
-        for _ in range(power - 1):
-            product = Value(fresh, "mul", (product, base), v.dtype, v.dims, (), v.loc)
+        if power == 0.5:
+            result = Value(fresh, "sqrt", (base,), v.dtype, v.dims, (), v.loc)
             fresh += 1
-            keep.append(product)
-        replace[v.id] = product
+            keep.append(result)
+        else:
+            result = base
+            for _ in range(int(power) - 1):
+                result = Value(fresh, "mul", (result, base), v.dtype, v.dims, (), v.loc)
+                fresh += 1
+                keep.append(result)
+        replace[v.id] = result
     return _rebuild(graph, keep, replace) if replace else graph
 
 
-def _small_power(v: Value) -> int:
-    """2 or 3 where `v` is `x ** 2` or `x ** 3` (a literal exponent, x of v's own dtype
-    and dims), else 0."""
+def _literal_power(v: Value) -> float:
+    """0.5, 2 or 3 where `v` is `x ** 0.5`, `x ** 2` or `x ** 3` (a literal exponent, x of
+    v's own dtype and dims), else 0."""
     if v.op != "pow":
         return 0
     base, exponent = v.operands
-    if exponent.op != "const" or exponent.attr("value") not in (2, 3) or (base.dtype, base.dims) != (v.dtype, v.dims):
+    if exponent.op != "const" or exponent.attr("value") not in (0.5, 2, 3) or (base.dtype, base.dims) != (v.dtype, v.dims):
         return 0
-    return int(exponent.attr("value"))
+    return exponent.attr("value")
 
 
 def from_parameters_only(v: Value) -> bool:
@@ -193,7 +201,7 @@ def distinct_results(graph: Graph) -> Graph:
 
 PIPELINE: tuple[Callable[[Graph], Graph], ...] = (
     lower_vector_products,
-    multiply_out_small_powers,
+    rewrite_literal_powers,
     eliminate_common_subexpressions,
     eliminate_dead_values,
     distinct_results,
