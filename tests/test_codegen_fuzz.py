@@ -285,6 +285,11 @@ def test_costly_math_of_row_invariant_inputs_does_not_spill(program):
     (rows.invariant_costly_math)."""
     k = tiledsl.compile(program)
     assert not compile_all(k, {"M": 300, "N": 1000})
+    # nor do the tuner's candidates hoist them (hoisted, they spilled: compiled only to be pruned)
+    for arch in ARCHS:
+        for group in partition(k.graph):
+            p = problem(group, plan_layout(group, k.graph), {"M": 300, "N": 1000}, frozenset(), 132, arch)
+            assert not [s.tag for s in candidates(p, k.hints) if s.kind == "reduce_row" and s.items and s.hoist]
 
 
 def test_an_output_over_some_reduced_dims_is_written_by_a_pointwise_group():

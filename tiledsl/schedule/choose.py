@@ -146,9 +146,11 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             block = 256 if tpr < 32 else 128 if tpr == 32 else tpr
             shares_warp = tpr < 32
             items = rows.row_share(rvec, tpr)
-            # the row-invariant inputs hoisted, or loaded late where only that fits (as default() does)
-            hoists = [h for h in ((True, False) if p.has_row_invariant_inputs() else (True,))
-                      if rows.row_share_fits(p, items, vec, hoisted=h, packed=True)]
+            # the row-invariant inputs hoisted, or loaded late where only that fits; loaded late
+            # alone where costly math depends on them alone (as default() does: hoisted, it spilled)
+            options = (((False,) if rows.invariant_costly_math(p) else (True, False))
+                       if p.has_row_invariant_inputs() else (True,))
+            hoists = [h for h in options if rows.row_share_fits(p, items, vec, hoisted=h, packed=True)]
             if hoists:
                 keeps = ((False, True) if rows.keeps_fit(p, items, vec) or rows.element_keeps_fit(p, items, vec)
                          else (False,))
