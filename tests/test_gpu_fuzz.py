@@ -5,7 +5,7 @@ order, parameters of f16/bf16/f32/f64/i32/i64 over random subsets of them, expre
 trees with broadcasting, reductions over one, several or all dims, where,
 comparisons, .T, results stored in any dim order) draws programs here at
 sizes from 1 to 4097 (up to 2^21 elements), with results declared f64, f32,
-f16 or bf16. Every program that compiles must run on the GPU (issue 3: "every
+f16, bf16, bool, or i8, u8, i32, i64 (integer expressions; narrow ones wrap). Every program that compiles must run on the GPU (issue 3: "every
 valid program without @ runs on the GPU"), and each result must match the
 exact interpreter (`k.reference(...)`, the language's storage precision):
 
@@ -63,12 +63,14 @@ ATOL = 2e-5      # times the largest finite intermediate
 
 def tolerance(dtype, magnitude: float) -> tuple[float, float]:
     """(rtol, atol) for a result of `dtype`: a bool one (a comparison of exactly computed
-    values) exactly."""
-    return (0.0, 0.0) if dtype.name == "bool" else (RTOL[dtype.name], ATOL * magnitude)
+    values) and an integer one exactly."""
+    return (0.0, 0.0) if not dtype.is_float else (RTOL[dtype.name], ATOL * magnitude)
 
 
 def result_dtypes() -> tuple:
-    return ("f64", "f32", "f16", "bf16", "bool") if _GPU_OK and cupy_supports_bf16() else ("f64", "f32", "f16", "bool")
+    """What results are declared ("int": i8, u8, i32 or i64 of an integer expression)."""
+    return ("f64", "f32", "f16", "bf16", "bool", "int") if _GPU_OK and cupy_supports_bf16() else \
+        ("f64", "f32", "f16", "bool", "int")
 
 
 def mismatch(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> str:

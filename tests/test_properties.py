@@ -24,7 +24,7 @@ import math
 import os
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from hypothesis import HealthCheck, given, reject, settings
@@ -37,6 +37,7 @@ DIM_NAMES = ("M", "N", "K")
 NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 LITERALS = ("0.5", "1", "2", "3", "0.25", "1.5")
 INT_DTYPES = ["i8", "u8", "i32", "i64", "bool"]     # parameters drawn with `ints` (bool: conditions only)
+INT_RESULTS = ("i8", "u8", "i32", "i64")            # what a result drawn as "int" is declared
 
 
 def _elementwise(fn):
@@ -90,6 +91,7 @@ class Node:
     value: np.ndarray      # float64, axes in `dims` order
     weak: bool = False     # a literal-only expression
     is_bool: bool = False
+    is_int: bool = False   # an integer expression (int_expr): its value here ignores wrap-around
 
 
 @dataclass
@@ -124,6 +126,7 @@ class Builder:
         self.indices = indices           # idx(D) leaves
         self.inexact_names: set[str] = set()    # bound names whose values round (exp, /, mean, ...)
         self.pool: list[Node] = []
+        self.int_pool: list[Node] = []          # integer values (int_expr) to reuse
         self.count = 0
         self.products = products if len(prog.extents) == 3 else 0   # the weight of "product"
 
@@ -191,6 +194,64 @@ class Builder:
                             weak=base.weak)
         return self.maybe_bind(node)
 
+    # -- integer expressions (results declared i8, u8, i32 or i64) -------------------
+    def int_leaf(self) -> Node:
+        """An integer parameter, idx(D), a small literal, a count (i32 of a condition),
+        or i32/i64 of the floor of an exactly computed float."""
+        ints = [p for p in self.prog.params if p[1] in INT_RESULTS]
+        declared = sorted({d for _, _, dims in self.prog.params for d in dims or ()})
+        kind = self.choose(["param", "param", "literal", "reuse", "floor", "count"]
+                           + (["index"] if declared else []))
+        if kind == "param" and ints:
+            name, _, dims = self.choose(ints)
+            return Node(name, dims or (), np.asarray(self.prog.args[int(name[1:])], dtype=np.float64), is_int=True)
+        if kind == "reuse" and self.int_pool:
+            return self.choose(self.int_pool)
+        if kind == "index":
+            d = self.choose(declared)
+            return Node(f"idx({d})", (d,), np.arange(self.prog.extents[d], dtype=np.float64), is_int=True)
+        if kind == "count":
+            c = self.condition(0)
+            return Node(f"i32({c.text})", c.dims, np.asarray(c.value, dtype=np.float64), is_int=True)
+        if kind == "floor" and self.numeric_params():
+            a = self.exact_leaf()
+            cast = self.choose(["i32", "i64"])
+            return Node(f"{cast}(floor({a.text}))", a.dims, np.floor(a.value), is_int=True)
+        text = self.choose(["1", "2", "3"])
+        return Node(text, (), np.array(float(text)), weak=True, is_int=True)
+
+    def int_expr(self, depth: int) -> Node:
+        """An integer-valued expression: + - * maximum minimum, unary minus, abs, where,
+        sum/max/min and .T over int_leaf()s. Narrow integers wrap as NumPy's do; the
+        exact interpreter is the oracle (the value here ignores wrap-around)."""
+        if depth <= 0:
+            return self.int_leaf()
+        kind = self.choose(["leaf", "binary", "binary", "unary", "reduce", "where", "transpose"])
+        if kind == "leaf":
+            node = self.int_leaf()
+        elif kind == "binary":
+            a, b = self.int_expr(depth - 1), self.int_expr(depth - 1)
+            op = self.choose(["+", "-", "*", "maximum", "minimum"])
+            dims = result_dims(a.dims, b.dims)
+            x, y = align(a, dims, self.prog.extents), align(b, dims, self.prog.extents)
+            text = f"{op}({a.text}, {b.text})" if op in ("maximum", "minimum") else f"({a.text} {op} {b.text})"
+            value = {"+": np.add, "-": np.subtract, "*": np.multiply, "maximum": np.maximum,
+                     "minimum": np.minimum}[op](x, y)
+            value = np.broadcast_to(value, [self.prog.extents[d] for d in dims])
+            node = Node(text, dims, value, weak=a.weak and b.weak, is_int=True)
+        elif kind == "unary":
+            a = self.int_expr(depth - 1)
+            node = (Node(f"(-{a.text})", a.dims, -a.value, weak=a.weak, is_int=True) if self.draw(st.booleans())
+                    else Node(f"abs({a.text})", a.dims, np.abs(a.value), weak=a.weak, is_int=True))
+        elif kind == "reduce":
+            node = self.reduce(self.int_expr(depth - 1), kinds=("sum", "max", "min"))
+        elif kind == "where":
+            c, a, b = self.condition(depth - 1), self.int_expr(depth - 1), self.int_expr(depth - 1)
+            node = replace(self.where(c, a, b), is_int=True)
+        else:
+            node = self.transpose(self.int_expr(depth - 1))
+        return self.maybe_bind(node)
+
     def product(self) -> Node:
         """a @ b over two new parameters [Z, X] and [X, Y] of one dtype (a maybe
         declared [X, Z] and used as .T), each maybe through an exact elementwise op
@@ -236,17 +297,19 @@ class Builder:
         return Node(name, dims or (), np.asarray(self.prog.args[int(name[1:])], dtype=np.float64))
 
     def maybe_bind(self, node: Node) -> Node:
-        self.prog.see(node.value)
+        if not node.is_int:     # (an integer's value here ignores wrap-around: no scale for tolerances)
+            self.prog.see(node.value)
+        pool = self.int_pool if node.is_int else self.pool
         if node.is_bool or not self.draw(st.integers(0, 4)) == 0:
-            self.pool.append(node)
+            pool.append(node)
             return node
         name = f"t{self.count}"
         if self.inexact(node):
             self.inexact_names.add(name)
         self.count += 1
         self.prog.stmts.append(f"{name} = {node.text}")
-        bound = Node(name, node.dims, node.value, node.weak)
-        self.pool.append(bound)
+        bound = Node(name, node.dims, node.value, node.weak, is_int=node.is_int)
+        pool.append(bound)
         return bound
 
     def binary(self, a: Node, b: Node) -> Node:
@@ -289,8 +352,8 @@ class Builder:
             value = np.asarray(a.value).astype(numpy_dtype(dtype)).astype(np.float64)
         return Node(f"{dtype}({a.text})", a.dims, value)
 
-    def reduce(self, a: Node) -> Node:
-        kind = self.choose(["sum", "max", "min", "mean"])
+    def reduce(self, a: Node, kinds: tuple = ("sum", "max", "min", "mean")) -> Node:
+        kind = self.choose(list(kinds))
         if a.weak or not a.dims or self.draw(st.integers(0, 3)) == 0:
             axes = a.dims          # no axis: everything
             text = f"{kind}({a.text})"
@@ -310,7 +373,7 @@ class Builder:
             else:
                 value = (x.max(axis=idx) if kind == "max" else x.min(axis=idx)) if idx else x
         dims = tuple(d for d in a.dims if d not in axes)
-        return Node(text, dims, np.asarray(value, dtype=np.float64))
+        return Node(text, dims, np.asarray(value, dtype=np.float64), is_int=a.is_int)
 
     def condition(self, depth: int) -> Node:
         flags = [p for p in self.prog.params if p[1] == "bool"]
@@ -351,7 +414,7 @@ class Builder:
         if a.weak or len(a.dims) < 2:
             return a
         dims = a.dims[:-2] + (a.dims[-1], a.dims[-2])
-        return Node(f"{a.text}.T", dims, np.swapaxes(a.value, -1, -2))
+        return Node(f"{a.text}.T", dims, np.swapaxes(a.value, -1, -2), is_int=a.is_int)
 
 
 def numpy_dtype(name: str):
@@ -371,8 +434,10 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     """A random program, its parameters' values and its results' float64 values.
     Extents are 1-7, or drawn from `sizes` with their product at most
     `max_elements` (the GPU fuzz test); each result's declared dtype is drawn
-    from `result_dtypes`, a bool result being a condition (the values in `expected`
-    are float64 regardless). With
+    from `result_dtypes`, a bool result being a condition, an "int" one i8, u8, i32 or
+    i64 of an integer expression (int_expr; its value in `expected` ignores wrap-around,
+    so only the exact interpreter is its oracle); the values in `expected` are float64
+    regardless. With
     `products` (a weight: 8 of the other node kinds weigh 1 each), three-dim programs
     may hold matrix products of new parameters; `min_dims` programs have at least that
     many dims; with `bf16`, parameters may be bf16 too (ml_dtypes arrays); with
@@ -417,9 +482,12 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     n_results = data.draw(st.integers(1, 2), label="n_results")
     results = []
     result_types = [data.draw(st.sampled_from(result_dtypes), label="result dtype") for _ in range(n_results)]
+    result_types = [data.draw(st.sampled_from(INT_RESULTS), label="int result") if t == "int" else t
+                    for t in result_types]
     for dtype in result_types:     # a bool result is a condition (comparisons, logic, bool parameters)
         depth = data.draw(st.integers(1, 4), label="depth")
-        node = builder.condition(depth) if dtype == "bool" else builder.expr(depth)
+        node = (builder.condition(depth) if dtype == "bool" else builder.int_expr(depth) if dtype in INT_RESULTS
+                else builder.expr(depth))
         order = tuple(data.draw(st.permutations(node.dims), label="store order"))
         results.append((node, order))
     params = ", ".join(f"{n}: {t}" + (f"[{', '.join(d)}]" if d is not None else "")
