@@ -118,9 +118,9 @@ def _literal_power(v: Value) -> float:
     if v.op != "pow":
         return 0
     base, exponent = v.operands
-    if exponent.op != "const" or exponent.attr("value") not in (0.5, 2, 3) or (base.dtype, base.dims) != (v.dtype, v.dims):
+    if exponent.op != "const" or exponent.attr("value") not in (0.5, 2, 3):
         return 0
-    return exponent.attr("value")
+    return exponent.attr("value") if (base.dtype, base.dims) == (v.dtype, v.dims) else 0
 
 
 def from_parameters_only(v: Value) -> bool:
