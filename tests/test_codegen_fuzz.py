@@ -69,7 +69,7 @@ def compile_all(kernel, extents, hbm_gbps: float = 0.0) -> list[str]:
 @fuzz_test(EXAMPLES)
 def test_random_programs_render_and_compile_without_spills(data):
     source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16", "bool", "int"), products=1,
-                               bf16=True, ints=True)
+                               bf16=True, ints=True, literal_dims=True)
     k = tiledsl.compile(source)
     hbm = data.draw(st.sampled_from(HBM_GBPS), label="peak HBM GB/s")
     problems = compile_all(k, prog.extents, hbm)

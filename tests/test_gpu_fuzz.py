@@ -4,10 +4,11 @@ The property test's generator (tests/test_properties.py: named dims in any
 order, parameters of f16/bf16/f32/f64/i32/i64 over random subsets of them, expression
 trees with broadcasting, reductions over one, several or all dims, where,
 comparisons, .T, results stored in any dim order) draws programs here at
-sizes from 1 to 4097 (up to 2^21 elements), with results declared f64, f32,
-f16, bf16, bool, or i8, u8, i32, i64 (integer expressions; narrow ones wrap). Every program that compiles must run on the GPU (issue 3: "every
-valid program without @ runs on the GPU"), and each result must match the
-exact interpreter (`k.reference(...)`, the language's storage precision):
+sizes from 1 to 4097 (up to 2^21 elements; a dim may be written as its extent),
+with results declared f64, f32, f16, bf16, bool, or i8, u8, i32, i64 (integer
+expressions; narrow ones wrap). Every program that compiles must run on the GPU
+(issue 3: "every valid program without @ runs on the GPU"), and each result must
+match the exact interpreter (`k.reference(...)`, the language's storage precision):
 
 - NaN, +inf and -inf exactly where the reference has them;
 - finite elements within rtol of the element plus atol of the largest finite
@@ -113,7 +114,7 @@ def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES
     it makes illegal must be refused with a TdslError before anything is written."""
     bf16 = "bf16" in result_dtypes()
     source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims, bf16,
-                               exact_conditions=True, ints=True)
+                               exact_conditions=True, ints=True, literal_dims=True)
     if hinted:
         source += hint_block(data, prog.extents)
     try:

@@ -3,7 +3,7 @@
 Hypothesis draws a few named dims (M, N, K, extents 1-7), parameters of
 random dtypes (f16/f32/f64) over random subsets and orders of those dims, and
 an expression tree from + - * / maximum minimum where, every function of
-the language (exp exp2 log log2 sqrt rsqrt sin cos tanh sigmoid gelu silu erf
+the language (exp exp2 log log2 sqrt rsqrt sin cos tanh sigmoid gelu gelu_tanh silu erf
 abs relu floor ceil, unary minus, casts), ** with a literal exponent,
 comparisons and logical ops (inside where), reductions sum/max/min/mean over one, several or all
 dims, literals and .T, with some subexpressions bound to names.
@@ -54,7 +54,8 @@ def _sigmoid(v: np.ndarray) -> np.ndarray:
 
 
 # function: (its text around the argument, its float64 value), from the language's
-# definitions (LANGUAGE.md; gelu = x * Phi(x), 1 + erf(z) written as erfc(-z))
+# definitions (LANGUAGE.md, README; gelu = x * Phi(x), 1 + erf(z) written as erfc(-z); gelu_tanh
+# = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))))
 FUNCTIONS = {
     "exp": ("exp({})", np.exp), "exp2": ("exp2({})", np.exp2), "tanh": ("tanh({})", np.tanh),
     "abs": ("abs({})", np.abs), "relu": ("relu({})", lambda v: np.maximum(v, 0.0)),
@@ -65,6 +66,8 @@ FUNCTIONS = {
     "sqrt": ("sqrt(abs({}))", lambda v: np.sqrt(np.abs(v))),
     "rsqrt": ("rsqrt(abs({}) + 1)", lambda v: 1.0 / np.sqrt(np.abs(v) + 1.0)),
     "gelu": ("gelu({})", lambda v: 0.5 * v * _erfc(-v / math.sqrt(2.0))),
+    "gelu_tanh": ("gelu_tanh({})",
+                  lambda v: 0.5 * v * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))),
     "silu": ("silu({})", lambda v: v * _sigmoid(v)),
     "erf": ("erf({})", _elementwise(math.erf)),
 }
@@ -430,7 +433,8 @@ def numpy_dtype(name: str):
 
 def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple = ("f64", "f64", "bool"),
           products: int = 0, min_dims: int = 1, bf16: bool = False,
-          exact_conditions: bool = False, ints: bool = False) -> tuple[str, Program, list, list]:
+          exact_conditions: bool = False, ints: bool = False,
+          literal_dims: bool = False) -> tuple[str, Program, list, list]:
     """A random program, its parameters' values and its results' float64 values.
     Extents are 1-7, or drawn from `sizes` with their product at most
     `max_elements` (the GPU fuzz test); each result's declared dtype is drawn
@@ -446,7 +450,9 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     `ints`, parameters may be i8, u8, i32 or i64 (integers from -8, or 0, to 8) or bool
     (used as conditions), and leaves may be `idx(D)`
     (the float64 values in `expected` then ignore integer wrap-around, so only the
-    exact interpreter is an oracle)."""
+    exact interpreter is an oracle); with `literal_dims`, a dim whose extent no other dim
+    has may be written as that extent (`x: f32[M, 7]`, `sum(x, axis=7)`, `idx(7)`), and
+    `prog.extents` names it so (the key "7"), as the compiler's graph does."""
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
     n_dims = data.draw(st.integers(min_dims, 3), label="n_dims")
@@ -497,6 +503,8 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     body = "".join(f"    {s}\n" for s in prog.stmts)
     ret = ", ".join(node.text for node, _ in results)
     source = f"kernel prop({params}) -> {result_type} {{\n{body}    return {ret}\n}}\n"
+    if literal_dims:
+        source = literal_dim_names(data, source, prog)
     if ints:    # a literal-only value the builder met with an integer it does not fit (-1 with a u8):
         try:    # the checker refuses the program at the literal, rightly; draw another
             tiledsl.compile(source)
@@ -509,6 +517,18 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
         + "".join(string.ascii_lowercase[DIM_NAMES.index(d)] for d in order),
         np.asarray(node.value, dtype=np.float64)) for node, order in results]
     return source, prog, expected, results
+
+
+def literal_dim_names(data, source: str, prog: Program) -> str:
+    """`source` with some dims written as their extents (a literal dim is named by its
+    value, so only an extent no other dim has), and prog.extents keyed so."""
+    extents = dict(prog.extents)
+    for d, n in extents.items():
+        unique = list(extents.values()).count(n) == 1
+        if unique and data.draw(st.integers(0, 2), label=f"dim {d} literal") == 0:
+            source = re.sub(rf"\b{d}\b", str(n), source)
+            prog.extents = {str(n) if k == d else k: v for k, v in prog.extents.items()}
+    return source
 
 
 def close(got: np.ndarray, expected: np.ndarray, magnitude: float) -> bool:
