@@ -242,6 +242,10 @@ FOUND = {
     "f64_comparison_stored_as_bool": (
         "kernel f(p2: f64, p3: bf16[M, N, K], p4: f16[M, N], p5: f16[M, K]) -> bool[M, N, K] {\n"
         "    return p3 < (-p4.T) @ relu(p5) + p2\n}\n", {"N": 1, "K": 16, "M": 1}),
+    # a full sum over a literal dim and N, an input over N alone gathered in the row: 8 bytes
+    # spilled at full occupancy (32 registers) until rows.full_occupancy_fits refused it (GPU fuzz)
+    "a_row_of_two_loops_with_an_input_over_one": (
+        "kernel f(p0: f32[16, N], p1: bf16[N]) -> u8 {\n    return sum(i32(p0 < p1))\n}\n", {"16": 16, "N": 127}),
 }
 
 

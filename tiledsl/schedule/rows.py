@@ -327,15 +327,21 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     no idx() at all takes this schedule. Inputs not over the row (a scalar, a row's own
     value) are held through it too: an i64 full sum added to each element of a row of 3
     i64, f16 and f32 elements a thread spilled 8 bytes at 32 registers (CPU fuzz test,
-    2026-11-27; 15 words counted without it, 17 with)."""
+    2026-11-27; 15 words counted without it, 17 with). Nor does a row of several loops
+    with an input over only some of them, gathered at each element's position divided
+    out of its flat one, as an idx() is: `sum(x * w)` over x f32[16, N] and w bf16[N], 8
+    elements a thread, spilled 8 bytes at 32 registers (GPU fuzz, 2026-11-27; 24 registers
+    with w loaded where used, 39 uncapped)."""
     reduced = set(p.layout.reduced_loops)
     beside = sum(operand_words(op, 1) for op in p.layout.inputs if not set(op.loops) & reduced)
     held = items * p.words_per_row_element(vec) * (2 if keep else 1) + beside
     stored_along_row = all(op.dtype.itemsize <= 4 and (p.inner not in op.loops or op.loops[-1] == p.inner)
                            for op in p.layout.outputs)
     indices = any(v.op == "idx" for v in p.group.values)
+    gathered = len(reduced) > 1 and any(set(op.loops) & reduced and not reduced <= set(op.loops)
+                                        for op in p.layout.inputs)
     return (p.arch == "sm_90a" and vec == 1 and items <= 8 and held <= 16 and stored_along_row
-            and not indices and not computes_f64_math(p.group.values))
+            and not indices and not gathered and not computes_f64_math(p.group.values))
 
 
 def invariant_costly_math(p: Problem) -> bool:
