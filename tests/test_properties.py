@@ -34,6 +34,7 @@ import tiledsl
 from tiledsl.inputs import relative_error
 
 DIM_NAMES = ("M", "N", "K")
+F32_MAX = float(np.finfo(np.float32).max)
 NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 LITERALS = ("0.5", "1", "2", "3", "0.25", "1.5")
 INT_DTYPES = ["i8", "u8", "i32", "i64", "bool"]     # parameters drawn with `ints` (bool: conditions only)
@@ -104,11 +105,15 @@ class Program:
     args: list = field(default_factory=list)
     stmts: list = field(default_factory=list)
     magnitude: float = 1.0                           # largest finite intermediate seen
+    overflows: bool = False                          # an intermediate past f32's range, or not finite
 
     def see(self, v: np.ndarray) -> None:
-        finite = np.abs(v[np.isfinite(v)]) if v.dtype != np.bool_ else np.zeros(0)
+        if v.dtype == np.bool_:
+            return
+        finite = np.abs(v[np.isfinite(v)])
         if finite.size:
             self.magnitude = max(self.magnitude, float(finite.max()))
+        self.overflows |= finite.size < v.size or bool(finite.size and finite.max() > F32_MAX)
 
 
 def align(node: Node, dims: tuple, extents: dict) -> np.ndarray:
