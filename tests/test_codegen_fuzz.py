@@ -246,6 +246,9 @@ FOUND = {
     # spilled at full occupancy (32 registers) until rows.full_occupancy_fits refused it (GPU fuzz)
     "a_row_of_two_loops_with_an_input_over_one": (
         "kernel f(p0: f32[16, N], p1: bf16[N]) -> u8 {\n    return sum(i32(p0 < p1))\n}\n", {"16": 16, "N": 127}),
+    "an_i8_row_of_three_loops_with_an_input_over_one": (     # (32 bytes spilled)
+        "kernel f(p0: i8[N], p1: i8[M, N, 1]) -> i8 {\n    return sum(i32(floor(p0)) + p1)\n}\n",
+        {"N": 64, "M": 64, "1": 1}),
 }
 
 
