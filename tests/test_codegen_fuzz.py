@@ -249,6 +249,11 @@ FOUND = {
     "an_i8_row_of_three_loops_with_an_input_over_one": (     # (32 bytes spilled)
         "kernel f(p0: i8[N], p1: i8[M, N, 1]) -> i8 {\n    return sum(i32(floor(p0)) + p1)\n}\n",
         {"N": 64, "M": 64, "1": 1}),
+    # f64 rows across memory at full occupancy, 4 elements a thread (16 words): 16 bytes spilled
+    # until rows.full_occupancy_fits left 4 words to 64-bit sums and addresses (GPU fuzz)
+    "f64_rows_across_memory_at_full_occupancy": (
+        "kernel f(p0: f64[K, N], p1: f64[K, N, 7]) -> f32[7, N] {\n    return sum(p0 + p1, axis=K)\n}\n",
+        {"K": 256, "N": 256, "7": 7}),
 }
 
 

@@ -331,7 +331,9 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     with an input over only some of them, gathered at each element's position divided
     out of its flat one, as an idx() is: `sum(x * w)` over x f32[16, N] and w bf16[N], 8
     elements a thread, spilled 8 bytes at 32 registers (GPU fuzz, 2026-11-27; 24 registers
-    with w loaded where used, 39 uncapped)."""
+    with w loaded where used, 39 uncapped). Rows of 8-byte elements leave 4 of the 16
+    words to their 64-bit sums and addresses: `sum(p0 + p1, axis=K)` of f64 [K, N] and
+    [K, N, 7], 4 elements a thread (16 words), spilled 16 bytes (GPU fuzz, 2026-11-27)."""
     reduced = set(p.layout.reduced_loops)
     beside = sum(operand_words(op, 1) for op in p.layout.inputs if not set(op.loops) & reduced)
     held = items * p.words_per_row_element(vec) * (2 if keep else 1) + beside
@@ -340,7 +342,8 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     indices = any(v.op == "idx" for v in p.group.values)
     gathered = len(reduced) > 1 and any(set(op.loops) & reduced and not reduced <= set(op.loops)
                                         for op in p.layout.inputs)
-    return (p.arch == "sm_90a" and vec == 1 and items <= 8 and held <= 16 and stored_along_row
+    wide = any(op.dtype.itemsize == 8 for op in p.layout.inputs if set(op.loops) & reduced)
+    return (p.arch == "sm_90a" and vec == 1 and items <= 8 and held <= (12 if wide else 16) and stored_along_row
             and not indices and not gathered and not computes_f64_math(p.group.values))
 
 
