@@ -254,6 +254,11 @@ FOUND = {
     "f64_rows_across_memory_at_full_occupancy": (
         "kernel f(p0: f64[K, N], p1: f64[K, N, 7]) -> f32[7, N] {\n    return sum(p0 + p1, axis=K)\n}\n",
         {"K": 256, "N": 256, "7": 7}),
+    # an i64 row shared by a cluster of 8 blocks of 1024, 18 elements a thread: 92 bytes spilled
+    # until rows.cluster_share_fits held i64 shares to 24 words (GPU fuzz)
+    "i64_row_shared_by_a_cluster": (
+        "kernel f(p1: i64[K, 64, 2]) -> i8 {\n    t0 = abs(p1)\n    return sum(t0 + sum(t0))\n}\n",
+        {"K": 1031, "64": 64, "2": 2}),
 }
 
 

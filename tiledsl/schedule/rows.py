@@ -518,10 +518,30 @@ def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bo
     share = row_share(p.row_length // vec, threads * blocks)
     late_only = peel or invariant_costly_math(p)
     for hoist in (False,) if late_only and weights else (True, False) if weights else (True,):
-        if row_share_fits(p, share, vec, hoisted=hoist, packed=True):
+        if row_share_fits(p, share, vec, hoisted=hoist, packed=True) and cluster_share_fits(p, share, vec, threads,
+                                                                                            blocks, hoist):
             return Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads, hoist=hoist,
                             cluster=blocks, peel=peel, index64=p.index64)
     return None
+
+
+CLUSTER_I64_WORDS = 24    # words of i64 elements a cluster's thread may hold at 64 registers
+
+
+def cluster_share_fits(p: Problem, items: int, vec: int, threads: int, blocks: int, hoisted: bool) -> bool:
+    """Whether a cluster's thread (blocks > 1) at 1024 threads a block (64 registers) holds
+    its share of a row of i64 elements beside the cluster's exchange: CLUSTER_I64_WORDS at
+    most, not row_register_budget's 40 (wrapping 64-bit integer math takes more registers
+    than float math). `sum(abs(x) + sum(abs(x)))` over i64 [K, 64, 2], vec 2, ptxas sm_90a
+    (2026-11-27), registers / bytes spilled at 5, 6, 7, 8, 9 vectors a thread: 8 blocks
+    56/0, 64/0, 64/16, 64/48, 64/92 (the default at K = 1031: GPU fuzz); a block alone 40/0
+    to 63/0; f64 and f32 rows in clusters of 8 none up to 8 and 20 vectors."""
+    if blocks == 1 or threads < 1024 or not hoisted:
+        return True
+    reduced = set(p.layout.reduced_loops)
+    if not any(op.dtype.itemsize == 8 and op.dtype.is_integer for op in p.layout.inputs if set(op.loops) & reduced):
+        return True
+    return items * vec * p.words_per_row_element(vec) <= CLUSTER_I64_WORDS
 
 
 def cluster_values_fit(p: Problem) -> bool:
