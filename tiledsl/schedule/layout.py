@@ -49,6 +49,11 @@ class Layout:
     def reduced_loops(self) -> range:
         return range(self.n_kept, len(self.loops))
 
+    @property
+    def reduced_inputs(self) -> tuple[Operand, ...]:
+        """The inputs over a reduced loop: a row's elements, and weights along it."""
+        return tuple(op for op in self.inputs if set(op.loops) & set(self.reduced_loops))
+
     def loop_of(self, dim: str) -> int:
         return next(i for i, loop in enumerate(self.loops) if dim in loop)
 

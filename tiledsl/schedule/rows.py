@@ -340,9 +340,8 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     stored_along_row = all(op.dtype.itemsize <= 4 and (p.inner not in op.loops or op.loops[-1] == p.inner)
                            for op in p.layout.outputs)
     indices = any(v.op == "idx" for v in p.group.values)
-    gathered = len(reduced) > 1 and any(set(op.loops) & reduced and not reduced <= set(op.loops)
-                                        for op in p.layout.inputs)
-    wide = any(op.dtype.itemsize == 8 for op in p.layout.inputs if set(op.loops) & reduced)
+    gathered = len(reduced) > 1 and any(not reduced <= set(op.loops) for op in p.layout.reduced_inputs)
+    wide = any(op.dtype.itemsize == 8 for op in p.layout.reduced_inputs)
     return (p.arch == "sm_90a" and vec == 1 and items <= 8 and held <= (12 if wide else 16) and stored_along_row
             and not indices and not gathered and not computes_f64_math(p.group.values))
 
@@ -538,8 +537,7 @@ def cluster_share_fits(p: Problem, items: int, vec: int, threads: int, blocks: i
     to 63/0; f64 and f32 rows in clusters of 8 none up to 8 and 20 vectors."""
     if blocks == 1 or threads < 1024 or not hoisted:
         return True
-    reduced = set(p.layout.reduced_loops)
-    if not any(op.dtype.itemsize == 8 and op.dtype.is_integer for op in p.layout.inputs if set(op.loops) & reduced):
+    if not any(op.dtype.itemsize == 8 and op.dtype.is_integer for op in p.layout.reduced_inputs):
         return True
     return items * vec * p.words_per_row_element(vec) <= CLUSTER_I64_WORDS
 

@@ -176,8 +176,8 @@ def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
     alone taking a register of its own; in a row reduction read one by one or peeled, only
     the inputs that change from row to row: a weight over N comes from L1; in a full
     reduction's one row, all of them), and whether any of them has 8-byte elements."""
-    reduced, kept = set(layout.reduced_loops), set(layout.kept_loops)
-    streamed = [op for op in layout.inputs if set(op.loops) & reduced]
+    kept = set(layout.kept_loops)
+    streamed = list(layout.reduced_inputs)
     if s.kind == "reduce_row" and (s.vec == 1 or s.peel) and kept:
         streamed = [op for op in streamed if set(op.loops) & kept]
     # vectors of columns: an input not along the columns (x of x @ W) is one element
@@ -187,7 +187,7 @@ def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
     # at least one word a row read one by one; at least half a word in any loop (a sum of a scalar
     # parameter streams nothing)
     return max(1.0 if s.kind == "reduce_row" and s.vec == 1 else 0.5, words), \
-        any(op.dtype.itemsize == 8 for op in layout.inputs if set(op.loops) & reduced)
+        any(op.dtype.itemsize == 8 for op in layout.reduced_inputs)
 
 
 def column_vector(s: "Schedule", layout) -> int:
