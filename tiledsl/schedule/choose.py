@@ -146,11 +146,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             block = 256 if tpr < 32 else 128 if tpr == 32 else tpr
             shares_warp = tpr < 32
             items = rows.row_share(rvec, tpr)
-            # the row-invariant inputs hoisted, or loaded late where only that fits; loaded late
-            # alone where costly math depends on them alone (as default() does: hoisted, it spilled)
-            options = (((False,) if rows.invariant_costly_math(p) else (True, False))
-                       if p.has_row_invariant_inputs() else (True,))
-            hoists = [h for h in options if rows.row_share_fits(p, items, vec, hoisted=h, packed=True)]
+            # the row-invariant inputs hoisted, or loaded late where only that fits (as default() does)
+            hoists = [h for h in rows.hoist_choices(p) if rows.row_share_fits(p, items, vec, hoisted=h, packed=True)]
             if hoists:
                 keeps = ((False, True) if rows.keeps_fit(p, items, vec) or rows.element_keeps_fit(p, items, vec)
                          else (False,))
@@ -291,7 +288,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     invariant = sum(op.dtype.itemsize for op in p.layout.inputs
                     if set(op.loops) & reduced and not set(op.loops) & kept)
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
-    hoist = invariant > per_row and not late_weights and not rows.invariant_costly_math(p)
+    hoist = invariant > per_row and not late_weights and True in rows.hoist_choices(p)
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
     keep = rows.keeps_fit(p, items, vec)
     # A persistent block loads its next row while it reduces this one. Measured 2026-11-22

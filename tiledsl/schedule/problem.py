@@ -100,22 +100,19 @@ class Problem:
         return all(not set(o.dims) & set(self.group.axes) for o in self.group.outputs)
 
     def has_row_invariant_inputs(self) -> bool:
-        kept, reduced = set(self.layout.kept_loops), set(self.layout.reduced_loops)
-        return any(not set(op.loops) & kept and set(op.loops) & reduced for op in self.layout.inputs)
+        kept = set(self.layout.kept_loops)
+        return any(not set(op.loops) & kept for op in self.layout.reduced_inputs)
 
     def words_per_row_element(self, vec: int) -> float:
         """4-byte registers a cached row needs per element, over all its inputs: 16-bit
         values loaded in vectors share a register two by two; loaded one by one (vec 1),
         each takes a register of its own (ptxas: an all-f16 layernorm spilled, counted at half)."""
-        reduced = set(self.layout.reduced_loops)
-        words = sum(operand_words(op, vec) for op in self.layout.inputs if set(op.loops) & reduced)
-        return max(words, 0.5)
+        return max(sum(operand_words(op, vec) for op in self.layout.reduced_inputs), 0.5)
 
     def words_per_row_element_per_row(self, vec: int) -> float:
         """The part of words_per_row_element that changes from row to row (what a prefetch doubles)."""
-        reduced, kept = set(self.layout.reduced_loops), set(self.layout.kept_loops)
-        return sum(operand_words(op, vec) for op in self.layout.inputs if set(op.loops) & reduced
-                   and set(op.loops) & kept)
+        kept = set(self.layout.kept_loops)
+        return sum(operand_words(op, vec) for op in self.layout.reduced_inputs if set(op.loops) & kept)
 
 
 def operand_words(op, vec: int) -> float:

@@ -357,6 +357,17 @@ def invariant_costly_math(p: Problem) -> bool:
     return any(v.op in COSTLY_OPS and set(v.dims) & reduced and set(v.dims) <= reduced for v in p.group.values)
 
 
+def hoist_choices(p: Problem, peel: bool = False) -> tuple[bool, ...]:
+    """Whether a held row's row-invariant inputs (weights) may be hoisted, loaded once before
+    the row loop (True), or loaded where used (False), in order of preference: both where
+    there are weights, hoisted alone where there are none (nothing to load late), late alone
+    where the row is peeled (peel_refusal) or costly math depends on them alone
+    (invariant_costly_math)."""
+    if not p.has_row_invariant_inputs():
+        return (True,)
+    return (False,) if peel or invariant_costly_math(p) else (True, False)
+
+
 def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
     """Whether a non-persistent row schedule fits 40 registers (1536 threads per SM)
     without spilling: vectorized rows of at most 16 elements a thread that hold at most
@@ -513,10 +524,8 @@ def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bo
     `vec` (16-bit ones packed two a register), its weights hoisted or else loaded late
     (late alone where the row is peeled, or where costly math depends on them alone:
     invariant_costly_math): the schedule where its share fits, else None."""
-    weights = p.has_row_invariant_inputs()
     share = row_share(p.row_length // vec, threads * blocks)
-    late_only = peel or invariant_costly_math(p)
-    for hoist in (False,) if late_only and weights else (True, False) if weights else (True,):
+    for hoist in hoist_choices(p, peel):
         if row_share_fits(p, share, vec, hoisted=hoist, packed=True) and cluster_share_fits(p, share, vec, threads,
                                                                                             blocks, hoist):
             return Schedule("reduce_row", block=threads, vec=vec, items=share, row_threads=threads, hoist=hoist,
