@@ -552,7 +552,7 @@ class _Renderer:
         phases = max(level.values(), default=0)
         r_dims = set(self.group.axes)
         row_level = {v.id for v in self.group.values if not (set(v.dims) & r_dims)}
-        row_inputs = [op for op in lay.inputs if not (set(op.dims) & r_dims)]
+        per_row_inputs = [op for op in lay.inputs if not (set(op.dims) & r_dims)]
         elem_inputs = [op for op in lay.inputs if set(op.dims) & r_dims]
         # An element divided by a row value (softmax's exp(x - max) / sum) is multiplied by
         # the value's reciprocal, computed once per row: a correctly rounded f32 divide is
@@ -561,7 +561,7 @@ class _Renderer:
                            if v.op == "div" and reg_type(v.dtype) == "float" and v.id not in row_level
                            and v.operands[1].id in row_level and reg_type(v.operands[1].dtype) == "float"}
         uniform, uniform_ids = self.uniform_lines()
-        row_input_ids = {op.value.id for op in row_inputs} | uniform_ids
+        per_row_input_ids = {op.value.id for op in per_row_inputs} | uniform_ids
 
         stage: dict[int, int] = {}
         for v in self.group.values:
@@ -571,7 +571,7 @@ class _Renderer:
                     s = max(s, stage.get(o.id, 0))
                 stage[v.id] = s
         available_at = lambda p: (lambda v: (v.id in row_level and stage[v.id] < p)  # noqa: E731
-                                  or v.id in row_input_ids)
+                                  or v.id in per_row_input_ids)
         row_stmts: dict[int, list[str]] = {p: [] for p in range(phases + 1)}
         for v in self.group.values:
             if v.id in row_level and v.op != "reduce" and v.id not in uniform_ids:
@@ -580,7 +580,7 @@ class _Renderer:
         # of it, what they compute) are held a lane each, computed once a row of vectors
         lane_vals = [v for v in self.group.values if kv > 1 and v.id in row_level and v.op != "reduce"
                      and v.id not in uniform_ids and stage[v.id] == 0]
-        self.lane_held = {v.id: v for v in [op.value for op in row_inputs] + lane_vals} if kv > 1 else {}
+        self.lane_held = {v.id: v for v in [op.value for op in per_row_inputs] + lane_vals} if kv > 1 else {}
         self.reciprocal -= set(self.lane_held)      # (a divide by a lane's value stays a divide)
 
         slot = "0" if self.s.items == 0 else "j"
@@ -725,7 +725,7 @@ class _Renderer:
                                                            [line for _, ln, _ in parts for line in ln])))
         row_loads = [f"const {reg_type(op.dtype)} v{op.value.id} = "
                      f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" + self.reciprocal_of(op.value)
-                     for op in row_inputs]
+                     for op in per_row_inputs]
         row_stores = [f"out{op.index}[{self.lane_offset(op) if kv > 1 else self.offset(op)}] = "
                       f"{to_storage(f'v{op.value.id}', op.dtype)};" for op in row_outs]
         if kv > 1:      # each lane's column finishes alone: its results and stores
@@ -737,7 +737,7 @@ class _Renderer:
             phase["finish"] = ["#pragma unroll", f"for (int e = 0; e < {kv}; ++e) {{"] \
                 + self.lane_held_reads(wanted) + phase["finish"] + ([] if split else row_stores) + ["}"]
             row_stores = []
-            row_loads, row_stmts[0] = self.lane_held_lines(row_inputs, lane_vals, kv), []
+            row_loads, row_stmts[0] = self.lane_held_lines(per_row_inputs, lane_vals, kv), []
         r_loops = list(lay.reduced_loops)
         # Prefetch: the next row's elements go to p<k> while this row is reduced from b<k>.
         prefetch = cached and self.s.prefetch and bool(per_row)
@@ -835,8 +835,8 @@ class _Renderer:
         reduces = [v for v in self.group.values if v.op == "reduce"]
         r_dims = set(self.group.axes)
         uniform, uniform_ids = self.uniform_lines()
-        row_inputs = [op for op in lay.inputs if not (set(op.dims) & r_dims)]
-        done = uniform_ids | {op.value.id for op in row_inputs} | {r.id for r in reduces}
+        per_row_inputs = [op for op in lay.inputs if not (set(op.dims) & r_dims)]
+        done = uniform_ids | {op.value.id for op in per_row_inputs} | {r.id for r in reduces}
         before = [v for v in self.group.values if not (set(v.dims) & r_dims) and v.id not in done
                   and not self.depends_on_reduce(v)]
         after = [v for v in self.group.values if not (set(v.dims) & r_dims) and v.id not in done
@@ -862,7 +862,7 @@ class _Renderer:
             rows=" * ".join(f"n{l}" for l in lay.kept_loops) or "1",
             uniform=uniform, row_coords=self.coords(list(lay.kept_loops), "row"),
             row_loads=[f"const {reg_type(op.dtype)} v{op.value.id} = "
-                       f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in row_inputs],
+                       f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in per_row_inputs],
             row_stmts0=[self.define(v) for v in before], gather=gather, meet=meet, finish=finish,
             lane_bytes=self.s.block * width,
             row_stores=[f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"

@@ -54,6 +54,16 @@ class Layout:
         """The inputs over a reduced loop: a row's elements, and weights along it."""
         return tuple(op for op in self.inputs if set(op.loops) & set(self.reduced_loops))
 
+    @property
+    def row_inputs(self) -> tuple[Operand, ...]:
+        """The inputs over a kept and a reduced loop: a row's own elements."""
+        return tuple(op for op in self.reduced_inputs if set(op.loops) & set(self.kept_loops))
+
+    @property
+    def weight_inputs(self) -> tuple[Operand, ...]:
+        """The inputs over reduced loops only: weights along the row, the same in every row."""
+        return tuple(op for op in self.reduced_inputs if not set(op.loops) & set(self.kept_loops))
+
     def loop_of(self, dim: str) -> int:
         return next(i for i, loop in enumerate(self.loops) if dim in loop)
 

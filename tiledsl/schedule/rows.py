@@ -51,9 +51,8 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
 def peel_weights_fit(p: Problem) -> bool:
     """Whether a peeled row's weights over N (gathered lane by lane) take no more bytes an
     element than its per-row inputs: what the default peels (see default())."""
-    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
-    per_row = sum(op.dtype.itemsize for op in row_inputs(p))
-    weights = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & reduced and not set(op.loops) & kept)
+    per_row = sum(op.dtype.itemsize for op in p.layout.row_inputs)
+    weights = sum(op.dtype.itemsize for op in p.layout.weight_inputs)
     return weights <= per_row
 
 
@@ -209,7 +208,7 @@ def warp_row_bytes(p: Problem) -> float:
 
 def row_input_bytes(p: Problem) -> int:
     """Bytes of a row of the widest input that differs from row to row."""
-    return p.row_length * max((op.dtype.itemsize for op in row_inputs(p)), default=0)
+    return p.row_length * max((op.dtype.itemsize for op in p.layout.row_inputs), default=0)
 
 
 SHORT_ROW_BYTES = 16        # most bytes of the row's main input a thread holds (short_row_threads)
@@ -243,15 +242,9 @@ def short_row_threads(p: Problem, vec: int) -> int:
     return 32
 
 
-def row_inputs(p: Problem) -> list:
-    """The inputs that differ from row to row and run along the row (not weights)."""
-    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
-    return [op for op in p.layout.inputs if set(op.loops) & kept and set(op.loops) & reduced]
-
-
 def narrow_rows(p: Problem) -> bool:
     """Whether every input over the row and its reduced dims is 2 bytes wide."""
-    row = row_inputs(p)
+    row = p.layout.row_inputs
     return bool(row) and all(op.dtype.itemsize == 2 for op in row)
 
 
@@ -382,9 +375,7 @@ def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bo
 
 def ring_problem(p: Problem, s: Schedule) -> str:
     """'' when a row ring (stages >= 2) can carry this problem's per-row inputs, else why not."""
-    kept, reduced = set(p.layout.kept_loops), set(p.layout.reduced_loops)
-    return ring_refusal(s, [(op.dtype.itemsize, op.loops[-1] == p.inner) for op in p.layout.inputs
-                            if set(op.loops) & kept and set(op.loops) & reduced])
+    return ring_refusal(s, [(op.dtype.itemsize, op.loops[-1] == p.inner) for op in p.layout.row_inputs])
 
 
 # The L2's size (H100, H200: 50 MB; A100: 40 MB) decides whether a looped row's second
@@ -408,9 +399,7 @@ def online_pays(p: Problem, block: int) -> bool:
     True (the field's default, one name for one code) where the group has no such pair."""
     if not online_pairs(p.group):
         return True
-    reduced, kept = set(p.layout.reduced_loops), set(p.layout.kept_loops)
-    row_bytes = p.row_length * sum(op.dtype.itemsize for op in p.layout.inputs
-                                   if set(op.loops) & reduced and set(op.loops) & kept)
+    row_bytes = p.row_length * sum(op.dtype.itemsize for op in p.layout.row_inputs)
     rows_at_once = min(p.rows, p.sm_count * max(1, 1024 // block))
     return rows_at_once * row_bytes > L2_BYTES.get(p.arch, L2_BYTES_DEFAULT)
 
