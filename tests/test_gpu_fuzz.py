@@ -33,7 +33,6 @@ source, extents and arguments' seed, and Hypothesis shrinks it first.
 """
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -47,7 +46,7 @@ from tiledsl.inputs import TOLERANCE
 from gpu_helpers import (check, cupy_supports_bf16, gpu_status, host_arguments, poison, still_poisoned,
                          synchronize, to_host)
 from test_codegen_fuzz import FOUND, MAX_ELEMENTS, PRODUCT_SIZES, SIZES, drawn_candidates, fuzz_test, hint_block
-from test_properties import build
+from test_properties import build, scale
 
 _GPU_OK, _GPU_WHY = gpu_status()
 
@@ -141,12 +140,12 @@ def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES
     exact = k.reference(*prog.args)
     exact = exact if isinstance(exact, tuple) else (exact,)
     args = [to_gpu(a, nc) for a, nc in zip(prog.args, layout)]
-    magnitude = prog.magnitude if math.isfinite(prog.magnitude) else 1.0
+    magnitude, overflows = scale(k, prog)
     # twice: the first call takes the checked path and plans the call class; the second,
     # with contiguous inputs, the generated warm call
     from tiledsl.runtime import launcher as launcher_module
     launcher_module._WARNED.clear()     # (warned once a process: another program's kernel may read the same)
-    why = _calls(k, args, exact, use_out, hinted, magnitude, prog.overflows, note)
+    why = _calls(k, args, exact, use_out, hinted, magnitude, overflows, note)
     spills = launcher_module.default_spills()
     if not why and spills and not pinned:     # a default that spills computes right, slowly: a defect too
         return f"{spills[0]}\n{note}"

@@ -5,7 +5,6 @@ partials and shared-memory tiles are checked this way in CI, without a GPU; the
 @pytest.mark.gpu tests check the same on the device, with the real compiler."""
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import replace
 
@@ -28,7 +27,7 @@ from tiledsl.schedule.schedules import Schedule, combine_lanes
 from conftest import EXAMPLES, fresh_seed
 from test_codegen_fuzz import SIZES, drawn_candidates, fuzz_test
 from test_gpu_fuzz import mismatch, tolerance
-from test_properties import build
+from test_properties import build, scale
 
 if not host_cuda.available():
     pytest.skip("no host C++ compiler (g++ 12 or later, for _Float16) to run kernels on the CPU",
@@ -312,9 +311,9 @@ def _run_random_program(data, products: int, min_dims: int):
         got = host_cuda.run_on_host(k, prog.extents, prog.args, picks)
     except host_cuda.Unsupported:
         return
-    magnitude = prog.magnitude if math.isfinite(prog.magnitude) else 1.0
+    magnitude, overflows = scale(k, prog)
     for i, (g, e, r) in enumerate(zip(got, exact, k.graph.results)):
-        why = mismatch(np.asarray(g, np.float64), e, *tolerance(r.dtype, magnitude))
+        why = mismatch(np.asarray(g, np.float64), e, *tolerance(r.dtype, magnitude), overflows=overflows)
         assert not why, (f"result {i} ({r.dtype}): {why}\nsource:\n{source}\nextents: {prog.extents}, "
                          f"schedules: {({j: s.tag for j, s in picks.items()})}")
 

@@ -27,11 +27,13 @@ import string
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import tiledsl
 from tiledsl.inputs import relative_error
+from tiledsl.reference import evaluate
 
 DIM_NAMES = ("M", "N", "K")
 F32_MAX = float(np.finfo(np.float32).max)
@@ -179,8 +181,10 @@ class Builder:
         if depth <= 0:
             return self.leaf()
         kind = self.choose(["leaf", "binary", "binary", "unary", "reduce", "where", "transpose",
-                            "power"] + ["product"] * self.products)
-        if kind == "product":
+                            "power"] + ["product"] * self.products + ["integer"] * self.indices)
+        if kind == "integer":
+            node = self.integer(depth - 1)
+        elif kind == "product":
             node = self.product()
         elif kind == "leaf":
             node = self.leaf()
@@ -259,6 +263,17 @@ class Builder:
         else:
             node = self.transpose(self.int_expr(depth - 1))
         return self.maybe_bind(node)
+
+    def integer(self, depth: int) -> Node:
+        """An int_expr() in float arithmetic (its integer type promotes to the float one
+        there), bound to a name counted inexact: where it wrapped, its value is not the one
+        here, and a large integer rounds on its way to f32."""
+        a = self.int_expr(depth)
+        name = f"t{self.count}"
+        self.count += 1
+        self.prog.stmts.append(f"{name} = {a.text}")
+        self.inexact_names.add(name)
+        return Node(name, a.dims, a.value, weak=a.weak)
 
     def product(self) -> Node:
         """a @ b over two new parameters [Z, X] and [X, Y] of one dtype (a maybe
@@ -539,6 +554,26 @@ def literal_dim_names(data, source: str, prog: Program) -> str:
     return source
 
 
+def scale(k, prog: Program) -> tuple[float, bool]:
+    """(the largest finite intermediate, whether any is past f32's range or not finite), of
+    the generator's values and of the exact interpreter's (integers wrap there, and an
+    integer subexpression in float arithmetic may have): what tolerances are scaled by."""
+    trace: dict = {}
+    evaluate(k.graph, tuple(prog.args), {}, trace=trace)
+    magnitude = prog.magnitude if math.isfinite(prog.magnitude) else 1.0
+    overflows = prog.overflows
+    for value in k.graph.values:
+        v = trace[value.id]
+        if value.op in ("param", "const", "idx") or v.dtype == np.bool_ or not v.size:
+            continue                      # (as the generator's: computed values only)
+        v = np.asarray(v, dtype=np.float64)
+        finite = np.abs(v[np.isfinite(v)])
+        if finite.size:
+            magnitude = max(magnitude, float(finite.max()))
+        overflows |= finite.size < v.size or bool(finite.size and finite.max() > F32_MAX)
+    return magnitude, overflows
+
+
 def close(got: np.ndarray, expected: np.ndarray, magnitude: float) -> bool:
     got = np.asarray(got, dtype=np.float64)
     if got.shape != expected.shape:
@@ -615,3 +650,19 @@ def test_result_dims_rule_examples():
     assert result_dims(("N", "M"), ("M", "N")) == ("N", "M")
     assert result_dims(("M", "K"), ("K", "N")) == ("M", "K", "N")
     assert result_dims((), ("K",)) == ("K",)
+
+
+def test_scale_sees_the_interpreters_wrapped_integers_and_overflows():
+    """Tolerances scale by the largest intermediate the interpreter computed, not only the
+    generator's: an i8 that wrapped (-(-128) is -128, 100 + 100 is -56) in float arithmetic,
+    or an exp past f32's range the generator's float64 value does not see."""
+    k = tiledsl.compile("kernel f(x: i8[N], y: f32[N]) -> f32[N] {\n    t = x * x\n    return t * y\n}\n")
+    x, y = np.array([100, -128, 3], np.int8), np.array([0.5, 1.0, 2.0], np.float32)
+    prog = Program({"N": 3}, args=[x, y], magnitude=64.0)     # what the generator saw, ignoring the wrap
+    assert scale(k, prog) == (64.0, False)                    # i8: 10000 wraps to 16, 16384 to 0, 9
+    prog.args = [np.array([11, 2, 3], np.int8), y]
+    assert scale(k, prog) == (121.0, False)                   # the interpreter's t = 121 counts
+    k = tiledsl.compile("kernel f(x: f32[N]) -> f32[N] {\n    return exp(x * 100) - 1\n}\n")
+    prog = Program({"N": 2}, args=[np.array([0.5, 1.0], np.float32)], magnitude=10.0)
+    magnitude, overflows = scale(k, prog)
+    assert overflows and magnitude == pytest.approx(np.exp(np.float32(50)), rel=1e-6)

@@ -194,11 +194,15 @@ class _Interpreter:
         return out
 
 
-def evaluate(graph: Graph, args: tuple, kwargs: dict, compute: str = "exact"):
-    """Run `graph` on NumPy arguments; one array per result (0-d for scalars)."""
+def evaluate(graph: Graph, args: tuple, kwargs: dict, compute: str = "exact", trace: dict | None = None):
+    """Run `graph` on NumPy arguments; one array per result (0-d for scalars). With
+    `trace`, every value's array is put there too, by value id (to see intermediates)."""
     if compute not in ("exact", "f64"):
         raise TdslArgumentError(f"compute must be 'exact' or 'f64', not {compute!r}")
     bound = bind_host(graph, args, kwargs)
     with np.errstate(all="ignore"):   # inf and nan are values here, as on the GPU
-        outputs = _Interpreter(graph, bound.extents, compute).run(bound.values)
+        interpreter = _Interpreter(graph, bound.extents, compute)
+        outputs = interpreter.run(bound.values)
+    if trace is not None:
+        trace.update(interpreter.env)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
