@@ -69,7 +69,7 @@ def compile_all(kernel, extents, hbm_gbps: float = 0.0) -> list[str]:
 @fuzz_test(EXAMPLES)
 def test_random_programs_render_and_compile_without_spills(data):
     source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16", "bool", "int"), products=1,
-                               bf16=True, ints=True, literal_dims=True)
+                               bf16=True, ints=True, literal_dims=True, max_dims=4)
     k = tiledsl.compile(source)
     hbm = data.draw(st.sampled_from(HBM_GBPS), label="peak HBM GB/s")
     problems = compile_all(k, prog.extents, hbm)
@@ -101,7 +101,8 @@ def drawn_candidates(data, kernel, extents, arch: str, sm_count: int = 132) -> d
 def test_random_programs_compile_under_random_candidates(data):
     """A candidate the tuner may time must compile (it may spill: the tuner prunes on
     the compiler's resource report), each stage of a split one too."""
-    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16", "bool"), products=2, bf16=True)
+    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16", "bool"), products=2, bf16=True,
+                               max_dims=4)
     k = tiledsl.compile(source)
     for arch in ARCHS:
         picks = drawn_candidates(data, k, prog.extents, arch)
@@ -136,7 +137,8 @@ def test_random_programs_with_schedule_blocks_compile_or_are_refused(data):
     """A schedule block pins what the user asked for, or the call is refused with a
     TdslError (a schedule error; never another exception, nor a TdslCompileError,
     which says the generated code failed); what it pins compiles."""
-    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16", "bool"), products=3, bf16=True)
+    source, prog, _, _ = build(data, SIZES, MAX_ELEMENTS, ("f64", "f32", "f16", "bf16", "bool"), products=3, bf16=True,
+                               max_dims=4)
     source += hint_block(data, prog.extents)
     try:
         k = tiledsl.compile(source)

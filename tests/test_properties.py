@@ -35,7 +35,7 @@ import tiledsl
 from tiledsl.inputs import relative_error
 from tiledsl.reference import evaluate
 
-DIM_NAMES = ("M", "N", "K")
+DIM_NAMES = ("M", "N", "K", "B")    # the first three unless a build asks for max_dims=4
 F32_MAX = float(np.finfo(np.float32).max)
 NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 LITERALS = ("0.5", "1", "2", "3", "0.25", "1.5")
@@ -75,7 +75,7 @@ FUNCTIONS = {
     "erf": ("erf({})", _elementwise(math.erf)),
 }
 STEPS = {"floor": ("floor({})", np.floor), "ceil": ("ceil({})", np.ceil)}
-POWER_ROUNDS = re.compile(r"\*\* [01]\.5")   # a ** 0.5 or ** 1.5 rounds; ** 2 and ** 3 of these values do not
+POWER_ROUNDS = re.compile(r"\*\* (?![23]\))")   # a power rounds but ** 2 and ** 3 (products) of these values
 ROUNDING = {f for f in FUNCTIONS if f not in ("abs", "relu", "neg")} | {"mean"}   # their values may round
 
 
@@ -200,10 +200,13 @@ class Builder:
             node = self.transpose(self.expr(depth - 1))
         else:
             base = self.expr(depth - 1)
-            exp = self.choose(["2", "3", "0.5", "1.5"])
-            with np.errstate(all="ignore"):
-                node = Node(f"({base.text} ** {exp})", base.dims, np.power(base.value, float(exp)),
-                            weak=base.weak)
+            exp = self.choose(["2", "3", "0.5", "1.5", "4", "0.25", "2.5", "-1", "-0.5"])
+            if exp.startswith("-"):     # of at least 1: no infinity whose sign a zero's decides
+                base = Node(f"(abs({base.text}) + 1)", base.dims, np.abs(base.value) + 1.0, weak=base.weak)
+            x = base.value
+            with np.errstate(all="ignore"):     # ** 2 and ** 3 are products in the language, rounded so
+                value = x * x if exp == "2" else x * x * x if exp == "3" else np.power(x, float(exp))
+            node = Node(f"({base.text} ** {exp})", base.dims, value, weak=base.weak)
         return self.maybe_bind(node)
 
     # -- integer expressions (results declared i8, u8, i32 or i64) -------------------
@@ -457,7 +460,7 @@ def numpy_dtype(name: str):
 def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple = ("f64", "f64", "bool"),
           products: int = 0, min_dims: int = 1, bf16: bool = False,
           exact_conditions: bool = False, ints: bool = False,
-          literal_dims: bool = False) -> tuple[str, Program, list, list]:
+          literal_dims: bool = False, max_dims: int = 3) -> tuple[str, Program, list, list]:
     """A random program, its parameters' values and its results' float64 values.
     Extents are 1-7, or drawn from `sizes` with their product at most
     `max_elements` (the GPU fuzz test); each result's declared dtype is drawn
@@ -475,11 +478,12 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     (the float64 values in `expected` then ignore integer wrap-around, so only the
     exact interpreter is an oracle); with `literal_dims`, a dim whose extent no other dim
     has may be written as that extent (`x: f32[M, 7]`, `sum(x, axis=7)`, `idx(7)`), and
-    `prog.extents` names it so (the key "7"), as the compiler's graph does."""
+    `prog.extents` names it so (the key "7"), as the compiler's graph does; with `max_dims=4`,
+    programs may have a fourth dim B (products then only in three-dim programs)."""
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
-    n_dims = data.draw(st.integers(min_dims, 3), label="n_dims")
-    dims = data.draw(st.permutations(DIM_NAMES), label="dims")[:n_dims]
+    n_dims = data.draw(st.integers(min_dims, max_dims), label="n_dims")
+    dims = data.draw(st.permutations(DIM_NAMES[:max_dims]), label="dims")[:n_dims]
     extents, room = {}, max_elements
     for d in dims:
         if sizes:
@@ -599,7 +603,7 @@ EXAMPLES = int(os.environ.get("TDSL_PROPERTY_EXAMPLES", "250"))
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_expressions_match_numpy(data):
-    source, prog, expected, results = build(data)
+    source, prog, expected, results = build(data, max_dims=4)
     note = f"source:\n{source}\nextents: {prog.extents}\nargs: {prog.args}"
     k = tiledsl.compile(source)
     # the computed value has the dims in the order the language's rule gives; the store
