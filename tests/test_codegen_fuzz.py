@@ -78,7 +78,8 @@ def test_random_programs_render_and_compile_without_spills(data):
 
 @fuzz_test(EXAMPLES // 3)
 def test_random_products_render_and_compile_without_spills(data):
-    source, prog, _, _ = build(data, PRODUCT_SIZES, 1 << 22, ("f32", "f16", "bf16", "bool"), products=6, min_dims=3, bf16=True)
+    source, prog, _, _ = build(data, PRODUCT_SIZES, 1 << 22, ("f32", "f16", "bf16", "bool"), products=6, min_dims=3, bf16=True,
+                               max_dims=4)
     k = tiledsl.compile(source)
     hbm = data.draw(st.sampled_from(HBM_GBPS), label="peak HBM GB/s")
     problems = compile_all(k, prog.extents, hbm)

@@ -119,7 +119,7 @@ def run_program(data, products: int = 1, min_dims: int = 1, sizes: tuple = SIZES
     it makes illegal must be refused with a TdslError before anything is written."""
     bf16 = "bf16" in result_dtypes()
     source, prog, _, _ = build(data, sizes, max_elements, result_dtypes(), products, min_dims, bf16,
-                               exact_conditions=True, ints=True, literal_dims=True, max_dims=3 if min_dims == 3 else 4)
+                               exact_conditions=True, ints=True, literal_dims=True, max_dims=4)
     if hinted:
         source += hint_block(data, prog.extents)
     try:

@@ -296,8 +296,7 @@ def test_random_products_run_right_on_the_host(data):
 
 def _run_random_program(data, products: int, min_dims: int):
     source, prog, _, _ = build(data, SIZES, 1 << 14, ("f64", "f32", "f16", "bf16", "bool", "int"), products, min_dims, True,
-                               exact_conditions=True, ints=True, literal_dims=True,
-                               max_dims=3 if min_dims == 3 else 4)
+                               exact_conditions=True, ints=True, literal_dims=True, max_dims=4)
     try:
         k = tiledsl.compile(source)
     except TdslError:

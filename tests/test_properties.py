@@ -138,7 +138,7 @@ class Builder:
         self.pool: list[Node] = []
         self.int_pool: list[Node] = []          # integer values (int_expr) to reuse
         self.count = 0
-        self.products = products if len(prog.extents) == 3 else 0   # the weight of "product"
+        self.products = products if len(prog.extents) >= 3 else 0   # the weight of "product"
 
     def draw(self, strategy):
         return self.data.draw(strategy)
@@ -281,13 +281,17 @@ class Builder:
     def product(self) -> Node:
         """a @ b over two new parameters [Z, X] and [X, Y] of one dtype (a maybe
         declared [X, Z] and used as .T), each maybe through an exact elementwise op
-        (values stay multiples of 1/16, so f32 accumulation is exact)."""
-        z, x, y = self.draw(st.permutations(tuple(self.prog.extents)))
+        (values stay multiples of 1/16, so f32 accumulation is exact). In a program of
+        four dims the fourth may be a batch dim of either operand or both."""
+        z, x, y, *rest = self.draw(st.permutations(tuple(self.prog.extents)))
+        sides = self.choose(["none", "left", "right", "both", "both"]) if rest else "none"
+        batch = {"left": rest if sides in ("left", "both") else [], "right": rest if sides in ("right", "both") else []}
         dtype = self.choose(["f16", "f16", "f32"] + (["bf16"] if self.bf16 else []))
         operands = []
-        for dims, may_transpose in (((z, x), True), ((x, y), False)):
+        for dims, may_transpose, side in (((z, x), True, "left"), ((x, y), False, "right")):
             transposed = may_transpose and self.draw(st.booleans())
-            declared = dims[::-1] if transposed else dims
+            declared = tuple(batch[side]) + (dims[::-1] if transposed else dims)
+            dims = tuple(batch[side]) + dims
             shape = [self.prog.extents[d] for d in declared]
             value = self.rng.integers(1, 9, size=shape) / 4 * self.rng.choice([-1, 1], size=shape)
             name = f"p{len(self.prog.params)}"
@@ -295,7 +299,7 @@ class Builder:
             self.prog.args.append(value.astype(numpy_dtype(dtype)))
             node = Node(name, declared, value)
             if transposed:
-                node = Node(f"{name}.T", dims, value.T)
+                node = Node(f"{name}.T", dims, np.swapaxes(value, -1, -2))
             op = self.choose(["plain", "relu", "neg", "half"])
             if op == "relu":
                 node = Node(f"relu({node.text})", dims, np.maximum(node.value, 0.0))
@@ -305,7 +309,10 @@ class Builder:
                 node = Node(f"({node.text} * 0.5)", dims, node.value * 0.5)
             operands.append(node)
         a, b = operands
-        return Node(f"({a.text} @ {b.text})", (z, y), a.value @ b.value)
+        letters = {d: string.ascii_lowercase[i] for i, d in enumerate(DIM_NAMES)}
+        out = tuple(rest) * (sides != "none") + (z, y)
+        spec = ",".join("".join(letters[d] for d in n.dims) for n in (a, b)) + "->" + "".join(letters[d] for d in out)
+        return Node(f"({a.text} @ {b.text})", out, np.einsum(spec, a.value, b.value))
 
     def inexact(self, node: Node) -> bool:
         """Whether the value rounds on the way (a transcendental function, a division,
@@ -603,7 +610,7 @@ EXAMPLES = int(os.environ.get("TDSL_PROPERTY_EXAMPLES", "250"))
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_expressions_match_numpy(data):
-    source, prog, expected, results = build(data, max_dims=4)
+    source, prog, expected, results = build(data, products=2, max_dims=4)
     note = f"source:\n{source}\nextents: {prog.extents}\nargs: {prog.args}"
     k = tiledsl.compile(source)
     # the computed value has the dims in the order the language's rule gives; the store
