@@ -1645,7 +1645,6 @@ def test_a_peeled_row_held_in_registers_that_cannot_run_is_refused_with_a_reason
 def test_a_row_shared_by_a_cluster_that_cannot_run_is_refused_with_a_reason():
     row = dict(kind="reduce_row", block=512, vec=4, items=8, row_threads=512)
     for fields, why in ((dict(cluster=3), "cluster is 1"), (dict(cluster=16), "cluster is 1"),
-                        (dict(items=0, cluster=4), "kept in registers"),
                         (dict(prefetch=True, cluster=4), "neither prefetched"),
                         (dict(stages=2, cluster=4), "neither prefetched"),
                         (dict(blocks_per_sm=2, cluster=4), "persistent"),
@@ -1656,7 +1655,7 @@ def test_a_row_shared_by_a_cluster_that_cannot_run_is_refused_with_a_reason():
         Schedule("pointwise", block=256, vec=4, items=1, cluster=2)
     s = Schedule(**row, cluster=4)
     k, g, lay, p = _rows("softmax", dict(M=1024, N=65536))
-    assert fits(p, s) == ""
+    assert fits(p, s) == "" and fits(p, replace(s, items=0)) == ""     # held, or streamed together
     assert "sm_90a" in fits(problem(g, lay, dict(M=1024, N=65536), arch="sm_80"), s)
     assert "does not fit" in fits(problem(g, lay, dict(M=1024, N=65536 * 2)), s)
     k = tiledsl.compile("kernel m(x: i16[M, N]) -> i16[M, N] { return x - max(x, axis=N) }")
@@ -1707,3 +1706,31 @@ def test_a_schedule_block_pins_the_blocks_sharing_a_row_or_none():
     assert chosen("cluster(4)", "sm_80").cluster == 1
     assert chosen("cluster(2)", extents=dict(M=64, N=4096)).cluster == 2   # pinned where a block would do
     assert chosen("cluster(2)", extents=dict(M=64, N=262144 * 4)).cluster == 1   # no share of 2 fits: streams
+
+
+def test_few_long_streamed_rows_are_offered_to_a_cluster_streaming_together():
+    """Fewer rows than SMs, each too long for a cluster's registers (batch-norm statistics
+    over (B, H, W) of 64 channels): the tuner's candidates stream each row by the blocks of
+    a cluster together (items 0), as well as by a block alone, at the widest vector, each
+    thread at least 4 vectors of the row; on sm_80, with as many rows as SMs, or with a
+    2-byte reduction, none."""
+    src = ("kernel s(x: f32[B, C, H, W]) -> (f32[C], f32[C]) {\n    mu = mean(x, axis=(B, H, W))\n"
+           "    d = x - mu\n    return mu, mean(d * d, axis=(B, H, W))\n}")
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    nchw = dict(B=32, C=64, H=112, W=112)
+    found = [s for s in candidates(problem(g, lay, nchw, frozenset(), 132, "sm_90a")) if s.cluster > 1]
+    assert found and all(s.items == 0 and s.vec == 4 for s in found), [s.tag for s in found]
+    assert {(s.block, s.cluster) for s in found} == {(b, c) for b in (256, 512, 1024) for c in (2, 4, 8)}
+    for s in found:
+        ks = render(k.graph, g, lay, s, 1)
+        [usage] = toolchain.resource_usage(toolchain.compile_cuda(ks.source, arch="sm_90a").cubin).values()
+        assert usage.local_bytes == 0, (s.tag, usage)
+    assert not [s for s in candidates(problem(g, lay, nchw, frozenset(), 132, "sm_80")) if s.cluster > 1]
+    assert not [s for s in candidates(problem(g, lay, dict(nchw, C=132), frozenset(), 132, "sm_90a"))
+                if s.cluster > 1 and s.items == 0]
+    k = tiledsl.compile("kernel m(x: i16[M, N]) -> i16[M] { return max(x, axis=N) }")
+    [g] = partition(k.graph)
+    p = problem(g, plan_layout(g, k.graph), dict(M=8, N=1 << 22), frozenset(), 132, "sm_90a")
+    assert not [s for s in candidates(p) if s.cluster > 1]

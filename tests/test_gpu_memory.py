@@ -1515,7 +1515,7 @@ def test_rows_enough_to_fill_the_gpu_stay_fused():
 
 
 # Rows too long for one block's registers, shared by the blocks of a cluster (sm_90a,
-# Schedule.cluster): every share the tuner may pick, at rows whose last share is partial,
+# Schedule.cluster), held or, where rows are few, streamed: every share the tuner may pick, at rows whose last share is partial,
 # rows fewer than the clusters in flight and many more (each block's slots and barriers
 # reused row after row: their phases), weights over N hoisted or loaded late, and
 # reductions exchanged as 4 bytes (f32, i32) and 8 (f64, i64).
@@ -1526,7 +1526,11 @@ CLUSTER_PROGRAMS = [("softmax.tdsl", dict(M=301, N=65536 - 28)),
                     ("kernel s(x: i32[M, N]) -> (i32[M], i32[M, N]) {\n m = max(x, axis=N)\n"
                      " return sum(x, axis=N), x - m\n}", dict(M=9, N=66000)),
                     ("kernel s(x: i64[M, N]) -> i64[M, N] { return x * sum(x, axis=N) }", dict(M=4, N=40000)),
-                    ("kernel l(x: f32[M, N]) -> f32[M, N] { return x / max(abs(x), axis=N) }", dict(M=1, N=200000))]
+                    ("kernel l(x: f32[M, N]) -> f32[M, N] { return x / max(abs(x), axis=N) }", dict(M=1, N=200000)),
+                    # a batch norm over (B, H, W): rows of three stretches, each streamed by a cluster too
+                    ("kernel a(x: f16[B, C, H, W], g: f32[C], b: f32[C]) -> f16[B, C, H, W] {\n"
+                     " mu = mean(f32(x), axis=(B, H, W))\n d = f32(x) - mu\n"
+                     " return f16(d * rsqrt(mean(d * d, axis=(B, H, W)) + 1e-5) * g + b)\n}", dict(B=3, C=5, H=101, W=97))]
 
 
 def _pinned_params(programs: list, wanted, suffix=lambda s: ""):

@@ -179,9 +179,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                 out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
                                                     row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
                                                     keep=keep, prefetch=True, index64=p.index64))
-            if tpr >= 256:
-                out.append(Schedule("reduce_row", block=tpr, vec=vec, items=0, row_threads=tpr,
-                                    index64=p.index64))
+            if tpr >= 256:      # looped: a block a row, or a cluster's blocks a row where rows are few
+                looped = Schedule("reduce_row", block=tpr, vec=vec, items=0, row_threads=tpr, index64=p.index64)
+                out += [looped] + [replace(looped, cluster=c) for c in rows.streamed_clusters(p, tpr, vec)
+                                   if vec == vecs[0]]
     return _with_unrolls(p, out)
 
 

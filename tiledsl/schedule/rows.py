@@ -546,6 +546,17 @@ def cluster_values_fit(p: Problem) -> bool:
     return all(v.dtype.is_float or v.dtype.itemsize in (4, 8) for v in p.group.values if v.op == "reduce")
 
 
+def streamed_clusters(p: Problem, block: int, vec: int) -> list[int]:
+    """Cluster sizes for a looped row streamed by a cluster's blocks together (items 0,
+    cluster > 1), for the tuner: with fewer rows than SMs, a block a row leaves SMs idle
+    (batch-norm statistics over (B, H, W) of 64 channels, 401,408 f32 each: 0.55x a copy of
+    the same bytes, H100 2026-11-27, scripts/probe_nchw.py). Each thread streams at least
+    4 vectors of the row."""
+    if p.arch != "sm_90a" or not cluster_values_fit(p) or p.rows >= p.sm_count or block < 64:
+        return []
+    return [c for c in ROW_CLUSTERS if p.row_length // vec >= 4 * c * block]
+
+
 def cluster_row_schedule(p: Problem, vec: int, peel: bool = False) -> Optional[Schedule]:
     """A row too long for a block's registers, shared by a cluster's blocks: the first
     of cluster_row_shares (`peel`: peeled; 512 threads before 1024, fewer blocks before

@@ -346,10 +346,9 @@ class Schedule:
             return ("cluster is 1 (blocks alone), 2 (a GEMM's pairs sharing B tiles) or "
                     f"{', '.join(map(str, ROW_CLUSTERS))} (a row reduction's blocks sharing a row)")
         if self.cluster > 1 and self.kind == "reduce_row":
-            if (self.items < 1 or self.row_threads != self.block or self.prefetch or self.stages > 1
-                    or self.blocks_per_sm):
-                return ("a row shared by a cluster of blocks is kept in registers (items >= 1), a block's "
-                        "threads all on it, neither prefetched, staged nor persistent")
+            if self.row_threads != self.block or self.prefetch or self.stages > 1 or self.blocks_per_sm:
+                return ("a row shared by a cluster of blocks has a block's threads all on it, and is "
+                        "neither prefetched, staged nor persistent")
         elif self.cluster > 1 and not (self.kind == "matmul" and self.specialized and self.cluster == 2):
             return ("only a GEMM with a producer warpgroup (specialized) pairs its blocks (cluster 2), and "
                     "only a row reduction shares a row among a cluster's blocks")
