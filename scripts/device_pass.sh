@@ -96,6 +96,7 @@ for phase in "$@"; do
     online) timeout 400 python3 scripts/probe_online.py $ONLINE ;;   # ONLINE="names to keep"
     moments) timeout 300 python3 scripts/probe_moments.py $MOMENTS ;;   # MOMENTS="layernorm:4096x8192 ..."
     chan) timeout 300 python3 scripts/probe_chan.py ;;
+    nchw) timeout 500 python3 scripts/probe_nchw.py $NCHW ;;   # NCHW="--candidates stats apply" (names to keep)
     rowsharetune) bash scripts/rowshare_tune.sh ;;
     fuzz)   # random programs on the GPU: 12 processes with their own seeds, each stopping at its first failure
       for i in $(seq 1 12); do
