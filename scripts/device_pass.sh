@@ -97,6 +97,7 @@ for phase in "$@"; do
     moments) timeout 300 python3 scripts/probe_moments.py $MOMENTS ;;   # MOMENTS="layernorm:4096x8192 ..."
     chan) timeout 300 python3 scripts/probe_chan.py ;;
     nchw) timeout 500 python3 scripts/probe_nchw.py $NCHW ;;   # NCHW="--candidates stats apply" (names to keep)
+    streamclusters) timeout 300 python3 scripts/probe_streamed_clusters.py ;;
     rowsharetune) bash scripts/rowshare_tune.sh ;;
     fuzz)   # random programs on the GPU: 12 processes with their own seeds, each stopping at its first failure
       for i in $(seq 1 12); do

@@ -1527,6 +1527,10 @@ CLUSTER_PROGRAMS = [("softmax.tdsl", dict(M=301, N=65536 - 28)),
                      " return sum(x, axis=N), x - m\n}", dict(M=9, N=66000)),
                     ("kernel s(x: i64[M, N]) -> i64[M, N] { return x * sum(x, axis=N) }", dict(M=4, N=40000)),
                     ("kernel l(x: f32[M, N]) -> f32[M, N] { return x / max(abs(x), axis=N) }", dict(M=1, N=200000)),
+                    # few rows streamed by a cluster's blocks together: in two passes or one (online)
+                    ("softmax.tdsl", dict(M=7, N=300004)),
+                    ("kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n"
+                     " return m + log(sum(exp(x - m), axis=N))\n}", dict(M=5, N=(1 << 20) + 4)),
                     # a batch norm over (B, H, W): rows of three stretches, each streamed by a cluster too
                     ("kernel a(x: f16[B, C, H, W], g: f32[C], b: f32[C]) -> f16[B, C, H, W] {\n"
                      " mu = mean(f32(x), axis=(B, H, W))\n d = f32(x) - mu\n"

@@ -181,8 +181,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                                     keep=keep, prefetch=True, index64=p.index64))
             if tpr >= 256:      # looped: a block a row, or a cluster's blocks a row where rows are few
                 looped = Schedule("reduce_row", block=tpr, vec=vec, items=0, row_threads=tpr, index64=p.index64)
-                out += [looped] + [replace(looped, cluster=c) for c in rows.streamed_clusters(p, tpr, vec)
-                                   if vec == vecs[0]]
+                out += [looped] + [replace(looped, cluster=c, online=not online_pairs(p.group))
+                                   for c in rows.streamed_clusters(p, tpr, vec) if vec == vecs[0]]
     return _with_unrolls(p, out)
 
 
@@ -192,7 +192,8 @@ def _with_unrolls(p: Problem, schedules: list) -> list:
     last: a search capped below the whole space keeps the candidates it had."""
     out = [u for s in schedules for u in [s] + [replace(s, unroll=n) for n in rows.stream_unrolls(p, s)]]
     if online_pairs(p.group):
-        out += [replace(s, online=not s.online) for s in out if s.kind == "reduce_row" and s.items == 0]
+        out += [replace(s, online=not s.online) for s in out if s.kind == "reduce_row" and s.items == 0
+                and s.cluster == 1]
     return out
 
 
@@ -407,6 +408,9 @@ def fits(p: Problem, s: Schedule) -> str:
             return "blocks sharing a row exchange 4- or 8-byte values: a reduction here is narrower"
         if s.block < 64:
             return "blocks sharing a row have two warps or more (a block barrier orders each exchange)"
+        if s.items == 0 and s.online and online_pairs(p.group):
+            return ("blocks streaming a row together take its max and sum(exp) in two passes (online=False): "
+                    "the one-pass merge is a block's own")
     # (a peeled row holds its whole vectors: the head and tail, fewer than a vector each, go apart)
     held = p.row_length - p.row_length % s.vec if s.peel else p.row_length
     if s.kind == "reduce_row" and s.items and s.items * s.row_threads * s.cluster * s.vec < held:
