@@ -36,6 +36,7 @@ from tiledsl.inputs import relative_error
 from tiledsl.reference import evaluate
 
 DIM_NAMES = ("M", "N", "K", "B")    # the first three unless a build asks for max_dims=4
+LETTERS = {d: string.ascii_lowercase[i] for i, d in enumerate(DIM_NAMES)}    # for np.einsum
 F32_MAX = float(np.finfo(np.float32).max)
 NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 LITERALS = ("0.5", "1", "2", "3", "0.25", "1.5")
@@ -120,9 +121,8 @@ class Program:
 
 def align(node: Node, dims: tuple, extents: dict) -> np.ndarray:
     """node.value with axes permuted to `dims` order (by einsum) and size 1 where it lacks a dim."""
-    letters = {d: string.ascii_lowercase[i] for i, d in enumerate(DIM_NAMES)}
     present = [d for d in dims if d in node.dims]
-    spec = "".join(letters[d] for d in node.dims) + "->" + "".join(letters[d] for d in present)
+    spec = "".join(LETTERS[d] for d in node.dims) + "->" + "".join(LETTERS[d] for d in present)
     v = np.einsum(spec, node.value)
     shape = [extents[d] if d in node.dims else 1 for d in dims]
     return v.reshape(shape)
@@ -285,13 +285,13 @@ class Builder:
         four dims the fourth may be a batch dim of either operand or both."""
         z, x, y, *rest = self.draw(st.permutations(tuple(self.prog.extents)))
         sides = self.choose(["none", "left", "right", "both", "both"]) if rest else "none"
-        batch = {"left": rest if sides in ("left", "both") else [], "right": rest if sides in ("right", "both") else []}
+        left, right = (tuple(rest) if sides in (side, "both") else () for side in ("left", "right"))
         dtype = self.choose(["f16", "f16", "f32"] + (["bf16"] if self.bf16 else []))
         operands = []
-        for dims, may_transpose, side in (((z, x), True, "left"), ((x, y), False, "right")):
+        for dims, may_transpose, batch in (((z, x), True, left), ((x, y), False, right)):
             transposed = may_transpose and self.draw(st.booleans())
-            declared = tuple(batch[side]) + (dims[::-1] if transposed else dims)
-            dims = tuple(batch[side]) + dims
+            declared = batch + (dims[::-1] if transposed else dims)
+            dims = batch + dims
             shape = [self.prog.extents[d] for d in declared]
             value = self.rng.integers(1, 9, size=shape) / 4 * self.rng.choice([-1, 1], size=shape)
             name = f"p{len(self.prog.params)}"
@@ -309,9 +309,8 @@ class Builder:
                 node = Node(f"({node.text} * 0.5)", dims, node.value * 0.5)
             operands.append(node)
         a, b = operands
-        letters = {d: string.ascii_lowercase[i] for i, d in enumerate(DIM_NAMES)}
-        out = tuple(rest) * (sides != "none") + (z, y)
-        spec = ",".join("".join(letters[d] for d in n.dims) for n in (a, b)) + "->" + "".join(letters[d] for d in out)
+        out = (left or right) + (z, y)
+        spec = ",".join("".join(LETTERS[d] for d in n.dims) for n in (a, b)) + "->" + "".join(LETTERS[d] for d in out)
         return Node(f"({a.text} @ {b.text})", out, np.einsum(spec, a.value, b.value))
 
     def inexact(self, node: Node) -> bool:
@@ -486,7 +485,7 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
     exact interpreter is an oracle); with `literal_dims`, a dim whose extent no other dim
     has may be written as that extent (`x: f32[M, 7]`, `sum(x, axis=7)`, `idx(7)`), and
     `prog.extents` names it so (the key "7"), as the compiler's graph does; with `max_dims=4`,
-    programs may have a fourth dim B (products then only in three-dim programs)."""
+    programs may have a fourth dim B (in them a product may have it as a batch dim)."""
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
     n_dims = data.draw(st.integers(min_dims, max_dims), label="n_dims")
@@ -547,8 +546,7 @@ def build(data, sizes: tuple = (), max_elements: int = 0, result_dtypes: tuple =
                 raise
             reject()
     expected = [np.einsum(
-        "".join(string.ascii_lowercase[DIM_NAMES.index(d)] for d in node.dims) + "->"
-        + "".join(string.ascii_lowercase[DIM_NAMES.index(d)] for d in order),
+        "".join(LETTERS[d] for d in node.dims) + "->" + "".join(LETTERS[d] for d in order),
         np.asarray(node.value, dtype=np.float64)) for node, order in results]
     return source, prog, expected, results
 
@@ -665,8 +663,8 @@ def test_result_dims_rule_examples():
 
 def test_scale_sees_the_interpreters_wrapped_integers_and_overflows():
     """Tolerances scale by the largest intermediate the interpreter computed, not only the
-    generator's: an i8 that wrapped (-(-128) is -128, 100 + 100 is -56) in float arithmetic,
-    or an exp past f32's range the generator's float64 value does not see."""
+    generator's (an i8 that wrapped, 100 * 100 being 16, then in float arithmetic), and an
+    exp past f32's range makes the program one that overflows."""
     k = tiledsl.compile("kernel f(x: i8[N], y: f32[N]) -> f32[N] {\n    t = x * x\n    return t * y\n}\n")
     x, y = np.array([100, -128, 3], np.int8), np.array([0.5, 1.0, 2.0], np.float32)
     prog = Program({"N": 3}, args=[x, y], magnitude=64.0)     # what the generator saw, ignoring the wrap
