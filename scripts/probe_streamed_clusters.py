@@ -11,6 +11,7 @@ import sys
 from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -24,15 +25,12 @@ from tiledsl.schedule.layout import plan_layout  # noqa: E402
 from tiledsl.schedule.partition import partition  # noqa: E402
 from tiledsl.schedule.problem import problem  # noqa: E402
 
-APPLY = ("kernel a(x: {t}[B, C, H, W], g: f32[C], b: f32[C]) -> {t}[B, C, H, W] {{\n"
-         "    mu = mean(f32(x), axis=(B, H, W))\n    d = f32(x) - mu\n"
-         "    return {t}(d * rsqrt(mean(d * d, axis=(B, H, W)) + 1e-5) * g + b)\n}}")
-STATS = ("kernel s(x: f32[B, C, H, W]) -> (f32[C], f32[C]) {\n    mu = mean(x, axis=(B, H, W))\n"
-         "    d = x - mu\n    return mu, mean(d * d, axis=(B, H, W))\n}")
+from probe_nchw import APPLY, STATS  # noqa: E402  (the batch norms timed there)
+
 LSE = "kernel l(x: f32[M, N]) -> f32[M] {\n    m = max(x, axis=N)\n    return m + log(sum(exp(x - m), axis=N))\n}"
 SOFTMAX = open("examples/softmax.tdsl").read()
 CASES = [("bn apply f32 32x64x112x112", APPLY.format(t="f32"), dict(B=32, C=64, H=112, W=112)),
-         ("bn stats f32 32x64x112x112", STATS, dict(B=32, C=64, H=112, W=112)),
+         ("bn stats f32 32x64x112x112", STATS.format(t="f32"), dict(B=32, C=64, H=112, W=112)),
          ("bn apply f32 16x96x128x128", APPLY.format(t="f32"), dict(B=16, C=96, H=128, W=128)),
          ("softmax f32 100x524288", SOFTMAX, dict(M=100, N=1 << 19)),
          ("softmax f32 48x1000003", SOFTMAX, dict(M=48, N=1000003)),

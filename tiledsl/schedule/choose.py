@@ -181,8 +181,9 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                                     keep=keep, prefetch=True, index64=p.index64))
             if tpr >= 256:      # looped: a block a row, or a cluster's blocks a row where rows are few
                 looped = Schedule("reduce_row", block=tpr, vec=vec, items=0, row_threads=tpr, index64=p.index64)
-                out += [looped] + [replace(looped, cluster=c, online=not online_pairs(p.group))
-                                   for c in rows.streamed_clusters(p, tpr, vec) if vec == vecs[0]]
+                together = [replace(looped, cluster=c, online=not online_pairs(p.group))
+                            for c in rows.streamed_clusters(p, tpr, vec) if vec == vecs[0]]
+                out += [looped] + [s for s in together if not fits(p, s)]     # (sm_90a, values a cluster posts)
     return _with_unrolls(p, out)
 
 
@@ -192,8 +193,8 @@ def _with_unrolls(p: Problem, schedules: list) -> list:
     last: a search capped below the whole space keeps the candidates it had."""
     out = [u for s in schedules for u in [s] + [replace(s, unroll=n) for n in rows.stream_unrolls(p, s)]]
     if online_pairs(p.group):
-        out += [replace(s, online=not s.online) for s in out if s.kind == "reduce_row" and s.items == 0
-                and s.cluster == 1]
+        flipped = [replace(s, online=not s.online) for s in out if s.kind == "reduce_row" and s.items == 0]
+        out += [s for s in flipped if s.cluster == 1 or not fits(p, s)]   # (a cluster streams in two passes)
     return out
 
 

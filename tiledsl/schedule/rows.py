@@ -551,12 +551,13 @@ def streamed_clusters(p: Problem, block: int, vec: int) -> list[int]:
     cluster > 1): with fewer rows than SMs, a block a row leaves SMs idle (batch-norm
     statistics over (B, H, W) of 64 channels, 401,408 f32 each: 0.55x a copy of the same
     bytes, H100 2026-11-27, scripts/probe_nchw.py). Each thread streams at least 4 vectors
-    of the row. The max and sum(exp) of a softmax go in two passes there (the one-pass merge
+    of the row (candidates() keeps those fits() allows: sm_90a, values a cluster posts).
+    The max and sum(exp) of a softmax go in two passes there (the one-pass merge
     is a block's own: its rows came out wrong). Tuner candidates, not a default: at 64 to
     120 rows (H100 2026-11-27 23:16, scripts/probe_streamed_clusters.py, µs, a block a row /
     8 blocks) batch-norm apply f32 32x64x112x112 gained (151.8 / 122.2) and its statistics
     hardly (73.9 / 72.1), but layernorm f16 120x1048576 (384.7 / 395.2), two-pass, lost."""
-    if p.arch != "sm_90a" or not cluster_values_fit(p) or p.rows >= p.sm_count or block < 64:
+    if p.rows >= p.sm_count:
         return []
     return [c for c in ROW_CLUSTERS if p.row_length // vec >= 4 * c * block]
 
