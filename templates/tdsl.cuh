@@ -515,6 +515,20 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 // N elements of T as one aligned access (16 bytes at most: LDG.128/STG.128).
 template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
 
+// Lane e of a packed bf16 vector widened from its 32-bit word: the low half shifted up,
+// the high half masked. The vector stays packed; widening each 16-bit lane on its own,
+// ptxas first moved every lane into a register of its own (PRMT), doubling the row's.
+template <int N>
+__device__ __forceinline__ float bf16_lane(const Vec<unsigned short, N>& v, int e) {
+    if constexpr (N % 2 != 0) {
+        return bf16_to_f32(v.v[e]);
+    } else {
+        unsigned w;
+        memcpy(&w, &v.v[e & ~1], 4);
+        return __uint_as_float(e & 1 ? (w & 0xffff0000u) : (w << 16));
+    }
+}
+
 #ifndef __CUDA_ARCH__     // on a host, a misaligned vector traps as it faults on the GPU
 #define TDSL_ALIGNED(p, bytes) if ((unsigned long long)(p) % (bytes)) __builtin_trap()
 #else
