@@ -64,12 +64,12 @@ def to_reg(expr: str, d: DType) -> str:
     return expr
 
 
-def vector_lane(vector: str, d: DType, vec) -> str:
+def vector_lane(vector: str, d: DType) -> str:
     """Lane `e` of a loaded vector, in registers. A bf16 lane is widened from its 32-bit
     word (tdsl::bf16_lane): widened from its own 16 bits, ptxas split every vector into a
     register a lane first (a bf16 layernorm's prefetching row with hoisted weights took 74
     registers and spilled under 64; from the words, 55)."""
-    if d.name == "bf16" and vec != 1:
+    if d.name == "bf16":
         return f"tdsl::bf16_lane({vector}, e)"
     return to_reg(f"{vector}.v[e]", d)
 
@@ -285,7 +285,7 @@ class _Renderer:
     def lane_value(self, op: Operand, slot: str) -> str:
         if self.mode(op) == "bcast":
             return to_reg(f"b{op.index}[{slot}]", op.dtype)
-        return vector_lane(f"b{op.index}[{slot}]", op.dtype, self.vec)
+        return vector_lane(f"b{op.index}[{slot}]", op.dtype)
 
     def define(self, v: Value) -> str:
         if v.op == "div" and v.operands[1].id in self.reciprocal:
@@ -479,7 +479,7 @@ class _Renderer:
                 lane = to_reg(f"b{k}", op.dtype)
             elif op.loops[-1] == i:         # contiguous along i: one vector
                 loads.append(f"const tdsl::Vec<{S}, V> b{k} = tdsl::load<{S}, V>({at});")
-                lane = vector_lane(f"b{k}", op.dtype, "V")
+                lane = vector_lane(f"b{k}", op.dtype)
             else:                           # across: through shared memory, read along j
                 # staged as stored: a 16-bit tile takes half the shared memory it would as f32
                 name = f"s_in{k}"
