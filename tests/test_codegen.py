@@ -646,13 +646,20 @@ def test_column_defaults_at_the_gpu_tests_shapes_do_not_spill(src, extents, hbm_
     the rows alone spilled 8 and 16 bytes under registers for 2048 threads; the GPU's spill
     warning (TdslPerformanceWarning) found them, not a CPU test, which had not compiled
     these shapes."""
-    k = tiledsl.compile(src)
+    assert_defaults_do_not_spill(tiledsl.compile(src), extents, hbm_gbps)
+
+
+_COMPILED_DEFAULTS: dict = {}      # CUDA text -> its sm_90a resource usage (many sizes and GPUs share a kernel)
+
+
+def assert_defaults_do_not_spill(k, extents: dict, hbm_gbps: float) -> None:
+    """The kernels a call of `k` at `extents` runs on a 132-SM GPU of `hbm_gbps`, compiled
+    for sm_90a: none spills."""
     for ks in sources_for(k, extents, 132, "sm_90a", hbm_gbps):
-        usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
-        assert not usage.spill_stores and not usage.local_bytes, (ks.name, usage)
-
-
-_COMPILED_DEFAULTS: dict = {}      # CUDA text -> its sm_90a resource usage (shared by the sizes and GPUs below)
+        usage = _COMPILED_DEFAULTS.get(ks.source)
+        if usage is None:
+            usage = _COMPILED_DEFAULTS[ks.source] = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
+        assert not usage.spill_stores and not usage.local_bytes, (extents, ks.name, usage)
 
 
 @pytest.mark.parametrize("hbm_gbps", [3352.0, 4800.0])    # an H100's rules, an H200's
@@ -665,12 +672,7 @@ def test_memory_example_defaults_at_the_gpu_tests_shapes_do_not_spill(name, hbm_
     tdsl::bf16_lane); only the GPU's spill check had compiled it."""
     k = test_gpu_memory._example_program(name)
     for size in test_gpu_memory.SHAPES_2D:
-        extents = test_gpu_memory.extents_for(k.graph.dims, size)
-        for ks in sources_for(k, extents, 132, "sm_90a", hbm_gbps):
-            usage = _COMPILED_DEFAULTS.get(ks.source)
-            if usage is None:
-                usage = _COMPILED_DEFAULTS[ks.source] = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
-            assert not usage.spill_stores and not usage.local_bytes, (size, ks.name, usage)
+        assert_defaults_do_not_spill(k, test_gpu_memory.extents_for(k.graph.dims, size), hbm_gbps)
 
 
 @pytest.mark.parametrize("src", ["kernel f(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }"]
