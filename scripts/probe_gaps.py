@@ -5,6 +5,7 @@ timed once; then the six fastest, the default and Triton's kernel are timed in t
 interleaved rounds (median microseconds, ratio to Triton).
 
     python scripts/probe_gaps.py [names to keep, e.g. softmax-8192x4096]
+    python scripts/probe_gaps.py softmax16:4096x16384 rmsnorm:8192x16384 ...   (these cases only)
 """
 import os
 import statistics
@@ -12,10 +13,10 @@ import sys
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cupy as cp  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks import triton_peers  # noqa: E402
+from benchmarks.bench_memory import LAYERNORM16_TDSL  # noqa: E402
 from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
 from row_probe import error, prepare  # noqa: E402
 from tiledsl.errors import TdslError  # noqa: E402
@@ -23,77 +24,87 @@ from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_
 from tiledsl.tune.compile import Compilation  # noqa: E402
 from tiledsl.tune.space import DeviceLimits, search_space  # noqa: E402
 
+SOURCES = {"softmax": "examples/softmax.tdsl", "rmsnorm": "examples/rmsnorm.tdsl",
+           "layernorm": "examples/layernorm.tdsl",
+           "layernorm16": LAYERNORM16_TDSL,
+           "softmax16": open("examples/softmax.tdsl").read().replace("f32[M, N]", "f16[M, N]")}
 SHAPES = {"softmax": [(8192, 4096), (12288, 4096), (8192, 5120), (32768, 781), (32768, 800), (20000, 781)],
           "rmsnorm": [(4096, 8192), (3072, 8192), (4096, 7168), (6144, 8192)]}
-TOLERANCE = {"softmax": 1e-5, "rmsnorm": 2e-3}
+TOLERANCE = {"softmax": 1e-5, "rmsnorm": 2e-3, "layernorm": 2e-3, "layernorm16": 2e-3, "softmax16": 2e-3}
 
 
 def triton_call(name, case):
     x = torch.from_dlpack(case.sets[0][0])
     out = torch.empty_like(x)
     xs = [torch.from_dlpack(s[0]) for s in case.sets]
-    if name == "softmax":
+    if name.startswith("softmax"):
         return lambda i: triton_peers.softmax(xs[i], out=out)
     ws = [torch.from_dlpack(s[1]) for s in case.sets]
-    return lambda i: triton_peers.rmsnorm(xs[i], ws[i], 1e-6, out=out)
+    if name == "rmsnorm":
+        return lambda i: triton_peers.rmsnorm(xs[i], ws[i], 1e-6, out=out)
+    bs = [torch.from_dlpack(s[2]) for s in case.sets]
+    return lambda i: triton_peers.layernorm(xs[i], ws[i], bs[i], 1e-5, out=out)
 
 
 def main() -> None:
-    only = sys.argv[1:]
+    named = [a.split(":") for a in sys.argv[1:] if ":" in a]
+    only = [a for a in sys.argv[1:] if ":" not in a]
+    cases = [(name, (m, n)) for name, shapes in SHAPES.items() for m, n in shapes]
+    if named:
+        cases = [(name, tuple(int(v) for v in mn.split("x"))) for name, mn in named]
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s  HBM peak {hbm_bandwidth(0):.0f} GB/s", flush=True)
-    for name, shapes in SHAPES.items():
-        for m, n in shapes:
-            label = f"{name}-{m}x{n}"
-            if only and not any(o in label for o in only):
+    for name, (m, n) in cases:
+        label = f"{name}-{m}x{n}"
+        if only and not any(o in label for o in only):
+            continue
+        case = prepare(name, SOURCES[name], dict(M=m, N=n))
+        k = case.kernel
+        [space] = search_space(k, case.extents, sm_count=_sm_count(0), limits=DeviceLimits.of_device(0),
+                               max_candidates=400, arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))
+        Compilation(k, [space], device_arch(0)).start().finish()
+        schedules = [c.schedule for c in space.candidates if c.status != "pruned"]
+        quick = []
+        for s in schedules:
+            set_overrides(k._launcher, {0: s})
+            try:
+                k(*case.sets[0], out=case.out)
+            except TdslError as e:
+                print(f"  {s.tag}: {str(e).splitlines()[0]}")
                 continue
-            case = prepare(name, f"examples/{name}.tdsl", dict(M=m, N=n))
-            k = case.kernel
-            [space] = search_space(k, case.extents, sm_count=_sm_count(0), limits=DeviceLimits.of_device(0),
-                                   max_candidates=400, arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))
-            Compilation(k, [space], device_arch(0)).start().finish()
-            schedules = [c.schedule for c in space.candidates if c.status != "pruned"]
-            quick = []
-            for s in schedules:
-                set_overrides(k._launcher, {0: s})
-                try:
-                    k(*case.sets[0], out=case.out)
-                except TdslError as e:
-                    print(f"  {s.tag}: {str(e).splitlines()[0]}")
-                    continue
-                t = time_cuda(lambda i: k(*case.sets[i], out=case.out), n_sets=len(case.sets), repeats=10,
-                              warmup_ms=5)
-                quick.append((t.median_us, s))
-            quick.sort(key=lambda r: r[0])
-            keep = []           # the six fastest that compute the right result (checked in rank order)
-            for _, s in quick:
-                if len(keep) == 6:
-                    break
-                err = error(case, s)
-                if err <= TOLERANCE[name]:
-                    keep.append(s)
-                else:
-                    print(f"  {s.tag}: WRONG err {err:.1e}")
-            if space.default not in keep:
-                keep.append(space.default)
-            plain = lambda i: k(*case.sets[i], out=case.out)   # noqa: E731
-            runs = {f"{s.tag} ps{s.blocks_per_sm}": (s, plain) for s in keep}
-            runs["triton"] = (None, triton_call(name, case))
-            times = {lab: [] for lab in runs}
-            for _ in range(3):
-                for lab, (s, fn) in runs.items():
-                    if s is not None:
-                        set_overrides(k._launcher, {0: s})
-                    fn(0)
-                    times[lab].append(time_cuda(fn, n_sets=len(case.sets), repeats=20, warmup_ms=20).median_us)
-            set_overrides(k._launcher, {})
-            tri = statistics.median(times["triton"])
-            print(f"## {label} ({len(quick)} candidates ran; {case.nbytes / 1e6:.0f} MB)", flush=True)
-            for lab in sorted(times, key=lambda lab: statistics.median(times[lab])):
-                us = statistics.median(times[lab])
-                mark = " <= default" if runs[lab][0] == space.default else ""
-                print(f"  {lab:40s} {us:8.1f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy "
-                      f"{tri / us:5.3f}x triton  [{' '.join(f'{t:.1f}' for t in times[lab])}]{mark}", flush=True)
+            t = time_cuda(lambda i: k(*case.sets[i], out=case.out), n_sets=len(case.sets), repeats=10,
+                          warmup_ms=5)
+            quick.append((t.median_us, s))
+        quick.sort(key=lambda r: r[0])
+        keep = []           # the six fastest that compute the right result (checked in rank order)
+        for _, s in quick:
+            if len(keep) == 6:
+                break
+            err = error(case, s)
+            if err <= TOLERANCE[name]:
+                keep.append(s)
+            else:
+                print(f"  {s.tag}: WRONG err {err:.1e}")
+        if space.default not in keep:
+            keep.append(space.default)
+        plain = lambda i: k(*case.sets[i], out=case.out)   # noqa: E731
+        runs = {f"{s.tag} ps{s.blocks_per_sm}": (s, plain) for s in keep}
+        runs["triton"] = (None, triton_call(name, case))
+        times = {lab: [] for lab in runs}
+        for _ in range(3):
+            for lab, (s, fn) in runs.items():
+                if s is not None:
+                    set_overrides(k._launcher, {0: s})
+                fn(0)
+                times[lab].append(time_cuda(fn, n_sets=len(case.sets), repeats=20, warmup_ms=20).median_us)
+        set_overrides(k._launcher, {})
+        tri = statistics.median(times["triton"])
+        print(f"## {label} ({len(quick)} candidates ran; {case.nbytes / 1e6:.0f} MB)", flush=True)
+        for lab in sorted(times, key=lambda lab: statistics.median(times[lab])):
+            us = statistics.median(times[lab])
+            mark = " <= default" if runs[lab][0] == space.default else ""
+            print(f"  {lab:40s} {us:8.1f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy "
+                  f"{tri / us:5.3f}x triton  [{' '.join(f'{t:.1f}' for t in times[lab])}]{mark}", flush=True)
 
 
 if __name__ == "__main__":

@@ -248,6 +248,8 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     tpr = min(512, max(64, pow2_at_least(-(-rvec // per_thread))))
     if hints.threads:
         tpr = hints.threads
+    elif tpr == 512:
+        tpr = rows.fuller_block(rvec, vec, per_thread)
     items = rows.row_share(rvec, tpr)
     # A share that does not fit its registers (row_share_fits) is made to, the fastest
     # way measured (H100 2026-11-25, scripts/probe_row_share.py and `tiledsl autotune`,
@@ -292,7 +294,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
     hoist = invariant > per_row and not late_weights and True in rows.hoist_choices(p)
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
-    keep = rows.keeps_fit(p, items, vec)
+    keep = rows.keeps_fit(p, items, vec) and rows.keep_pays(p, tpr, items, vec)
     # A persistent block loads its next row while it reduces this one. Measured 2026-11-22
     # (benchmarks/sweep.py, layernorm f16 16384x4096 / 65536x1024 / 4096x8192): on an H200
     # 10%, 6% and 1% faster than without, the fastest schedule of each space; on an H100 2%
@@ -316,6 +318,10 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             and (low_bandwidth or light) and (p.rows >= 64 * p.sm_count or (low_bandwidth and light)))
     if late:
         hoist, per_sm, prefetch, keep = False, 0, False, False
+    if (not hints.threads and not per_sm and not late_weights and not late
+            and rows.deeper_share_pays(p, tpr, items, vec)):
+        tpr, items, keep = tpr // 2, 2 * items, False
+        hoist = True in rows.hoist_choices(p)
     full = not per_sm and not prefetch and rows.full_occupancy_fits(p, items, vec, keep)
     chosen = Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
                       hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, prefetch=prefetch,

@@ -74,6 +74,45 @@ def row_share(row_vectors: int, threads: int) -> int:
     return max(1, -(-row_vectors // threads))
 
 
+def fuller_block(row_vectors: int, vec: int, per_thread: int) -> int:
+    """The threads of a row that 512 threads would share (about `per_thread` vectors each):
+    256 where that leaves fewer of the block's vector slots idle and a thread holds at most
+    twice `per_thread`. Idle slots are bytes not in flight: a 16-bit row of 5120 is 640
+    vectors, 1024 slots at 512 threads (2 each), 768 at 256 (3 each). H200 2026-11-29
+    (scripts/probe_gaps.py, µs, 512 / 256 threads): rmsnorm f16 8192x5120 54.7 / 43.8,
+    8192x6144 59.4 / 52.6; softmax f32 8192x5120 99.5 / 84.5, 16384x5120 194.5 / 163.9."""
+    if vec < 4 or -(-row_vectors // 256) > 2 * per_thread:
+        return 512
+    return 256 if 256 * -(-row_vectors // 256) < 512 * -(-row_vectors // 512) else 512
+
+
+def share_bytes(p: Problem, items: int, vec: int) -> int:
+    """Bytes a thread reads of its row: its vectors of the widest per-row input."""
+    return items * vec * max((op.dtype.itemsize for op in p.layout.row_inputs), default=4)
+
+
+def keep_pays(p: Problem, threads: int, items: int, vec: int) -> bool:
+    """Whether a row of `threads` threads should keep its costly element values between
+    phases (where keeps_fit): not a 512-thread block whose threads read under 64 bytes of
+    the row each. Its kept values take the SM's third resident block (softmax f32 at 12
+    elements a thread: 45 registers, two blocks of 512; 36 without, three), and two such
+    blocks hold too few bytes in flight: H200 2026-11-29 (scripts/probe_gaps.py), softmax
+    f32 8192x6144 108.5 us kept / 99.8 recomputed; at 16 elements a thread (64 bytes, also
+    two blocks) 69.7 / 69.5 at 4096x8192."""
+    return threads < 512 or share_bytes(p, items, vec) >= 64
+
+
+def deeper_share_pays(p: Problem, threads: int, items: int, vec: int) -> bool:
+    """Whether a row that 512 threads read 32 bytes each (two 16-byte vectors) goes to 256
+    threads reading 64, its weights hoisted: on GPUs with much HBM bandwidth per SM (at
+    least LATE_LOADS_GBPS_PER_SM), where an SM needs more bytes in flight than three blocks
+    of 512 threads hold (ptxas: 40 registers) and four blocks of 256 hold more (55). H200
+    2026-11-29 (scripts/probe_gaps.py, µs, 512 / 256): rmsnorm f16 4096x8192 37.7 / 36.7,
+    3072x8192 29.8 / 28.7, 6144x8192 54.2 / 53.4, 4096x7168 35.1 / 32.7."""
+    return (threads == 512 and vec > 1 and p.hbm_gbps_per_sm >= LATE_LOADS_GBPS_PER_SM
+            and share_bytes(p, items, vec) == 32 and row_share_fits(p, 2 * items, vec))
+
+
 def row_register_budget(vec: int) -> int:
     """4-byte registers a thread may hold of its row's inputs without spilling
     (measured with ptxas: scalar access also spends registers on indices)."""
@@ -481,10 +520,20 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     for threads in (hints.threads,) if hints.threads else widths:
         held = held_row_share(p, vec, threads, peel=peel)
         if held:
-            return held
+            return replace(held, keep=True) if not peel and packed_keeps_pay(p, held) else held
     if not peel or not clusters or hints.threads or hints.cluster == 1:
         return None
     return cluster_row_schedule(p, vec, peel=True)
+
+
+def packed_keeps_pay(p: Problem, held: Schedule) -> bool:
+    """Whether a long 16-bit row held packed (long_row_schedule's case 2) keeps its costly
+    element values between phases: where keeps_fit allows it, on GPUs with at least
+    LATE_LOADS_GBPS_PER_SM of HBM bandwidth per SM, where the exp computed twice holds the
+    row back. H200 2026-11-29 (scripts/probe_gaps.py, µs, recomputed / kept): softmax f16
+    16384x4096 76.4 / 68.9 at 128 threads (32 elements a thread); not measured on an H100."""
+    return (costly_elements(p.group) and keeps_fit(p, held.items, held.vec)
+            and p.hbm_gbps_per_sm >= LATE_LOADS_GBPS_PER_SM)
 
 
 def streamed_reads(p: Problem) -> int:
