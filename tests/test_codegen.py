@@ -295,6 +295,37 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     assert default(p2) == default(replace(p2, hbm_gbps=0.0))
 
 
+def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_flight():
+    """Rows held by a block: 256 threads where 512 would leave more of the row's vector slots
+    idle (rows.fuller_block), no kept values at 512 threads under 64 bytes a thread
+    (rows.keep_pays); on GPUs with much bandwidth per SM, 16-bit rows that 512 threads read
+    32 bytes each go to 256 threads reading 64 (rows.deeper_share_pays), and long packed
+    16-bit rows keep exp's values (rows.packed_keeps_pay). The H200's figures are in the
+    rules' docstrings."""
+    def pick(src, m, n, gbps):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        return default(problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=gbps))
+    softmax, rmsnorm = ((EXAMPLES / f"{name}.tdsl").read_text() for name in ("softmax", "rmsnorm"))
+    softmax16 = softmax.replace("f32[M, N]", "f16[M, N]")
+    for gbps in (3352.0, 4800.0, 0.0):
+        s = pick(softmax, 8192, 5120, gbps)             # 1280 vectors: 1536 slots at 512, 1280 at 256
+        assert (s.block, s.items, s.vec) == (256, 5, 4), s.tag
+        s = pick(rmsnorm, 8192, 6144, gbps)             # 768 vectors: 1024 slots at 512, 768 at 256
+        assert (s.block, s.items, s.vec) == (256, 3, 8), s.tag
+        s = pick(softmax, 8192, 6144, gbps)             # 48 bytes a thread at 512: nothing kept
+        assert (s.block, s.items, s.keep) == (512, 3, False), s.tag
+        s = pick(softmax, 4096, 8192, gbps)             # 64 bytes a thread: kept
+        assert (s.block, s.items, s.keep) == (512, 4, True), s.tag
+    h100, h200 = pick(rmsnorm, 4096, 8192, 3352.0), pick(rmsnorm, 4096, 8192, 4800.0)
+    assert (h100.block, h100.items, h100.keep, h100.hoist) == (512, 2, False, False), h100.tag
+    assert (h200.block, h200.items, h200.keep, h200.hoist) == (256, 4, False, True), h200.tag
+    h100, h200 = pick(softmax16, 16384, 4096, 3352.0), pick(softmax16, 16384, 4096, 4800.0)
+    assert (h100.block, h100.items, h100.keep) == (128, 4, False), h100.tag
+    assert (h200.block, h200.items, h200.keep) == (128, 4, True), h200.tag
+    assert not pick(softmax16, 8192, 8192, 4800.0).keep        # 64 elements a thread: too many to keep
+
+
 def test_elements_divided_by_a_row_value_multiply_by_its_reciprocal_once_per_row():
     """softmax's exp(x - max) / sum: one reciprocal per row, a multiply per element (a correctly
     rounded f32 divide is a dozen instructions); f64 and element-by-element divides stay divides."""
