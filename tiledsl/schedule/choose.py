@@ -318,10 +318,10 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             and (low_bandwidth or light) and (p.rows >= 64 * p.sm_count or (low_bandwidth and light)))
     if late:
         hoist, per_sm, prefetch, keep = False, 0, False, False
-    if (not hints.threads and not per_sm and not late_weights and not late
+    if (not hints.threads and not hints.stages and not per_sm and not late_weights and not late
             and rows.deeper_share_pays(p, tpr, items, vec)):
-        tpr, items, keep = tpr // 2, 2 * items, False
-        hoist = True in rows.hoist_choices(p)
+        tpr, keep, hoist = tpr // 2, False, True in rows.hoist_choices(p)
+        items = rows.row_share(rvec, tpr)
     full = not per_sm and not prefetch and rows.full_occupancy_fits(p, items, vec, keep)
     chosen = Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
                       hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, prefetch=prefetch,

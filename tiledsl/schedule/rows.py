@@ -110,7 +110,7 @@ def deeper_share_pays(p: Problem, threads: int, items: int, vec: int) -> bool:
     2026-11-29 (scripts/probe_gaps.py, µs, 512 / 256): rmsnorm f16 4096x8192 37.7 / 36.7,
     3072x8192 29.8 / 28.7, 6144x8192 54.2 / 53.4, 4096x7168 35.1 / 32.7."""
     return (threads == 512 and vec > 1 and p.hbm_gbps_per_sm >= LATE_LOADS_GBPS_PER_SM
-            and share_bytes(p, items, vec) == 32 and row_share_fits(p, 2 * items, vec))
+            and share_bytes(p, items, vec) == 32 and row_share_fits(p, row_share(p.row_length // vec, 256), vec))
 
 
 def row_register_budget(vec: int) -> int:
