@@ -706,6 +706,18 @@ def test_memory_example_defaults_at_the_gpu_tests_shapes_do_not_spill(name, hbm_
         assert_defaults_do_not_spill(k, test_gpu_memory.extents_for(k.graph.dims, size), hbm_gbps)
 
 
+BF16_LAYERNORM = (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16").replace("f32[N]", "bf16[N]")
+
+
+@pytest.mark.parametrize("hbm_gbps", [3352.0, 4800.0])
+@pytest.mark.parametrize("extents", [dict(M=512, N=4352), dict(M=512, N=8448), dict(M=8192, N=6144)])
+def test_bf16_weights_are_not_hoisted_beside_24_elements_a_thread(extents, hbm_gbps):
+    """A bf16 layernorm with bf16 weight and bias at 24 elements a thread: hoisted, its
+    weights spilled 8 bytes at 64 registers (Problem.words_per_row_element counts them at
+    three quarters of a word); the default loads them late instead, and nothing spills."""
+    assert_defaults_do_not_spill(tiledsl.compile(BF16_LAYERNORM), extents, hbm_gbps)
+
+
 @pytest.mark.parametrize("src", ["kernel f(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }"]
                          + COLUMNS_WITH_VALUES_OF_THEIR_OWN[:4])
 @pytest.mark.parametrize("extents", [dict(M=16384, N=4096), dict(M=8192, N=8192), dict(M=65536, N=776),
