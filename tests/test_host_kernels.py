@@ -17,7 +17,7 @@ import tiledsl
 from hypothesis import strategies as st
 from tiledsl.errors import TdslError
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
-from tiledsl.schedule.choose import candidates
+from tiledsl.schedule.choose import candidates, default
 from tiledsl.schedule.problem import problem
 from tiledsl.schedule.columns import column_tile_split
 from tiledsl.schedule.layout import plan_layout
@@ -97,6 +97,26 @@ def _check(k, extents, schedule=None):
 @pytest.mark.parametrize("label,src,extents", PROGRAMS, ids=[p[0] for p in PROGRAMS])
 def test_the_default_kernel_runs_right_on_the_host(label, src, extents):
     _check(tiledsl.compile(src), extents)
+
+
+_SOFTMAX, _RMSNORM, _LAYERNORM = ((EXAMPLES / f"{n}.tdsl").read_text() for n in ("softmax", "rmsnorm", "layernorm"))
+WIDE_ROW_DEFAULTS = [   # (label, source, N): the row rules of 2026-11-29 at widths they change
+    ("softmax f32, 256 threads for 5120", _SOFTMAX, 5120), ("softmax f32, 512 without keeps", _SOFTMAX, 6144),
+    ("softmax f32, 256 threads for 7168", _SOFTMAX, 7168), ("rmsnorm, 256 threads for 6144", _RMSNORM, 6144),
+    ("rmsnorm, 64 bytes a thread", _RMSNORM, 8192), ("rmsnorm, 64 bytes a thread of 7168", _RMSNORM, 7168),
+    ("softmax f16, kept", _SOFTMAX.replace("f32[M, N]", "f16[M, N]"), 4096),
+    ("softmax bf16, kept", _SOFTMAX.replace("f32[M, N]", "bf16[M, N]"), 4096),
+    ("layernorm bf16 weights, late", _LAYERNORM.replace("f16", "bf16").replace("f32[N]", "bf16[N]"), 4352),
+    ("layernorm f16 weights, 256 threads", _LAYERNORM.replace("f32[N]", "f16[N]"), 6144)]
+
+
+@pytest.mark.parametrize("label,src,n", WIDE_ROW_DEFAULTS, ids=[c[0] for c in WIDE_ROW_DEFAULTS])
+def test_wide_row_defaults_run_right_on_the_host(label, src, n):
+    """The default an H200 (4800 GB/s) takes for 8192 rows of each width, run on 3 rows."""
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    s = default(problem(g, plan_layout(g, k.graph), dict(M=8192, N=n), hbm_gbps=4800.0), k.hints)
+    _check(k, dict(M=3, N=n), s)
 
 
 def test_float_to_integer_casts_saturate_and_take_nan_to_zero():
