@@ -111,9 +111,9 @@ class Problem:
         widened by shifts and masks where f16 ones are read a half at a time (ptxas sm_90a,
         2026-11-29: a bf16 layernorm with bf16 weight and bias, 24 elements a thread hoisted,
         spilled 8 bytes at 64 registers, 36 words counted at half; its f16 twin did not)."""
-        kept = set(self.layout.kept_loops)
-        return max(sum(0.75 if vec > 1 and op.dtype.name == "bf16" and not set(op.loops) & kept
-                       else operand_words(op, vec) for op in self.layout.reduced_inputs), 0.5)
+        weights = self.layout.weight_inputs
+        return max(sum(0.75 if vec > 1 and op.dtype.name == "bf16" and op in weights else operand_words(op, vec)
+                       for op in self.layout.reduced_inputs), 0.5)
 
     def words_per_row_element_per_row(self, vec: int) -> float:
         """The part of words_per_row_element that changes from row to row (what a prefetch doubles)."""
