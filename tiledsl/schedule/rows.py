@@ -81,9 +81,14 @@ def fuller_block(row_vectors: int, vec: int, per_thread: int) -> int:
     vectors, 1024 slots at 512 threads (2 each), 768 at 256 (3 each). H200 2026-11-29
     (scripts/probe_gaps.py, µs, 512 / 256 threads): rmsnorm f16 8192x5120 54.7 / 43.8,
     8192x6144 59.4 / 52.6; softmax f32 8192x5120 99.5 / 84.5, 16384x5120 194.5 / 163.9."""
-    if vec < 4 or -(-row_vectors // 256) > 2 * per_thread:
-        return 512
-    return 256 if 256 * -(-row_vectors // 256) < 512 * -(-row_vectors // 512) else 512
+    half = row_share(row_vectors, 256)
+    return 256 if vec >= 4 and half <= 2 * per_thread and 256 * half < 512 * row_share(row_vectors, 512) else 512
+
+
+def much_bandwidth_per_sm(p: Problem) -> bool:
+    """An H200's class of GPU: at least LATE_LOADS_GBPS_PER_SM of peak HBM bandwidth per SM
+    (an H200 37, an H100 25; unknown counts as little)."""
+    return p.hbm_gbps_per_sm >= LATE_LOADS_GBPS_PER_SM
 
 
 def share_bytes(p: Problem, items: int, vec: int) -> int:
@@ -109,7 +114,7 @@ def deeper_share_pays(p: Problem, threads: int, items: int, vec: int) -> bool:
     of 512 threads hold (ptxas: 40 registers) and four blocks of 256 hold more (55). H200
     2026-11-29 (scripts/probe_gaps.py, µs, 512 / 256): rmsnorm f16 4096x8192 37.7 / 36.7,
     3072x8192 29.8 / 28.7, 6144x8192 54.2 / 53.4, 4096x7168 35.1 / 32.7."""
-    return (threads == 512 and vec > 1 and p.hbm_gbps_per_sm >= LATE_LOADS_GBPS_PER_SM
+    return (threads == 512 and vec > 1 and much_bandwidth_per_sm(p)
             and share_bytes(p, items, vec) == 32 and row_share_fits(p, row_share(p.row_length // vec, 256), vec))
 
 
@@ -532,8 +537,7 @@ def packed_keeps_pay(p: Problem, held: Schedule) -> bool:
     LATE_LOADS_GBPS_PER_SM of HBM bandwidth per SM, where the exp computed twice holds the
     row back. H200 2026-11-29 (scripts/probe_gaps.py, µs, recomputed / kept): softmax f16
     16384x4096 76.4 / 68.9 at 128 threads (32 elements a thread); not measured on an H100."""
-    return (costly_elements(p.group) and keeps_fit(p, held.items, held.vec)
-            and p.hbm_gbps_per_sm >= LATE_LOADS_GBPS_PER_SM)
+    return costly_elements(p.group) and keeps_fit(p, held.items, held.vec) and much_bandwidth_per_sm(p)
 
 
 def streamed_reads(p: Problem) -> int:
