@@ -160,8 +160,14 @@ __device__ __forceinline__ float exp_narrow(float x) {
 __device__ __forceinline__ float div_narrow(float a, float b) {
     float r; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b)); return a * r;
 }
+// Subnormal results kept (no .ftz): a sum of them may still be divided by (tdsl::exp_approx's
+// uses in cuda.py). ptxas scales around them: 5 instructions.
+__device__ __forceinline__ float exp_approx(float x) {
+    float r; asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x * 1.44269504088896340736f)); return r;
+}
 #else
 __device__ __forceinline__ float exp_narrow(float x) { return expf(x); }
+__device__ __forceinline__ float exp_approx(float x) { return expf(x); }
 __device__ __forceinline__ float div_narrow(float a, float b) { return a / b; }
 #endif
 __device__ __forceinline__ float sigmoid_narrow(float x) { return div_narrow(1.0f, 1.0f + exp_narrow(-x)); }

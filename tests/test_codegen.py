@@ -1582,6 +1582,37 @@ def test_16_bit_math_takes_the_hardwares_approximations_only_where_rounded_to_16
     assert counts["f16"] < 30 < 50 < counts["f32"], counts
 
 
+def test_exps_that_reach_16_bit_results_through_sums_and_quotients_take_the_approximation():
+    """A 16-bit softmax's exp feeds the sum and the quotient, both rounded to 16 bits at the
+    end: it runs on ex2.approx without flushing (tdsl::exp_approx; 5 instructions, not expf's
+    8). An exp any of whose uses is an f32 result, a difference, or a sum that is not only of
+    exps' positive values (whose cancellation would magnify the error), keeps expf."""
+    def body(src, shape=(64, 100)):
+        k = tiledsl.compile(src)
+        dt = {"f16": np.float16, "f32": np.float32}[src.split("x: ")[1][:3]]
+        text = k.cuda_source(np.zeros(shape, dt))
+        return text, text[text.index('extern "C"'):]
+    sm = "kernel sm(x: {t}[M, N]) -> {t}[M, N] {{ e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N) }}"
+    text, b = body(sm.format(t="f16"))
+    assert b.count("tdsl::exp_approx(") >= 1 and "tdsl::exp(" not in b
+    for arch in ARCHS:
+        assert toolchain.compile_cuda(text, arch=arch).cubin
+    ops = toolchain.sass_opcodes(toolchain.sass(toolchain.compile_cuda(text, arch="sm_90a").cubin))
+    assert ops["MUFU.EX2"] >= 1 and ops["FFMA.SAT"] == 0, ops      # (expf reduces its argument by FFMA.SAT)
+    keeps = {
+        "f32 result": sm.format(t="f32"),
+        "logsumexp": "kernel l(x: f16[M, N]) -> f16[M] { m = max(x, axis=N)\n return log(sum(exp(x - m), axis=N)) + m }",
+        "a difference": "kernel d(x: f16[M, N]) -> f16[M, N] { e = exp(x)\n return e / sum(e, axis=N) - e }",
+        "also a result": "kernel r(x: f16[M, N]) -> (f16[M, N], f32[M, N]) { e = exp(x)\n return e / sum(e, axis=N), e }",
+        "a sum with x": "kernel s(x: f16[M, N]) -> f16[M] { return sum(exp(x) * x, axis=N) }",
+    }
+    for why, src in keeps.items():
+        assert "tdsl::exp_approx(" not in body(src)[1], why
+    # a product's sum: x * exp(x) may be negative, so its sum may cancel; exp * exp may not
+    assert "tdsl::exp_approx(" in body("kernel p(x: f16[M, N]) -> f16[M] { e = exp(x)\n"
+                                       " return f16(max(e * e, axis=N)) }")[1]
+
+
 def test_a_row_too_long_for_a_block_is_shared_by_a_cluster_on_sm_90a():
     """Softmax over rows of 65536 f32: on sm_90a 4 blocks of 512 threads share a row, each
     holding 8 float4 of it, and exchange each reduction's value by st.async into the others'

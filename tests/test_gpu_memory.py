@@ -1478,6 +1478,32 @@ def test_16_bit_functions_round_every_value_within_an_ulp(fn, dtype):
     assert not bad.any(), list(zip(x[bad][:6].astype(np.float64), g[bad][:6], w[bad][:6]))
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("shift", ["max subtracted", "none, values near -90"])
+def test_16_bit_softmax_exps_on_the_approximation_stay_within_tolerance(dtype, shift, rng):
+    """A 16-bit softmax's exps feed the sum and the quotient before the 16-bit rounding:
+    they run on ex2.approx without flushing subnormals (tdsl::exp_approx). Rows of widths
+    that break alignment and of the 4096x16384 benchmark's width, against float64. Written
+    without subtracting the max, over inputs near -90, every exp is an f32 subnormal
+    (exp(-90) = 8.2e-40, still 17 bits): had they been flushed, the sum would be 0 and
+    every result NaN. (Near -100 they keep 5 bits: expf's results miss the tolerance too.)"""
+    body = "e = exp(x - max(x, axis=N))" if shift == "max subtracted" else "e = exp(x)"
+    k = compiled(f"kernel sm(x: {dtype}[M, N]) -> {dtype}[M, N] {{ {body}\n"
+                 f"return e / sum(e, axis=N) }}")
+    npt = np.float16 if dtype == "f16" else bf16_numpy()
+    for m, n in ((33, 777), (7, 16384), (300, 24)):
+        assert "tdsl::exp_approx(" in k.cuda_source(np.zeros((m, n), npt))
+        x = rng.standard_normal((m, n)) * (3 if shift == "max subtracted" else 0.5)
+        x = (x - (90 if shift != "max subtracted" else 0)).astype(npt)
+        want = np.asarray(k.reference(x, compute="f64"), np.float64)
+        assert np.isfinite(want).all()
+        out = to_device(np.full((m, n), np.nan, npt))
+        got = to_host(k(to_device(x), out=out)).astype(np.float64)
+        assert not np.isnan(got).any(), (m, n)
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert err <= (2e-3 if dtype == "f16" else 1e-2), (m, n, err)
+
+
 # A few long rows with results over the whole row run spread: each reduction level split
 # over the GPU, the results written by a pointwise kernel (schedule.problem.few_long_rows).
 SPREAD_SOFTMAX = ("kernel sm(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n"
