@@ -160,8 +160,9 @@ __device__ __forceinline__ float exp_narrow(float x) {
 __device__ __forceinline__ float div_narrow(float a, float b) {
     float r; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b)); return a * r;
 }
-// Subnormal results kept (no .ftz): a sum of them may still be divided by (tdsl::exp_approx's
-// uses in cuda.py). ptxas scales around them: 5 instructions.
+// exp for values that reach only 16-bit results through sums and quotients (cuda.py's
+// APPROX_STEPS). Subnormal results are kept (no .ftz): a row's sum of them, all subnormal,
+// is still divided by. ptxas scales around them: 5 instructions.
 __device__ __forceinline__ float exp_approx(float x) {
     float r; asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x * 1.44269504088896340736f)); return r;
 }
