@@ -19,7 +19,7 @@ from row_probe import prepare  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 from tiledsl.schedule.choose import candidates  # noqa: E402
 
-probe_fastexp.MODE["on"] = os.environ.get("MODE", "plain")
+probe_fastexp.use(os.environ.get("MODE", "plain"))
 name, m, n, *tags = sys.argv[1:]
 case = prepare(name, SOURCES[name], dict(M=int(m), N=int(n)))
 k = case.kernel

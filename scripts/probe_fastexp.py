@@ -26,11 +26,10 @@ import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tiledsl  # noqa: E402
-import tiledsl.codegen.cuda as cg  # noqa: E402
-import tiledsl.runtime.launcher as L  # noqa: E402
 from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
 from probe_gaps import SOURCES, triton_call  # noqa: E402
 from row_probe import prepare  # noqa: E402
+from text_patch import install  # noqa: E402
 from tiledsl.inputs import relative_error  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 from tiledsl.schedule.choose import candidates, default  # noqa: E402
@@ -79,19 +78,13 @@ def transform(src: str, mode: str) -> str:
     return src
 
 
-MODE = {"on": "plain"}
-_render, _key = cg.render, L.kernel_key_parts
+MODE = install("fastexp", lambda src, schedule: transform(src, MODE["on"]))
 
 
-def _patched(graph, group, layout, schedule, stage=1):
-    ks = _render(graph, group, layout, schedule, stage)
-    if MODE["on"] == "plain":
-        return ks
-    return cg.KernelSource(ks.name, transform(ks.source, MODE["on"]), ks.schedule, ks.layout)
+def use(mode: str) -> None:
+    """Render kernels as `mode` from here on (plain: the compiler's own)."""
+    MODE["on"] = False if mode == "plain" else mode
 
-
-cg.render = _patched
-L.kernel_key_parts = lambda *a: _key(*a) + ((MODE["on"],) if MODE["on"] != "plain" else ())
 
 SOURCES = dict(SOURCES, softmaxbf16=SOURCES["softmax16"].replace("f16[M, N]", "bf16[M, N]"))
 SM_MODES = ("plain", "ftz", "sub", "once", "both")
@@ -169,7 +162,7 @@ def main() -> None:
         runs = {}
         for s in chosen:
             for mode in modes:
-                MODE["on"] = mode
+                use(mode)
                 km = kernels[mode]
                 km(*case.sets[0], out=case.out)
                 set_overrides(km._launcher, {0: s})
@@ -182,13 +175,13 @@ def main() -> None:
         tri_t = []
         for _ in range(3):
             for (s, mode), res in runs.items():
-                MODE["on"] = mode
+                use(mode)
                 km = kernels[mode]
                 set_overrides(km._launcher, {0: s})
                 fn = lambda i: km(*case.sets[i], out=case.out)   # noqa: E731
                 res.append(time_cuda(fn, n_sets=len(case.sets), repeats=20, warmup_ms=15).median_us)
             tri_t.append(time_cuda(tri, n_sets=len(case.sets), repeats=20, warmup_ms=15).median_us)
-        MODE["on"] = "plain"
+        use("plain")
         t_tri = statistics.median(tri_t)
         print(f"## {label}: triton {t_tri:.1f} us ({case.nbytes / t_tri / 1e3 / copy:.3f}x copy)", flush=True)
         for (s, mode), (err, *ts) in runs.items():

@@ -18,7 +18,8 @@ from tiledsl.schedule.problem import problem
 
 
 def install(tag: str, transform) -> dict:
-    """FLAG: while FLAG["on"], each kernel's CUDA is transform(source, schedule)."""
+    """FLAG: while FLAG["on"], each kernel's CUDA is transform(source, schedule). FLAG["on"]
+    may name a version (a transform reading it): each version is cached apart."""
     flag = {"on": False}
     render, key_parts = cg.render, L.kernel_key_parts
 
@@ -28,7 +29,7 @@ def install(tag: str, transform) -> dict:
             return ks
         return cg.KernelSource(ks.name, transform(ks.source, schedule), ks.schedule, ks.layout)
     cg.render = patched
-    L.kernel_key_parts = lambda *a: key_parts(*a) + ((tag,) if flag["on"] else ())
+    L.kernel_key_parts = lambda *a: key_parts(*a) + ((tag, flag["on"]) if flag["on"] else ())
     return flag
 
 

@@ -237,8 +237,7 @@ class _Renderer:
         self.lane_held: dict[int, Value] = {}   # a vector of columns' values held a lane each (reduce())
         users, results = graph.users(), {v.id for v in graph.outputs}
         self.narrow = {v.id for v in group.values if v.op in _NARROW_FN and v.dtype.name == "f32"
-                       and v.id not in results and users[v.id]
-                       and all(u.op == "cast" and u.dtype.name in ("f16", "bf16") for u in users[v.id])}
+                       and _rounds_to_16_bits(v, users, results, 0)}      # (every use a 16-bit cast)
         self.approx = {v.id for v in group.values if v.op == "exp" and v.dtype.name == "f32"
                        and v.id not in self.narrow and _rounds_to_16_bits(v, users, results, APPROX_STEPS)}
 
