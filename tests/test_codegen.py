@@ -300,7 +300,8 @@ def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_fligh
     idle (rows.fuller_block), no kept values at 512 threads under 64 bytes a thread
     (rows.keep_pays); on GPUs with much bandwidth per SM, 16-bit rows that 512 threads read
     32 bytes each go to 256 threads reading 64 (rows.deeper_share_pays), and long packed
-    16-bit rows keep exp's values (rows.packed_keeps_pay). The H200's figures are in the
+    16-bit rows keep exp's values (rows.packed_keeps_pay), held by twice the threads where the
+    fewest would hold 64 elements each (rows.halved_packed_share). The H200's figures are in the
     rules' docstrings."""
     def pick(src, m, n, gbps):
         k = tiledsl.compile(src)
@@ -323,7 +324,14 @@ def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_fligh
     h100, h200 = pick(softmax16, 16384, 4096, 3352.0), pick(softmax16, 16384, 4096, 4800.0)
     assert (h100.block, h100.items, h100.keep) == (128, 4, False), h100.tag
     assert (h200.block, h200.items, h200.keep) == (128, 4, True), h200.tag
-    assert not pick(softmax16, 8192, 8192, 4800.0).keep        # 64 elements a thread: too many to keep
+    # 64 elements a thread at the fewest threads: twice the threads instead, kept below 512
+    # (rows.halved_packed_share); on an H100's bandwidth per SM the fewest threads, nothing kept
+    for n, h200_pick in ((8192, (256, 4, True)), (16384, (512, 4, False))):
+        h100, h200 = pick(softmax16, 4096, n, 3352.0), pick(softmax16, 4096, n, 4800.0)
+        assert (h100.block, h100.items, h100.keep) == (h200_pick[0] // 2, 8, False), h100.tag
+        assert (h200.block, h200.items, h200.keep) == h200_pick, h200.tag
+    for n in (5120, 6144, 32768):       # 40 and 48 elements a thread, or 1024 threads: as they were
+        assert pick(softmax16, 4096, n, 4800.0) == pick(softmax16, 4096, n, 3352.0), n
 
 
 def test_elements_divided_by_a_row_value_multiply_by_its_reciprocal_once_per_row():

@@ -524,6 +524,8 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
         return None
     for threads in (hints.threads,) if hints.threads else widths:
         held = held_row_share(p, vec, threads, peel=peel)
+        if held and not peel and not hints.threads:
+            held = halved_packed_share(p, held) or held
         if held:
             return replace(held, keep=True) if not peel and packed_keeps_pay(p, held) else held
     if not peel or not clusters or hints.threads or hints.cluster == 1:
@@ -531,13 +533,35 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     return cluster_row_schedule(p, vec, peel=True)
 
 
+def halved_packed_share(p: Problem, held: Schedule) -> Optional[Schedule]:
+    """A long packed 16-bit row (long_row_schedule's case 2) that its fewest threads would
+    hold at MAX_PACKED_ROW_ELEMENTS a thread, with costly element values, held by twice the
+    threads (at most 512) instead, on GPUs with much HBM bandwidth per SM: half the share
+    leaves room to keep exp's values at 256 threads (not at 512: slower kept). H200
+    2026-11-29 09:20 (scripts/probe_defaults.py, two A/B pairs, µs, the fewest threads /
+    twice): softmax f16 4096x8192 37.8 / 36.5 (256 kept), 8192x8192 70.4 / 69.0, bf16
+    4096x8192 38.8 / 37.2, 8192x8192 70.5 / 69.9; f16 4096x16384 70.7 / 69.7 (512; kept 72.8,
+    scripts/probe_gaps.py), bf16 74.9 / 75.4. Not taken at 40 and 48 elements a thread
+    (8192x5120 44.6 at 128 threads, 49.8 at 256 kept; 8192x6144 53.2 / 55.3) nor for 1024
+    threads (2048x32768 74.0 at 512, 91.0 at 1024 kept)."""
+    if (held.items * held.vec != MAX_PACKED_ROW_ELEMENTS or held.block * 2 > 512 or not costly_elements(p.group)
+            or not much_bandwidth_per_sm(p)):
+        return None
+    twice = held_row_share(p, held.vec, held.block * 2)
+    if twice is None or (twice.block < 512 and not keeps_fit(p, twice.items, twice.vec)):
+        return None
+    return twice
+
+
 def packed_keeps_pay(p: Problem, held: Schedule) -> bool:
     """Whether a long 16-bit row held packed (long_row_schedule's case 2) keeps its costly
     element values between phases: where keeps_fit allows it, on GPUs with at least
     LATE_LOADS_GBPS_PER_SM of HBM bandwidth per SM, where the exp computed twice holds the
-    row back. H200 2026-11-29 (scripts/probe_gaps.py, µs, recomputed / kept): softmax f16
-    16384x4096 76.4 / 68.9 at 128 threads (32 elements a thread); not measured on an H100."""
-    return costly_elements(p.group) and keeps_fit(p, held.items, held.vec) and much_bandwidth_per_sm(p)
+    row back, below 512 threads (halved_packed_share). H200 2026-11-29 (scripts/probe_gaps.py,
+    µs, recomputed / kept): softmax f16 16384x4096 76.4 / 68.9 at 128 threads (32 elements a
+    thread), 4096x16384 69.5 / 72.8 at 512; not measured on an H100."""
+    return (costly_elements(p.group) and keeps_fit(p, held.items, held.vec) and much_bandwidth_per_sm(p)
+            and held.block < 512)
 
 
 def streamed_reads(p: Problem) -> int:
