@@ -6,6 +6,7 @@ prefetch ahead, weights loaded late) against the unpatched kernel and Triton,
 to learn what limits them before changing the compiler.
 
     python scripts/probe_rows.py [layernorm] [late] [eight] [wide: 4096x8192 only]
+    (environment: SHAPES="16384x4096 ..." the layernorm shapes, VARIANTS="base smem ..." the patches)
 
 H100, 2026-11-22: softmax f32 32768x781 77.4 us as generated, 73.3 us with
 registers budgeted for 2048 threads (Triton 73.0; now the default for such
@@ -332,7 +333,10 @@ def patched(k, L, program, schedule, sets, outs, ref, report):
     name = schedule.kernel_name(L.graph.name, 0, 1)
     print("  default schedule:", schedule.tag, "grid", grid, "block", block)
     consts = [np.int64(c) for c in program.constants]
+    keep = os.environ.get("VARIANTS", "").split()       # labels to time (all when unset)
     for label, text in variants(src, name).items():
+        if keep and label not in keep:
+            continue
         cubin = toolchain.compile_cuda(text, arch="sm_90a")
         res = cubin.resources.get(name)
         if res and res.shared_bytes > 48 * 1024:
@@ -369,6 +373,8 @@ def main():
              Schedule("reduce_row", block=256, vec=1, items=4, row_threads=256, keep=True)],
             [Schedule("reduce_row", block=128, vec=1, items=8, row_threads=128)])
     shapes = ((4096, 8192),) if "wide" in sys.argv[1:] else ((16384, 4096), (65536, 1024), (4096, 8192))
+    if os.environ.get("SHAPES"):        # e.g. SHAPES="16384x4096"
+        shapes = tuple(tuple(int(v) for v in mn.split("x")) for mn in os.environ["SHAPES"].split())
     for m, n in (() if "softmax" in sys.argv[1:] else shapes):
         def make(m=m, n=n):
             return (cp.asarray(rs.standard_normal((m, n), np.float32)).astype(cp.float16),

@@ -265,7 +265,8 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     with f32 weights run a block per row with the weights loaded late and registers for
     1536 threads; with more (an H200: 4.9 TB/s) or unknown bandwidth, or few rows per SM,
     a persistent block hoists the weights and prefetches its next row. (On an H200, rows of
-    65536x1024 take a warp each instead: rows.warp_row_bytes.)"""
+    65536x1024 take a warp each instead, rows.warp_row_bytes, and those of 16384x4096 a
+    block of 128 threads, rows.late_wide_share.)"""
     k = tiledsl.compile((EXAMPLES / "layernorm.tdsl").read_text())
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
@@ -279,20 +280,56 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
             if (n, gbps) == (1024, 4915.0):     # 4096 bytes a row, under the H200's warp_row_bytes
                 assert (other.row_threads, other.block) == (32, 128), other.tag
                 continue
+            if gbps:                            # 64 bytes a thread, weights late (rows.late_wide_share)
+                assert (other.row_threads, other.items, other.hoist, other.blocks_per_sm) == (128, 4, False, 0)
+                continue
             assert other.hoist and other.prefetch and other.blocks_per_sm > 0 and other.min_blocks == 1
     assert pick(4096, 8192, 3352.0).prefetch                    # 31 rows per SM
     # f16 weights, twice the row rather than four times: late on any GPU at 64 rows per SM and
     # more, and at 31 rows per SM where the bandwidth per SM is low
     k16, g16, lay16, _ = _rows("layernorm_f16", dict(M=4096, N=8192))
     pick16 = lambda m, n, gbps: default(problem(g16, lay16, dict(M=m, N=n), hbm_gbps=gbps))  # noqa: E731
-    for m, n, gbps in ((4096, 8192, 3352.0), (16384, 4096, 3352.0), (16384, 4096, 4915.0), (65536, 1024, 0.0)):
+    for m, n, gbps in ((4096, 8192, 3352.0), (16384, 4096, 3352.0), (16384, 4096, 0.0), (65536, 1024, 0.0)):
         late = pick16(m, n, gbps)
         assert late.tag.endswith("_nh_r40_x32") and not late.blocks_per_sm and not late.hoist
+    assert pick16(16384, 4096, 4915.0).tag.endswith("_t128_nh_x32")       # rows.late_wide_share
     assert pick16(4096, 8192, 4915.0).prefetch and pick16(4096, 8192, 0.0).prefetch
     rms = tiledsl.compile((EXAMPLES / "rmsnorm.tdsl").read_text())   # an f16 weight is not hoisted anyway
     g2 = partition(rms.graph)[0]
     p2 = problem(g2, plan_layout(g2, rms.graph), dict(M=16384, N=4096), hbm_gbps=3352.0)
     assert default(p2) == default(replace(p2, hbm_gbps=0.0))
+
+
+def test_many_16_bit_rows_with_heavy_weights_take_64_bytes_a_thread_and_load_the_weights_late():
+    """rows.late_wide_share: on a GPU with much bandwidth per SM and at least 64 rows an SM, a
+    16-bit row whose weights outweigh it (layernorm with f32 or f16 weight and bias) takes a
+    block a row of at most 128 threads holding 4 or more vectors each, its weights loaded late,
+    no persistent grid; an H100's bandwidth per SM, fewer rows, and rmsnorm (weights lighter
+    than the row) keep their rules. The H200's figures are in the rule's docstring."""
+    layernorm16 = ("kernel l(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n mu = mean(x, axis=N)\n"
+                   " xc = x - mu\n return xc * rsqrt(mean(xc * xc, axis=N) + 1e-5) * w + b\n}")
+    progs = {name: tiledsl.compile(src) for name, src in (
+        ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text()), ("layernorm16", layernorm16),
+        ("layernorm_bf16", layernorm16.replace("f16", "bf16")), ("rmsnorm", (EXAMPLES / "rmsnorm.tdsl").read_text()))}
+
+    def pick(name, m, n, gbps):
+        g = partition(progs[name].graph)[0]
+        p = problem(g, plan_layout(g, progs[name].graph), dict(M=m, N=n), hbm_gbps=gbps)
+        return p, default(p)
+    for name in ("layernorm", "layernorm16", "layernorm_bf16"):
+        for (m, n), (threads, items) in {(16384, 4096): (128, 4), (16384, 8192): (128, 8), (16384, 3072): (64, 6),
+                                         (8448, 5120): (128, 5), (32768, 2048): (64, 4)}.items():
+            p, s = pick(name, m, n, 4800.0)
+            assert (s.block, s.row_threads, s.items, s.vec) == (threads, threads, items, 8), (name, m, n, s.tag)
+            assert not s.hoist and not s.prefetch and not s.blocks_per_sm and not s.keep, s.tag
+            [launch] = launches(p, s)
+            assert launch.grid[0] == m, s.tag          # a block a row
+            _, h100 = pick(name, m, n, 3352.0)
+            assert h100 != s, h100.tag
+        for m, n in ((4096, 8192), (8192, 5120)):       # 31 and 62 rows an SM
+            assert pick(name, m, n, 4800.0)[1].row_threads >= 256, (name, m, n)
+    for m, n in ((16384, 4096), (16384, 3072)):         # rmsnorm's f16 weight is lighter than the row
+        assert pick("rmsnorm", m, n, 4800.0)[1].row_threads == 256
 
 
 def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_flight():

@@ -1704,6 +1704,28 @@ def test_long_16_bit_rows_without_weights_are_held_by_the_fewest_threads(dtype, 
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+LAYERNORM_F16_WEIGHTS = ("kernel l(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n mu = mean(x, axis=N)\n"
+                         " xc = x - mu\n return xc * rsqrt(mean(xc * xc, axis=N) + 1e-5) * w + b\n}")
+
+
+@pytest.mark.parametrize("src,extents", [("layernorm.tdsl", dict(M=16385, N=4096)),
+                                         ("layernorm.tdsl", dict(M=8500, N=3000)),
+                                         (LAYERNORM_F16_WEIGHTS, dict(M=8449, N=5128)),
+                                         (LAYERNORM_F16_WEIGHTS.replace("f16", "bf16"), dict(M=9000, N=2056))],
+                         ids=["f32w-16385x4096", "f32w-8500x3000", "f16w-8449x5128", "bf16w-9000x2056"])
+def test_many_16_bit_rows_with_heavy_weights_by_default(src, extents):
+    """The default for many 16-bit rows whose weights outweigh them (rows.late_wide_share on a
+    GPU with much bandwidth per SM: a block a row of at most 128 threads, 4 or more vectors
+    each, weights loaded late; elsewhere the rules before it), rows that leave part of a
+    thread's share idle, against float64, outputs poisoned."""
+    from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
+    from tiledsl.schedule.rows import LATE_LOADS_GBPS_PER_SM
+    k, s = _default_here(src, extents)
+    if hbm_bandwidth(0) / _sm_count(0) >= LATE_LOADS_GBPS_PER_SM and extents["M"] >= 64 * _sm_count(0):
+        assert s.row_threads <= 128 and s.items >= 4 and not s.hoist and not s.blocks_per_sm, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 # Many light rows (rows.warp_row_schedule): a warp a row, 4 rows a block of 128, in vectors,
 # peeled where the length breaks alignment, else element by element; row counts that leave the
 # last block part empty, a result per row, weights hoisted or gathered.

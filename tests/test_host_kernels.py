@@ -119,6 +119,26 @@ def test_wide_row_defaults_run_right_on_the_host(label, src, n):
     _check(k, dict(M=3, N=n), s)
 
 
+_LAYERNORM16 = _LAYERNORM.replace("f32[N]", "f16[N]")
+MANY_ROW_DEFAULTS = [   # (label, source, M, N): rows.late_wide_share and rows.halved_packed_share
+    ("layernorm 128 threads x 4", _LAYERNORM, 16385, 4096), ("layernorm 64 threads x 6, a tail", _LAYERNORM, 8500, 3000),
+    ("layernorm f16 weights 128 threads x 6, a tail", _LAYERNORM16, 8449, 5128),
+    ("layernorm bf16 weights 64 threads x 5, a tail", _LAYERNORM16.replace("f16", "bf16"), 9000, 2056),
+    ("layernorm 128 threads x 8", _LAYERNORM, 16384, 8192),
+    ("softmax f16 256 threads, kept", _SOFTMAX.replace("f32[M, N]", "f16[M, N]"), 4096, 8192),
+    ("softmax bf16 512 threads", _SOFTMAX.replace("f32[M, N]", "bf16[M, N]"), 4096, 16384)]
+
+
+@pytest.mark.parametrize("label,src,m,n", MANY_ROW_DEFAULTS, ids=[c[0] for c in MANY_ROW_DEFAULTS])
+def test_many_row_defaults_run_right_on_the_host(label, src, m, n):
+    """The default an H200 (4800 GB/s) takes for m rows of n, run on 3 rows."""
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    s = default(problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=4800.0), k.hints)
+    assert s.row_threads in (64, 128, 256, 512) and s.items >= 4, s.tag
+    _check(k, dict(M=3, N=n), s)
+
+
 def test_float_to_integer_casts_saturate_and_take_nan_to_zero():
     """Floats cast to an integer type go toward zero, saturate at the type's range and
     take NaN to 0, in the generated code (tdsl::to_int: a C++ cast out of range is

@@ -204,7 +204,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     (8 without vectors), 64 to 512 threads per row, row-invariant inputs
     hoisted into registers with a persistent grid only where they outweigh
     the row itself (layernorm's f32 weight and bias, not rmsnorm's f16
-    weight), and costly values kept between phases where registers allow.
+    weight; on GPUs with much bandwidth per SM and many rows, 64 bytes a thread
+    with those weights loaded late: rows.late_wide_share), and costly values
+    kept between phases where registers allow.
     Rows too long for a block's registers are shared by a cluster's blocks
     where cluster_row_schedule says so (`clusters=False`: they stream)."""
     if p.group.kind == "matmul":
@@ -316,8 +318,13 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     light = invariant <= 2 * per_row
     late = (bool(per_sm) and rows.r40_fits(p, tpr, items, vec, False, False) and not hints.stages
             and (low_bandwidth or light) and (p.rows >= 64 * p.sm_count or (low_bandwidth and light)))
+    # ... and where each SM has much bandwidth and many rows, 64 bytes a thread with the
+    # weights late beat both (rows.late_wide_share)
+    wide = rows.late_wide_share(p, vec) if invariant > per_row and not (hints.threads or hints.stages) else 0
     if late:
         hoist, per_sm, prefetch, keep = False, 0, False, False
+    if wide:
+        tpr, items, hoist, per_sm, prefetch, keep, late = wide, rows.row_share(rvec, wide), False, 0, False, False, False
     if (not hints.threads and not hints.stages and not per_sm and not late_weights and not late
             and rows.deeper_share_pays(p, tpr, items, vec)):
         tpr, keep, hoist = tpr // 2, False, True in rows.hoist_choices(p)

@@ -85,6 +85,35 @@ def fuller_block(row_vectors: int, vec: int, per_thread: int) -> int:
     return 256 if vec >= 4 and half <= 2 * per_thread and 256 * half < 512 * row_share(row_vectors, 512) else 512
 
 
+WIDE_SHARE_ROWS_PER_SM = 64     # rows an SM from which late_wide_share applies
+WIDE_SHARE_ITEMS = 4            # ... at least this many 16-byte vectors a thread
+WIDE_SHARE_THREADS = 128        # ... by at most this many threads
+
+
+def late_wide_share(p: Problem, vec: int) -> int:
+    """Threads a row takes where its 16-bit values in vectors of 8 carry weights heavier
+    than the row (layernorm's, which the rule in default() would hoist and loop a
+    persistent block over, or load late at 16 elements a thread), on GPUs with much HBM
+    bandwidth per SM, with at least WIDE_SHARE_ROWS_PER_SM rows an SM: at least
+    WIDE_SHARE_ITEMS vectors a thread (64 bytes in flight, not 32) by 64 to
+    WIDE_SHARE_THREADS threads (rows of 2048 and more), the weights loaded late from L1,
+    a block a row; 0 elsewhere.
+    H200 2026-11-29 (scripts/probe_gaps.py: every candidate, the fastest in three rounds,
+    µs, the old default / this one), layernorm f16 with f32 weight and bias: 16384x4096
+    75.6 / 71.2 (128 threads), 16384x8192 141.6 / 137.5 (128, 64 elements a thread; 256:
+    144.3), 16384x3072 over 59.6 / 56.1 (64; 128: 57.5), 8448x5120 57.2 / 49.2 (128),
+    32768x2048 71.9 / 70.7 (64); with f16 ones: 74.3 / 71.1, over 143.1 / 136.8 (256:
+    135.0), over 52.2 / 48.0, 71.3 / 69.7. Each the fastest of its space but where noted.
+    At 4096x8192 (31 rows an SM) the persistent block stays: 39.0 against 40.8 at 128."""
+    if not (vec == 8 and narrow_rows(p) and much_bandwidth_per_sm(p)
+            and p.rows >= WIDE_SHARE_ROWS_PER_SM * p.sm_count):
+        return 0
+    rvec = p.row_length // vec
+    threads = min(WIDE_SHARE_THREADS, pow2_at_most(rvec // WIDE_SHARE_ITEMS))
+    return threads if threads >= 64 and row_share_fits(p, row_share(rvec, threads), vec, hoisted=False,
+                                                       packed=True) else 0
+
+
 def much_bandwidth_per_sm(p: Problem) -> bool:
     """An H200's class of GPU: at least LATE_LOADS_GBPS_PER_SM of peak HBM bandwidth per SM
     (an H200 37, an H100 25; unknown counts as little)."""
