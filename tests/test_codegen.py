@@ -306,11 +306,9 @@ def test_many_16_bit_rows_with_heavy_weights_take_64_bytes_a_thread_and_load_the
     block a row of at most 128 threads holding 4 or more vectors each, its weights loaded late,
     no persistent grid; an H100's bandwidth per SM, fewer rows, and rmsnorm (weights lighter
     than the row) keep their rules. The H200's figures are in the rule's docstring."""
-    layernorm16 = ("kernel l(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n mu = mean(x, axis=N)\n"
-                   " xc = x - mu\n return xc * rsqrt(mean(xc * xc, axis=N) + 1e-5) * w + b\n}")
     progs = {name: tiledsl.compile(src) for name, src in (
-        ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text()), ("layernorm16", layernorm16),
-        ("layernorm_bf16", layernorm16.replace("f16", "bf16")), ("rmsnorm", (EXAMPLES / "rmsnorm.tdsl").read_text()))}
+        ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text()), ("layernorm16", LAYERNORM16),
+        ("layernorm_bf16", LAYERNORM16.replace("f16", "bf16")), ("rmsnorm", (EXAMPLES / "rmsnorm.tdsl").read_text()))}
 
     def pick(name, m, n, gbps):
         g = partition(progs[name].graph)[0]

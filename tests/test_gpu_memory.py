@@ -1735,8 +1735,7 @@ WARP_ROW_PROGRAMS = [("softmax.tdsl", dict(M=4099, N=200)),
                      ("layernorm.tdsl", dict(M=37, N=257)),
                      ("kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n"
                       " return m + log(sum(exp(x - m), axis=N))\n}", dict(M=6, N=1021)),
-                     ("kernel l(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n mu = mean(x, axis=N)\n"
-                      " xc = x - mu\n return xc * rsqrt(mean(xc * xc, axis=N) + 1e-5) * w + b\n}", dict(M=3, N=513))]
+                     (LAYERNORM_F16_WEIGHTS, dict(M=3, N=513))]
 
 
 @pytest.mark.parametrize("src,extents", WARP_ROW_PROGRAMS + [

@@ -100,6 +100,7 @@ def test_the_default_kernel_runs_right_on_the_host(label, src, extents):
 
 
 _SOFTMAX, _RMSNORM, _LAYERNORM = ((EXAMPLES / f"{n}.tdsl").read_text() for n in ("softmax", "rmsnorm", "layernorm"))
+_LAYERNORM16 = _LAYERNORM.replace("f32[N]", "f16[N]")
 WIDE_ROW_DEFAULTS = [   # (label, source, N): the row rules of 2026-11-29 at widths they change
     ("softmax f32, 256 threads for 5120", _SOFTMAX, 5120), ("softmax f32, 512 without keeps", _SOFTMAX, 6144),
     ("softmax f32, 256 threads for 7168", _SOFTMAX, 7168), ("rmsnorm, 256 threads for 6144", _RMSNORM, 6144),
@@ -107,7 +108,7 @@ WIDE_ROW_DEFAULTS = [   # (label, source, N): the row rules of 2026-11-29 at wid
     ("softmax f16, kept", _SOFTMAX.replace("f32[M, N]", "f16[M, N]"), 4096),
     ("softmax bf16, kept", _SOFTMAX.replace("f32[M, N]", "bf16[M, N]"), 4096),
     ("layernorm bf16 weights, late", _LAYERNORM.replace("f16", "bf16").replace("f32[N]", "bf16[N]"), 4352),
-    ("layernorm f16 weights, 256 threads", _LAYERNORM.replace("f32[N]", "f16[N]"), 6144)]
+    ("layernorm f16 weights, 256 threads", _LAYERNORM16, 6144)]
 
 
 @pytest.mark.parametrize("label,src,n", WIDE_ROW_DEFAULTS, ids=[c[0] for c in WIDE_ROW_DEFAULTS])
@@ -119,7 +120,6 @@ def test_wide_row_defaults_run_right_on_the_host(label, src, n):
     _check(k, dict(M=3, N=n), s)
 
 
-_LAYERNORM16 = _LAYERNORM.replace("f32[N]", "f16[N]")
 MANY_ROW_DEFAULTS = [   # (label, source, M, N): rows.late_wide_share and rows.halved_packed_share
     ("layernorm 128 threads x 4", _LAYERNORM, 16385, 4096), ("layernorm 64 threads x 6, a tail", _LAYERNORM, 8500, 3000),
     ("layernorm f16 weights 128 threads x 6, a tail", _LAYERNORM16, 8449, 5128),

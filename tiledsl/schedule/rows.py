@@ -577,9 +577,7 @@ def halved_packed_share(p: Problem, held: Schedule) -> Optional[Schedule]:
             or not much_bandwidth_per_sm(p)):
         return None
     twice = held_row_share(p, held.vec, held.block * 2)
-    if twice is None or (twice.block < 512 and not keeps_fit(p, twice.items, twice.vec)):
-        return None
-    return twice
+    return twice if twice is not None and (twice.block == 512 or packed_keeps_pay(p, twice)) else None
 
 
 def packed_keeps_pay(p: Problem, held: Schedule) -> bool:
