@@ -5,6 +5,7 @@ interleaved rounds, median microseconds). Run in an old tree and this one (devic
 `ab` with PROBE=scripts/probe_defaults.py) to see what a change of default rules moved.
 
     python scripts/probe_defaults.py [names to keep]
+    SHAPES="layernorm:4096x6144 layernorm16:4096x8192" python scripts/probe_defaults.py   (these cases only)
 """
 import os
 import statistics
@@ -35,7 +36,13 @@ SHAPES = {"softmax": [(16384, 1024), (8192, 4096), (4096, 16384), (32768, 781), 
 def main() -> None:
     only = sys.argv[1:]
     cases = []
-    for name, shapes in SHAPES.items():
+    shapes_of = SHAPES
+    if os.environ.get("SHAPES"):        # SHAPES="layernorm:4096x6144 layernorm16:4096x8192": these cases only
+        shapes_of = {}
+        for case in os.environ["SHAPES"].split():
+            name, mn = case.split(":")
+            shapes_of.setdefault(name, []).append(tuple(int(v) for v in mn.split("x")))
+    for name, shapes in shapes_of.items():
         for m, n in shapes:
             label = f"{name}-{m}x{n}"
             if only and not any(o in label for o in only):
@@ -46,7 +53,8 @@ def main() -> None:
             k(*case.sets[0], out=case.out)
             err = relative_error(cp.asnumpy(case.out).astype(np.float64), case.want)
             assert err <= TOLERANCE[name], (label, err)
-            cases.append((label, default(case.problem, k.hints).tag, case, k, triton_call(name, case)))
+            s = default(case.problem, k.hints)
+            cases.append((label, f"{s.tag} ps{s.blocks_per_sm}", case, k, triton_call(name, case)))
             case.want = None        # (the float64 reference of every case at once would fill the host)
     times = {}
     for _ in range(3):
@@ -56,7 +64,7 @@ def main() -> None:
                     time_cuda(fn, n_sets=len(case.sets), repeats=30, warmup_ms=20).median_us)
     for label, tag, case, k, tri in cases:
         us, tus = statistics.median(times[(label, "tdsl")]), statistics.median(times[(label, "triton")])
-        print(f"{label:22s} {tag:34s} {us:8.1f} us  triton {tus:8.1f}  {tus / us:5.3f}x", flush=True)
+        print(f"{label:22s} {tag:38s} {us:8.1f} us  triton {tus:8.1f}  {tus / us:5.3f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ interleaved rounds (median microseconds, ratio to Triton).
     python scripts/probe_gaps.py [names to keep, e.g. softmax-8192x4096]
     python scripts/probe_gaps.py softmax16:4096x16384 rmsnorm:8192x16384 ...   (these cases only)
 """
+import dataclasses
 import os
 import statistics
 import sys
@@ -89,6 +90,11 @@ def main() -> None:
                 print(f"  {s.tag}: WRONG err {err:.1e}")
         if space.default not in keep:
             keep.append(space.default)
+        if space.default.blocks_per_sm:     # a persistent default: its grid at half and twice its blocks an SM
+            for per_sm in (space.default.blocks_per_sm // 2, space.default.blocks_per_sm * 2):
+                other = dataclasses.replace(space.default, blocks_per_sm=per_sm)
+                if per_sm and other not in keep:
+                    keep.append(other)
         plain = lambda i: k(*case.sets[i], out=case.out)   # noqa: E731
         runs = {f"{s.tag} ps{s.blocks_per_sm}": (s, plain) for s in keep}
         runs["triton"] = (None, triton_call(name, case))
