@@ -324,10 +324,65 @@ def test_many_16_bit_rows_with_heavy_weights_take_64_bytes_a_thread_and_load_the
             assert launch.grid[0] == m, s.tag          # a block a row
             _, h100 = pick(name, m, n, 3352.0)
             assert h100 != s, h100.tag
-        for m, n in ((4096, 8192), (8192, 5120)):       # 31 and 62 rows an SM
-            assert pick(name, m, n, 4800.0)[1].row_threads >= 256, (name, m, n)
+        assert pick(name, 4096, 8192, 4800.0)[1].row_threads == 512, name    # 31 rows an SM: persistent
     for m, n in ((16384, 4096), (16384, 3072)):         # rmsnorm's f16 weight is lighter than the row
         assert pick("rmsnorm", m, n, 4800.0)[1].row_threads == 256
+
+
+def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_the_threads():
+    """rows.halved_late_share: on a GPU with much bandwidth per SM, with 24 to 63 rows an SM, a
+    16-bit row whose weights outweigh it and whose default share is three vectors a thread (48
+    bytes) takes half the threads, five or six vectors each, its weights loaded late, a block a
+    row. Elsewhere (an H100, 15 rows an SM, other shares, rmsnorm's lighter weight) the rules
+    before it stand. The H200's figures are in the rule's docstring."""
+    progs = {name: tiledsl.compile(src) for name, src in (
+        ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text()), ("layernorm16", LAYERNORM16),
+        ("layernorm_bf16", LAYERNORM16.replace("f16", "bf16")), ("rmsnorm", (EXAMPLES / "rmsnorm.tdsl").read_text()))}
+
+    def pick(name, m, n, gbps):
+        g = partition(progs[name].graph)[0]
+        p = problem(g, plan_layout(g, progs[name].graph), dict(M=m, N=n), hbm_gbps=gbps)
+        return p, default(p)
+    for name in ("layernorm", "layernorm16", "layernorm_bf16"):
+        for (m, n), (threads, items) in {(4096, 6144): (128, 6), (8192, 6144): (128, 6), (4096, 5120): (128, 5),
+                                         (4096, 10240): (256, 5), (4096, 12288): (256, 6),
+                                         (3200, 5128): (128, 6)}.items():
+            p, s = pick(name, m, n, 4800.0)
+            assert (s.block, s.row_threads, s.items, s.vec) == (threads, threads, items, 8), (name, m, n, s.tag)
+            assert not s.hoist and not s.prefetch and not s.blocks_per_sm and not s.keep, s.tag
+            [launch] = launches(p, s)
+            assert launch.grid[0] == m, s.tag          # a block a row
+            _, h100 = pick(name, m, n, 3352.0)
+            assert h100.items == 3 and h100.row_threads == 2 * threads, h100.tag
+        for m, n in ((2048, 6144), (2048, 12288)):     # 15 rows an SM: the rules before it
+            assert pick(name, m, n, 4800.0)[1].items == 3, (name, m, n)
+    for m, n in ((4096, 6144), (4096, 12288)):         # rmsnorm's f16 weight is lighter than the row
+        assert pick("rmsnorm", m, n, 4800.0)[1].items == 3
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_prefetching_blocks_of_512_launch_only_what_an_sm_holds_at_once(arch):
+    """rows.prefetching_blocks_per_sm: on a GPU with much bandwidth per SM, a persistent block of
+    512 threads that prefetches its next row is launched as many times an SM as its registers let
+    be resident at once (ptxas: over 42 registers, so two), not twice that; an H100, blocks of 256,
+    and blocks that do not prefetch keep the SM's 2048 threads."""
+    for name, src in (("layernorm", (EXAMPLES / "layernorm.tdsl").read_text()), ("layernorm16", LAYERNORM16)):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        for (m, n), (h200, h100) in {(4096, 8192): (2, 4), (2048, 8192): (2, 4), (4096, 4096): (8, 8)}.items():
+            p = problem(g, lay, dict(M=m, N=n), hbm_gbps=4800.0)
+            s = default(p)
+            assert s.prefetch and s.blocks_per_sm == h200, (name, m, n, s.tag, s.blocks_per_sm)
+            assert launches(p, s)[0].grid[0] == h200 * p.sm_count
+            slow = default(replace(p, hbm_gbps=3352.0))
+            assert not slow.prefetch or slow.blocks_per_sm == h100, (name, m, n, slow.tag)
+            if s.block == 512:
+                _, _, usage = _compile(k, g, lay, s, arch)
+                words = -(-usage.registers // 8) * 8      # registers are granted 8 a thread at a time
+                assert 65536 // (512 * words) == h200 and usage.spill_stores == 0, usage
+        held = default(problem(g, lay, dict(M=2048, N=12288), hbm_gbps=4800.0))    # no prefetch
+        assert held.block == 512 and not held.prefetch and held.blocks_per_sm in (0, 4), held.tag
 
 
 def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_flight():

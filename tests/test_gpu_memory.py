@@ -1726,6 +1726,32 @@ def test_many_16_bit_rows_with_heavy_weights_by_default(src, extents):
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+@pytest.mark.parametrize("src,extents", [("layernorm.tdsl", dict(M=4096, N=6144)),
+                                         ("layernorm.tdsl", dict(M=4097, N=10240)),
+                                         (LAYERNORM_F16_WEIGHTS, dict(M=4096, N=12280)),
+                                         (LAYERNORM_F16_WEIGHTS.replace("f16", "bf16"), dict(M=3300, N=5128)),
+                                         ("layernorm.tdsl", dict(M=4096, N=8192)),
+                                         ("layernorm.tdsl", dict(M=2049, N=8184)),
+                                         (LAYERNORM_F16_WEIGHTS, dict(M=4095, N=8192))],
+                         ids=["f32w-4096x6144", "f32w-4097x10240", "f16w-4096x12280", "bf16w-3300x5128",
+                              "f32w-4096x8192", "f32w-2049x8184", "f16w-4095x8192"])
+def test_fewer_16_bit_rows_with_heavy_weights_by_default(src, extents):
+    """The default for 16 to 63 16-bit rows an SM whose weights outweigh them, on a GPU with much
+    bandwidth per SM: half the threads where a thread would read 48 bytes (rows.halved_late_share),
+    else a prefetching block of 512 launched only as often as an SM holds it at once
+    (rows.prefetching_blocks_per_sm); elsewhere the rules before them. Against float64, outputs
+    poisoned, rows and lengths that leave part of a block or a thread's share idle."""
+    from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
+    from tiledsl.schedule.rows import LATE_LOADS_GBPS_PER_SM
+    k, s = _default_here(src, extents)
+    if hbm_bandwidth(0) / _sm_count(0) >= LATE_LOADS_GBPS_PER_SM:
+        if extents["N"] not in (8184, 8192):     # 48 bytes a thread by default
+            assert s.items in (5, 6) and s.row_threads in (128, 256) and not s.hoist and not s.blocks_per_sm, s.tag
+        else:
+            assert s.prefetch and s.block == 512 and s.blocks_per_sm == 2, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 # Many light rows (rows.warp_row_schedule): a warp a row, 4 rows a block of 128, in vectors,
 # peeled where the length breaks alignment, else element by element; row counts that leave the
 # last block part empty, a result per row, weights hoisted or gathered.

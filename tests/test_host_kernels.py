@@ -120,7 +120,9 @@ def test_wide_row_defaults_run_right_on_the_host(label, src, n):
     _check(k, dict(M=3, N=n), s)
 
 
-MANY_ROW_DEFAULTS = [   # (label, source, M, N): rows.late_wide_share and rows.halved_packed_share
+MANY_ROW_DEFAULTS = [   # (label, source, M, N): rows.late_wide_share, halved_late_share and halved_packed_share
+    ("layernorm 128 threads x 6, 31 rows an SM", _LAYERNORM, 4096, 6144),
+    ("layernorm f16 weights 256 threads x 6, a tail", _LAYERNORM16, 4096, 10248),
     ("layernorm 128 threads x 4", _LAYERNORM, 16385, 4096), ("layernorm 64 threads x 6, a tail", _LAYERNORM, 8500, 3000),
     ("layernorm f16 weights 128 threads x 6, a tail", _LAYERNORM16, 8449, 5128),
     ("layernorm bf16 weights 64 threads x 5, a tail", _LAYERNORM16.replace("f16", "bf16"), 9000, 2056),

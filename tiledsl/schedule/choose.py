@@ -303,7 +303,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     # slower, 3% and 8% faster (BENCHMARKS.md, "Row rings and the prefetch default").
     prefetch = bool(per_sm) and rows.prefetch_fits(p, items, vec) and hints.stages != 1
     if prefetch:
-        keep = False
+        keep, per_sm = False, rows.prefetching_blocks_per_sm(p, tpr, vec, items)
     # Where each SM has less HBM bandwidth to use, many rows in flight beat hoisting: the
     # weights stay unhoisted (loaded late, from L1), the grid is a block per row, and the
     # registers are capped for 1536 threads. Measured 2026-11-22 (benchmarks/sweep.py,
@@ -319,8 +319,11 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     late = (bool(per_sm) and rows.r40_fits(p, tpr, items, vec, False, False) and not hints.stages
             and (low_bandwidth or light) and (p.rows >= 64 * p.sm_count or (low_bandwidth and light)))
     # ... and where each SM has much bandwidth and many rows, 64 bytes a thread with the
-    # weights late beat both (rows.late_wide_share)
-    wide = rows.late_wide_share(p, vec) if invariant > per_row and not (hints.threads or hints.stages) else 0
+    # weights late beat both (rows.late_wide_share); with fewer rows, where the share would be
+    # 48 bytes, half the threads at 80-96 bytes each (rows.halved_late_share)
+    wide = 0
+    if invariant > per_row and not (hints.threads or hints.stages):
+        wide = rows.late_wide_share(p, vec) or rows.halved_late_share(p, vec, tpr, items)
     if late:
         hoist, per_sm, prefetch, keep = False, 0, False, False
     if wide:

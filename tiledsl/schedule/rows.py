@@ -11,7 +11,7 @@ from .hints import Hints
 from .layout import peeled_operands
 from .partition import online_pairs, reduction_levels
 from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
-                        R40_THREADS, Schedule, branchless_elements, computes_f64_math, costly_elements, ring_refusal,
+                        R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements, budgeted_threads, computes_f64_math, costly_elements, ring_refusal,
                         stream_unroll_rule, stream_words)
 from .problem import Problem, operand_words, pow2_at_most, max_vector
 
@@ -112,6 +112,52 @@ def late_wide_share(p: Problem, vec: int) -> int:
     threads = min(WIDE_SHARE_THREADS, pow2_at_most(rvec // WIDE_SHARE_ITEMS))
     return threads if threads >= 64 and row_share_fits(p, row_share(rvec, threads), vec, hoisted=False,
                                                        packed=True) else 0
+
+
+HALVED_SHARE_ROWS_PER_SM = 24  # rows an SM from which halved_late_share applies
+
+
+def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
+    """Threads a row takes where its 16-bit values in vectors of 8 carry weights heavier
+    than the row and the default leaves each of `threads` threads three vectors (48
+    bytes), on GPUs with much HBM bandwidth per SM, with at least HALVED_SHARE_ROWS_PER_SM
+    rows an SM (where late_wide_share does not apply): half the threads, five or six
+    vectors each (80-96 bytes in flight), the weights loaded late from L1, a block a row;
+    0 elsewhere. Those rows' three vectors a thread came either with weights too heavy to
+    hoist (loaded late at 48 bytes a thread) or with a hoisting persistent block.
+    H200 2026-11-29 (scripts/probe_gaps.py, three rounds, µs, the old default / this
+    one), layernorm f16 with f32 weight and bias: 4096x6144 34.4 / 32.0 (128 threads),
+    8192x6144 62.1 / 57.0, 4096x5120 31.4 / 28.3, 4096x10240 60.9 / 50.0 (256),
+    4096x12288 67.2 / 58.9; with f16 weight and bias 4096x12288 61.7 / 56.0, 4096x6144
+    31.2 / 30.9. Each the fastest of its space. With fewer rows an SM, a block a row
+    leaves too few waves: 2048x6144 keeps its default (20.4 µs; a persistent block of 512
+    took 19.0)."""
+    if not (vec == 8 and threads >= 128 and share_bytes(p, items, vec) == 48 and narrow_rows(p)
+            and much_bandwidth_per_sm(p) and p.rows >= HALVED_SHARE_ROWS_PER_SM * p.sm_count):
+        return 0
+    half = threads // 2
+    return half if row_share_fits(p, row_share(p.row_length // vec, half), vec, hoisted=False, packed=True) else 0
+
+
+def prefetching_blocks_per_sm(p: Problem, threads: int, vec: int, items: int) -> int:
+    """Blocks an SM that a persistent grid of `threads`-thread blocks launches where each
+    block loads its next row while it reduces this one (Schedule.prefetch): as many as the
+    SM's threads allow (THREADS_PER_SM), but blocks of 512 or more threads on GPUs with
+    much HBM bandwidth per SM, where only as many as are resident at once under the
+    kernel's register budget (two of 512 at 64 registers): a second wave of such blocks,
+    each with a first row that nothing overlaps, cost more than its rows' shorter loops
+    saved. H200 2026-11-29 (scripts/probe_gaps.py, three rounds, µs, twice / once the
+    resident count), layernorm f16 with f32 weight and bias, 512 threads: 2048x8192 23.4 /
+    22.2, 4096x8192 39.8 / 39.3, 6144x8192 56.7 / 55.8, 6400x8192 59.2 / 57.6, 8192x8192
+    74.1 / 73.0, 2048x6144 19.9 / 19.0; with f16 ones 2048x8192 22.8 / 22.1, 4096x8192
+    39.9 / 39.2, 8192x8192 73.6 / 72.9; 1024 threads, 2048x12288 36.8 / 34.6. Blocks of 256
+    were mixed (4096x4096 22.1 / 21.5, 7168x4096 34.4 / 34.7, with f16 weights 8192x4096
+    39.1 / 39.9), and so was a block of 512 that does not prefetch (f16 weights, 4096x12288
+    61.7 / 62.5): both keep the SM's thread count."""
+    if threads < 512 or not much_bandwidth_per_sm(p):
+        return THREADS_PER_SM // threads
+    shape = Schedule("reduce_row", block=threads, vec=vec, items=items, row_threads=threads, prefetch=True)
+    return max(1, budgeted_threads(p.group, shape) // threads)
 
 
 def much_bandwidth_per_sm(p: Problem) -> bool:
