@@ -131,7 +131,9 @@ def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
     4096x12288 67.2 / 58.9; with f16 weight and bias 4096x12288 61.7 / 56.0, 4096x6144
     31.2 / 30.9. Each the fastest of its space. With fewer rows an SM, a block a row
     leaves too few waves: 2048x6144 keeps its default (20.4 µs; a persistent block of 512
-    took 19.0)."""
+    took 19.0). Rows whose weights are lighter gained nothing from half the threads
+    (rmsnorm f16 4096x6144 29.2 / 29.6, 4096x12288 53.9 / 55.5; softmax f32 4096x6144
+    52.9 / 53.8)."""
     if not (vec == 8 and threads >= 128 and share_bytes(p, items, vec) == 48 and narrow_rows(p)
             and much_bandwidth_per_sm(p) and p.rows >= HALVED_SHARE_ROWS_PER_SM * p.sm_count):
         return 0
