@@ -3,6 +3,7 @@ memory-bound kernels compiles for sm_90a and sm_80 with NVRTC (no GPU), with
 no local-memory spills; the pointwise path loads 128 bits per access."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 
@@ -300,33 +301,45 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     assert default(p2) == default(replace(p2, hbm_gbps=0.0))
 
 
+def _norm_default(name: str, m: int, n: int, gbps: float):
+    """(problem, default schedule) of a row norm at m x n on a GPU of `gbps` peak HBM bandwidth."""
+    k = _norm_program(name)
+    g = partition(k.graph)[0]
+    p = problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=gbps)
+    return p, default(p)
+
+
+@functools.lru_cache(maxsize=None)
+def _norm_program(name: str):
+    return tiledsl.compile({"layernorm": (EXAMPLES / "layernorm.tdsl").read_text(), "layernorm16": LAYERNORM16,
+                            "layernorm_bf16": LAYERNORM16.replace("f16", "bf16"),
+                            "rmsnorm": (EXAMPLES / "rmsnorm.tdsl").read_text()}[name])
+
+
+def _assert_a_block_a_row_with_late_weights(name: str, m: int, n: int, threads: int, items: int) -> None:
+    """The H200's default (4800 GB/s) at m x n: a block a row of `threads` threads holding
+    `items` vectors of 8 each, its weights loaded late, no persistent grid, nothing kept."""
+    p, s = _norm_default(name, m, n, 4800.0)
+    assert (s.block, s.row_threads, s.items, s.vec) == (threads, threads, items, 8), (name, m, n, s.tag)
+    assert not s.hoist and not s.prefetch and not s.blocks_per_sm and not s.keep, s.tag
+    [launch] = launches(p, s)
+    assert launch.grid[0] == m, s.tag
+
+
 def test_many_16_bit_rows_with_heavy_weights_take_64_bytes_a_thread_and_load_the_weights_late():
     """rows.late_wide_share: on a GPU with much bandwidth per SM and at least 64 rows an SM, a
     16-bit row whose weights outweigh it (layernorm with f32 or f16 weight and bias) takes a
     block a row of at most 128 threads holding 4 or more vectors each, its weights loaded late,
     no persistent grid; an H100's bandwidth per SM, fewer rows, and rmsnorm (weights lighter
     than the row) keep their rules. The H200's figures are in the rule's docstring."""
-    progs = {name: tiledsl.compile(src) for name, src in (
-        ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text()), ("layernorm16", LAYERNORM16),
-        ("layernorm_bf16", LAYERNORM16.replace("f16", "bf16")), ("rmsnorm", (EXAMPLES / "rmsnorm.tdsl").read_text()))}
-
-    def pick(name, m, n, gbps):
-        g = partition(progs[name].graph)[0]
-        p = problem(g, plan_layout(g, progs[name].graph), dict(M=m, N=n), hbm_gbps=gbps)
-        return p, default(p)
     for name in ("layernorm", "layernorm16", "layernorm_bf16"):
         for (m, n), (threads, items) in {(16384, 4096): (128, 4), (16384, 8192): (128, 8), (16384, 3072): (64, 6),
                                          (8448, 5120): (128, 5), (32768, 2048): (64, 4)}.items():
-            p, s = pick(name, m, n, 4800.0)
-            assert (s.block, s.row_threads, s.items, s.vec) == (threads, threads, items, 8), (name, m, n, s.tag)
-            assert not s.hoist and not s.prefetch and not s.blocks_per_sm and not s.keep, s.tag
-            [launch] = launches(p, s)
-            assert launch.grid[0] == m, s.tag          # a block a row
-            _, h100 = pick(name, m, n, 3352.0)
-            assert h100 != s, h100.tag
-        assert pick(name, 4096, 8192, 4800.0)[1].row_threads == 512, name    # 31 rows an SM: persistent
+            _assert_a_block_a_row_with_late_weights(name, m, n, threads, items)
+            assert _norm_default(name, m, n, 3352.0)[1] != _norm_default(name, m, n, 4800.0)[1], (name, m, n)
+        assert _norm_default(name, 4096, 8192, 4800.0)[1].row_threads == 512, name    # 31 rows an SM: persistent
     for m, n in ((16384, 4096), (16384, 3072)):         # rmsnorm's f16 weight is lighter than the row
-        assert pick("rmsnorm", m, n, 4800.0)[1].row_threads == 256
+        assert _norm_default("rmsnorm", m, n, 4800.0)[1].row_threads == 256
 
 
 def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_the_threads():
@@ -335,29 +348,17 @@ def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_th
     bytes) takes half the threads, five or six vectors each, its weights loaded late, a block a
     row. Elsewhere (an H100, 15 rows an SM, other shares, rmsnorm's lighter weight) the rules
     before it stand. The H200's figures are in the rule's docstring."""
-    progs = {name: tiledsl.compile(src) for name, src in (
-        ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text()), ("layernorm16", LAYERNORM16),
-        ("layernorm_bf16", LAYERNORM16.replace("f16", "bf16")), ("rmsnorm", (EXAMPLES / "rmsnorm.tdsl").read_text()))}
-
-    def pick(name, m, n, gbps):
-        g = partition(progs[name].graph)[0]
-        p = problem(g, plan_layout(g, progs[name].graph), dict(M=m, N=n), hbm_gbps=gbps)
-        return p, default(p)
     for name in ("layernorm", "layernorm16", "layernorm_bf16"):
         for (m, n), (threads, items) in {(4096, 6144): (128, 6), (8192, 6144): (128, 6), (4096, 5120): (128, 5),
                                          (4096, 10240): (256, 5), (4096, 12288): (256, 6),
                                          (3200, 5128): (128, 6)}.items():
-            p, s = pick(name, m, n, 4800.0)
-            assert (s.block, s.row_threads, s.items, s.vec) == (threads, threads, items, 8), (name, m, n, s.tag)
-            assert not s.hoist and not s.prefetch and not s.blocks_per_sm and not s.keep, s.tag
-            [launch] = launches(p, s)
-            assert launch.grid[0] == m, s.tag          # a block a row
-            _, h100 = pick(name, m, n, 3352.0)
+            _assert_a_block_a_row_with_late_weights(name, m, n, threads, items)
+            h100 = _norm_default(name, m, n, 3352.0)[1]
             assert h100.items == 3 and h100.row_threads == 2 * threads, h100.tag
         for m, n in ((2048, 6144), (2048, 12288)):     # 15 rows an SM: the rules before it
-            assert pick(name, m, n, 4800.0)[1].items == 3, (name, m, n)
+            assert _norm_default(name, m, n, 4800.0)[1].items == 3, (name, m, n)
     for m, n in ((4096, 6144), (4096, 12288)):         # rmsnorm's f16 weight is lighter than the row
-        assert pick("rmsnorm", m, n, 4800.0)[1].items == 3
+        assert _norm_default("rmsnorm", m, n, 4800.0)[1].items == 3
 
 
 @pytest.mark.parametrize("arch", ARCHS)
