@@ -262,6 +262,12 @@ FOUND = {
     "i64_row_shared_by_a_cluster": (
         "kernel f(p1: i64[K, 64, 2]) -> i8 {\n    t0 = abs(p1)\n    return sum(t0 + sum(t0))\n}\n",
         {"K": 1031, "64": 64, "2": 2}),
+    # a full sum over [1, 1000] in two phases, its one row's input hoisted before the row loop (a
+    # weight: nothing is kept) and held by a warp, 8 vectors a lane: 40 bytes spilled at 64
+    # registers on sm_90a until rows.hoist_choices left such inputs unhoisted (CI, 2026-11-29)
+    "a_full_sum_in_two_phases_hoisted": (
+        "kernel f(p0: f16, p1: f32[M, 1000]) -> f64 {\n    t2 = (p0 + p1) + sum(p1)\n"
+        "    return sum(t2) / (abs(p0) + 1)\n}\n", {"M": 1, "1000": 1000}),
 }
 
 

@@ -476,10 +476,14 @@ def hoist_choices(p: Problem, peel: bool = False) -> tuple[bool, ...]:
     the row loop (True), or loaded where used (False), in order of preference: both where
     there are weights, hoisted alone where there are none (nothing to load late), late alone
     where the row is peeled (peel_refusal) or costly math depends on them alone
-    (invariant_costly_math)."""
+    (invariant_costly_math), or where nothing is kept (a reduction to one value: its one
+    row's inputs count as weights, and a hoist saves nothing). `sum(p0 + p1 + sum(p1))` of
+    f32 [1, 1000] to an f64 scalar, a warp holding the row hoisted, 8 vectors a lane, spilled 40
+    bytes at 64 registers on sm_90a (CPU fuzz, 2026-11-29; the same row as a row's own
+    elements: 48 registers)."""
     if not p.has_row_invariant_inputs():
         return (True,)
-    return (False,) if peel or invariant_costly_math(p) else (True, False)
+    return (False,) if peel or invariant_costly_math(p) or not p.layout.n_kept else (True, False)
 
 
 def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
