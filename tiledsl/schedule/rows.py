@@ -11,8 +11,8 @@ from .hints import Hints
 from .layout import peeled_operands
 from .partition import online_pairs, reduction_levels
 from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
-                        R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements, budgeted_threads, computes_f64_math, costly_elements, ring_refusal,
-                        stream_unroll_rule, stream_words)
+                        R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements, computes_f64_math, costly_elements,
+                        resident_blocks, ring_refusal, stream_unroll_rule, stream_words)
 from .problem import Problem, operand_words, pow2_at_most, max_vector
 
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
@@ -158,8 +158,8 @@ def prefetching_blocks_per_sm(p: Problem, threads: int, vec: int, items: int) ->
     61.7 / 62.5): both keep the SM's thread count."""
     if threads < 512 or not much_bandwidth_per_sm(p):
         return THREADS_PER_SM // threads
-    shape = Schedule("reduce_row", block=threads, vec=vec, items=items, row_threads=threads, prefetch=True)
-    return max(1, budgeted_threads(p.group, shape) // threads)
+    return resident_blocks(p.group, Schedule("reduce_row", block=threads, vec=vec, items=items, row_threads=threads,
+                                             prefetch=True))
 
 
 def much_bandwidth_per_sm(p: Problem) -> bool:
