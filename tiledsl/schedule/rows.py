@@ -105,13 +105,8 @@ def late_wide_share(p: Problem, vec: int) -> int:
     32768x2048 71.9 / 70.7 (64); with f16 ones: 74.3 / 71.1, over 143.1 / 136.8 (256:
     135.0), over 52.2 / 48.0, 71.3 / 69.7. Each the fastest of its space but where noted.
     At 4096x8192 (31 rows an SM) the persistent block stays: 39.0 against 40.8 at 128."""
-    if not (vec == 8 and narrow_rows(p) and much_bandwidth_per_sm(p)
-            and p.rows >= WIDE_SHARE_ROWS_PER_SM * p.sm_count):
-        return 0
-    rvec = p.row_length // vec
-    threads = min(WIDE_SHARE_THREADS, pow2_at_most(rvec // WIDE_SHARE_ITEMS))
-    return threads if threads >= 64 and row_share_fits(p, row_share(rvec, threads), vec, hoisted=False,
-                                                       packed=True) else 0
+    threads = min(WIDE_SHARE_THREADS, pow2_at_most(p.row_length // vec // WIDE_SHARE_ITEMS))
+    return late_share_fits(p, vec, threads, WIDE_SHARE_ROWS_PER_SM)
 
 
 HALVED_SHARE_ROWS_PER_SM = 24  # rows an SM from which halved_late_share applies
@@ -134,11 +129,20 @@ def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
     took 19.0). Rows whose weights are lighter gained nothing from half the threads
     (rmsnorm f16 4096x6144 29.2 / 29.6, 4096x12288 53.9 / 55.5; softmax f32 4096x6144
     52.9 / 53.8)."""
-    if not (vec == 8 and threads >= 128 and share_bytes(p, items, vec) == 48 and narrow_rows(p)
-            and much_bandwidth_per_sm(p) and p.rows >= HALVED_SHARE_ROWS_PER_SM * p.sm_count):
+    if share_bytes(p, items, vec) != 48:
         return 0
-    half = threads // 2
-    return half if row_share_fits(p, row_share(p.row_length // vec, half), vec, hoisted=False, packed=True) else 0
+    return late_share_fits(p, vec, threads // 2, HALVED_SHARE_ROWS_PER_SM)
+
+
+def late_share_fits(p: Problem, vec: int, threads: int, rows_per_sm: int) -> int:
+    """`threads` where a block a row of them (64 or more) holds a 16-bit row in vectors of 8
+    with its weights loaded late, packed within its registers, on a GPU with much HBM bandwidth
+    per SM and at least `rows_per_sm` rows an SM (late_wide_share, halved_late_share); else 0."""
+    if not (vec == 8 and threads >= 64 and narrow_rows(p) and much_bandwidth_per_sm(p)
+            and p.rows >= rows_per_sm * p.sm_count):
+        return 0
+    return threads if row_share_fits(p, row_share(p.row_length // vec, threads), vec, hoisted=False,
+                                     packed=True) else 0
 
 
 def prefetching_blocks_per_sm(p: Problem, threads: int, vec: int, items: int) -> int:
