@@ -1580,6 +1580,14 @@ def _pinned_params(programs: list, wanted, suffix=lambda s: ""):
         yield from (pytest.param(src, extents, s, id=f"{name}-{label}-{s.tag}{suffix(s)}") for s in kept)
 
 
+def _much_bandwidth_here() -> bool:
+    """Whether this GPU has much HBM bandwidth per SM, as the row rules reckon it
+    (rows.much_bandwidth_per_sm)."""
+    from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
+    from tiledsl.schedule.rows import LATE_LOADS_GBPS_PER_SM
+    return hbm_bandwidth(0) / _sm_count(0) >= LATE_LOADS_GBPS_PER_SM
+
+
 def _default_here(src: str, extents: dict):
     """A fresh kernel of `src` (its launcher built) and its first group's default
     schedule on this GPU at `extents`."""
@@ -1693,14 +1701,11 @@ def test_rows_breaking_alignment_are_held_peeled_by_default():
 def test_long_16_bit_rows_without_weights_are_held_by_the_fewest_threads(dtype, extents):
     """The defaults of rows.long_row_schedule for softmax in 16 bits: 128 to 512 threads,
     up to 64 elements a thread, against float64, outputs poisoned."""
-    from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
-    from tiledsl.schedule.rows import LATE_LOADS_GBPS_PER_SM
     k, s = _default_here(PEELED_HELD_PROGRAMS[1][0].replace("f16", dtype), extents)
     assert s.block <= 512 and s.items * s.vec >= 32, s.tag
     # exp's values kept at 32 elements a thread below 512 threads where the GPU has much bandwidth
     # per SM (rows.packed_keeps_pay; rows.halved_packed_share takes 256 or 512 threads over 128 or 256)
-    much = hbm_bandwidth(0) / _sm_count(0) >= LATE_LOADS_GBPS_PER_SM
-    assert s.keep == (s.items * s.vec == 32 and s.block < 512 and much), s.tag
+    assert s.keep == (s.items * s.vec == 32 and s.block < 512 and _much_bandwidth_here()), s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
@@ -1718,10 +1723,9 @@ def test_many_16_bit_rows_with_heavy_weights_by_default(src, extents):
     GPU with much bandwidth per SM: a block a row of at most 128 threads, 4 or more vectors
     each, weights loaded late; elsewhere the rules before it), rows that leave part of a
     thread's share idle, against float64, outputs poisoned."""
-    from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
-    from tiledsl.schedule.rows import LATE_LOADS_GBPS_PER_SM
+    from tiledsl.runtime.launcher import _sm_count
     k, s = _default_here(src, extents)
-    if hbm_bandwidth(0) / _sm_count(0) >= LATE_LOADS_GBPS_PER_SM and extents["M"] >= 64 * _sm_count(0):
+    if _much_bandwidth_here() and extents["M"] >= 64 * _sm_count(0):
         assert s.row_threads <= 128 and s.items >= 4 and not s.hoist and not s.blocks_per_sm, s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
@@ -1741,10 +1745,8 @@ def test_fewer_16_bit_rows_with_heavy_weights_by_default(src, extents):
     else a prefetching block of 512 launched only as often as an SM holds it at once
     (rows.prefetching_blocks_per_sm); elsewhere the rules before them. Against float64, outputs
     poisoned, rows and lengths that leave part of a block or a thread's share idle."""
-    from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
-    from tiledsl.schedule.rows import LATE_LOADS_GBPS_PER_SM
     k, s = _default_here(src, extents)
-    if hbm_bandwidth(0) / _sm_count(0) >= LATE_LOADS_GBPS_PER_SM:
+    if _much_bandwidth_here():
         if extents["N"] not in (8184, 8192):     # 48 bytes a thread by default
             assert s.items in (5, 6) and s.row_threads in (128, 256) and not s.hoist and not s.blocks_per_sm, s.tag
         else:
