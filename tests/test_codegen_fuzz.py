@@ -268,6 +268,13 @@ FOUND = {
     "a_full_sum_in_two_phases_hoisted": (
         "kernel f(p0: f16, p1: f32[M, 1000]) -> f64 {\n    t2 = (p0 + p1) + sum(p1)\n"
         "    return sum(t2) / (abs(p0) + 1)\n}\n", {"M": 1, "1000": 1000}),
+    # a 16-bit row over two loops (1000 and K, N kept between them) a warp held packed, 64
+    # elements a lane in vectors of 2: 8 bytes spilled on sm_90a, 16 on sm_80, until
+    # rows.packed_rows kept packing to rows of one loop (CI, 2026-11-29)
+    "a_packed_row_over_two_loops": (
+        "kernel f(p0: bool, p1: f16[1000, N, K]) -> (f64[1000, N, K], f64[1000, N, K]) {\n"
+        "    t3 = sum(p1) + p1\n    t5 = sum(where(p0, p1, 0.5), axis=(1000, K))\n"
+        "    return t3 + (t5 + p1), p1\n}\n", {"1000": 1000, "N": 2, "K": 2}),
 }
 
 

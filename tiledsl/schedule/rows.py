@@ -376,8 +376,12 @@ def narrow_rows(p: Problem) -> bool:
 def packed_rows(p: Problem, vec: int) -> bool:
     """Whether a thread's share of each row is 16-bit values in vectors (every input over
     the row and its reduced dims 2 bytes wide): held two a register, so a share may have
-    MAX_PACKED_ROW_ELEMENTS of them, the bytes of MAX_ROW_ELEMENTS 4-byte ones."""
-    return vec > 1 and narrow_rows(p)
+    MAX_PACKED_ROW_ELEMENTS of them, the bytes of MAX_ROW_ELEMENTS 4-byte ones. Not a row of
+    several loops (its dims not adjacent in memory), whose vectors each take an address of
+    their own: `sum(where(p0, x, 0.5), axis=(1000, K))` of f16 [1000, N, K] at K = 2, a warp
+    holding 64 elements a lane in vectors of 2, spilled 8 bytes at 64 registers on sm_90a and
+    16 on sm_80 (CI's codegen fuzz, 2026-11-29)."""
+    return vec > 1 and narrow_rows(p) and len(p.layout.reduced_loops) == 1
 
 
 def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packed: bool = False) -> bool:
