@@ -343,11 +343,11 @@ def test_many_16_bit_rows_with_heavy_weights_take_64_bytes_a_thread_and_load_the
 
 
 def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_the_threads():
-    """rows.halved_late_share: on a GPU with much bandwidth per SM, with 24 to 63 rows an SM, a
-    16-bit row whose weights outweigh it and whose default share is three vectors a thread (48
-    bytes) takes half the threads, five or six vectors each, its weights loaded late, a block a
-    row. Elsewhere (an H100, 15 rows an SM, other shares, rmsnorm's lighter weight) the rules
-    before it stand. The H200's figures are in the rule's docstring."""
+    """rows.halved_late_share: on a GPU with much bandwidth per SM, with 24 to 63 rows an SM (6 to
+    63 where half is 256 threads or more), a 16-bit row whose weights outweigh it and whose default
+    share is three vectors a thread (48 bytes) takes half the threads, five or six vectors each, its
+    weights loaded late, a block a row. Elsewhere (an H100, fewer rows, other shares, rmsnorm's
+    lighter weight) the rules before it stand. The H200's figures are in the rule's docstring."""
     for name in ("layernorm", "layernorm16", "layernorm_bf16"):
         for (m, n), (threads, items) in {(4096, 6144): (128, 6), (8192, 6144): (128, 6), (4096, 5120): (128, 5),
                                          (4096, 10240): (256, 5), (4096, 12288): (256, 6),
@@ -355,9 +355,15 @@ def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_th
             _assert_a_block_a_row_with_late_weights(name, m, n, threads, items)
             h100 = _norm_default(name, m, n, 3352.0)[1]
             assert h100.items == 3 and h100.row_threads == 2 * threads, h100.tag
-        for m, n in ((2048, 6144), (2048, 12288)):     # 15 rows an SM: the rules before it
-            assert _norm_default(name, m, n, 4800.0)[1].items == 3, (name, m, n)
-    for m, n in ((4096, 6144), (4096, 12288)):         # rmsnorm's f16 weight is lighter than the row
+        for (m, n), (threads, items) in {(2048, 12288): (256, 6), (1024, 10240): (256, 5),
+                                         (3000, 8200): (256, 5)}.items():     # 7 to 23 rows an SM
+            _assert_a_block_a_row_with_late_weights(name, m, n, threads, items)
+        for m, n in ((512, 12288), (768, 12288)):      # under 6 rows an SM: the rules before it
+            assert _norm_default(name, m, n, 4800.0)[1].row_threads == 512, (name, m, n)
+        # 15 rows an SM, 128 threads halved from 256: the rules before it, but fuller_block_pays
+        s = _norm_default(name, 2048, 6144, 4800.0)[1]
+        assert (s.row_threads, s.items) == ((512, 2) if name == "layernorm" else (256, 3)), (name, s.tag)
+    for m, n in ((4096, 6144), (4096, 12288), (2048, 12288)):     # rmsnorm's f16 weight is lighter than the row
         assert _norm_default("rmsnorm", m, n, 4800.0)[1].items == 3
 
 
@@ -382,8 +388,25 @@ def test_prefetching_blocks_of_512_launch_only_what_an_sm_holds_at_once(arch):
                 _, _, usage = _compile(k, g, lay, s, arch)
                 words = -(-usage.registers // 8) * 8      # registers are granted 8 a thread at a time
                 assert 65536 // (512 * words) == h200 and usage.spill_stores == 0, usage
-        held = default(problem(g, lay, dict(M=2048, N=12288), hbm_gbps=4800.0))    # no prefetch
+        held = default(problem(g, lay, dict(M=768, N=12288), hbm_gbps=4800.0))    # no prefetch
         assert held.block == 512 and not held.prefetch and held.blocks_per_sm in (0, 4), held.tag
+
+
+def test_few_f16_rows_with_weights_twice_as_heavy_keep_512_threads_and_prefetch():
+    """rows.fuller_block_pays: on a GPU with much bandwidth per SM, with 5 to 23 rows an SM, an f16
+    row in vectors of 8 whose weights weigh more than twice the row (layernorm's f32 weight and
+    bias) keeps 512 threads at two vectors each, its weights hoisted and the next row prefetched by
+    a persistent block, where 512 threads leave at most 3/8 of their vector slots idle; fuller_block's
+    256 threads stand for bf16 rows, f16 weights, rows of 4104, fewer or more rows, and an H100."""
+    for m in (768, 2048, 3072):
+        for n in (5120, 6144):
+            s = _norm_default("layernorm", m, n, 4800.0)[1]
+            assert (s.row_threads, s.items, s.hoist, s.prefetch, s.blocks_per_sm) == (512, 2, True, True, 2), s.tag
+        for name, m_, n, gbps in (("layernorm_bf16", m, 6144, 4800.0), ("layernorm16", m, 6144, 4800.0),
+                                  ("layernorm", m, 4104, 4800.0), ("layernorm", m, 6144, 3352.0)):
+            assert _norm_default(name, m_, n, gbps)[1].row_threads == 256, (name, m_, n, gbps)
+    for m in (512, 4096):       # 3.9 rows an SM; 31 (halved_late_share: 128 threads)
+        assert _norm_default("layernorm", m, 6144, 4800.0)[1].row_threads in (128, 256), m
 
 
 def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_flight():

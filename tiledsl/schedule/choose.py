@@ -250,7 +250,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     tpr = min(512, max(64, pow2_at_least(-(-rvec // per_thread))))
     if hints.threads:
         tpr = hints.threads
-    elif tpr == 512:
+    elif tpr == 512 and rows.fuller_block_pays(p, rvec, vec):
         tpr = rows.fuller_block(rvec, vec, per_thread)
     items = rows.row_share(rvec, tpr)
     # A share that does not fit its registers (row_share_fits) is made to, the fastest

@@ -85,6 +85,30 @@ def fuller_block(row_vectors: int, vec: int, per_thread: int) -> int:
     return 256 if vec >= 4 and half <= 2 * per_thread and 256 * half < 512 * row_share(row_vectors, 512) else 512
 
 
+def fuller_block_pays(p: Problem, rvec: int, vec: int) -> bool:
+    """Whether fuller_block may take a row of `rvec` vectors from 512 threads to 256: not
+    an f16 row in vectors of 8 whose weights weigh more than twice the row (layernorm
+    f16's f32 weight and bias) on a GPU with much HBM bandwidth per SM, with more than 4
+    but fewer than HALVED_SHARE_ROWS_PER_SM rows an SM (where default() makes a block
+    persistent), where 512 threads leave at most 3/8 of their vector slots idle. At 256
+    threads, three vectors a thread, such weights are too heavy to hoist and load late in
+    a block a row; at 512, two vectors a thread, they are hoisted and a persistent block
+    loads its next row while it reduces this one. H200 2026-11-29 (scripts/probe_gaps.py
+    and probe_defaults.py, three rounds, µs, 256 / 512 threads): 768x6144 11.2 / 10.0,
+    1024x6144 12.5 / 11.7, 2048x6144 20.5 / 19.1, 2560x6144 24.3 / 22.7, 3072x6144 27.8 /
+    26.6, 2048x5120 18.2 / 17.7, 1536x5120 14.5 / 14.4. Not where 512 threads leave half
+    their slots idle (3072x4104 23.2 / 23.7), nor bf16 rows (2048x6144 19.9 / 23.9, measured
+    before codegen.cuda.moves_prefetched_rows sped their prefetching blocks; not since), nor
+    f16 weights (twice the row: 256 threads hoisting stay best, 3072x6144 24.6, 2048x6144
+    18.0). With more rows an SM, halved_late_share takes the row to 128 threads instead."""
+    if not (vec == 8 and much_bandwidth_per_sm(p) and 4 * p.sm_count < p.rows < HALVED_SHARE_ROWS_PER_SM * p.sm_count
+            and p.layout.row_inputs and all(op.dtype.name == "f16" for op in p.layout.row_inputs)
+            and 8 * rvec >= 5 * 512 * row_share(rvec, 512)):
+        return True
+    weights = sum(op.dtype.itemsize for op in p.layout.weight_inputs)
+    return weights <= 2 * sum(op.dtype.itemsize for op in p.layout.row_inputs)
+
+
 WIDE_SHARE_ROWS_PER_SM = 64     # rows an SM from which late_wide_share applies
 WIDE_SHARE_ITEMS = 4            # ... at least this many 16-byte vectors a thread
 WIDE_SHARE_THREADS = 128        # ... by at most this many threads
@@ -110,28 +134,36 @@ def late_wide_share(p: Problem, vec: int) -> int:
 
 
 HALVED_SHARE_ROWS_PER_SM = 24  # rows an SM from which halved_late_share applies
+HALVED_WIDE_ROWS_PER_SM = 6    # ... where the halved block keeps 256 threads or more
 
 
 def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
     """Threads a row takes where its 16-bit values in vectors of 8 carry weights heavier
     than the row and the default leaves each of `threads` threads three vectors (48
     bytes), on GPUs with much HBM bandwidth per SM, with at least HALVED_SHARE_ROWS_PER_SM
-    rows an SM (where late_wide_share does not apply): half the threads, five or six
-    vectors each (80-96 bytes in flight), the weights loaded late from L1, a block a row;
-    0 elsewhere. Those rows' three vectors a thread came either with weights too heavy to
-    hoist (loaded late at 48 bytes a thread) or with a hoisting persistent block.
+    rows an SM (where late_wide_share does not apply), or HALVED_WIDE_ROWS_PER_SM where
+    the halved block keeps 256 threads: half the threads, five or six vectors each (80-96
+    bytes in flight), the weights loaded late from L1, a block a row; 0 elsewhere. Those
+    rows' three vectors a thread came either with weights too heavy to hoist (loaded late
+    at 48 bytes a thread) or with a hoisting persistent block.
     H200 2026-11-29 (scripts/probe_gaps.py, three rounds, µs, the old default / this
     one), layernorm f16 with f32 weight and bias: 4096x6144 34.4 / 32.0 (128 threads),
     8192x6144 62.1 / 57.0, 4096x5120 31.4 / 28.3, 4096x10240 60.9 / 50.0 (256),
     4096x12288 67.2 / 58.9; with f16 weight and bias 4096x12288 61.7 / 56.0, 4096x6144
-    31.2 / 30.9. Each the fastest of its space. With fewer rows an SM, a block a row
-    leaves too few waves: 2048x6144 keeps its default (20.4 µs; a persistent block of 512
-    took 19.0). Rows whose weights are lighter gained nothing from half the threads
-    (rmsnorm f16 4096x6144 29.2 / 29.6, 4096x12288 53.9 / 55.5; softmax f32 4096x6144
-    52.9 / 53.8)."""
+    31.2 / 30.9. Each the fastest of its space. With fewer rows an SM, 512 threads halved
+    to 256 still win (rows of 8200 to 12288; µs, 512 / 256 threads, f32 weight and bias):
+    1024x10240 20.4 / 18.1, 1536x10240 27.9 / 24.4, 2048x9216 32.8 / 27.5, 2048x10240 34.3
+    / 29.4, 2560x12288 45.7 / 41.4, 3072x10240 47.9 / 40.2, 1024x12288 22.6 / 21.8; f16 ones
+    2048x10240 30.4 / 27.2, 3072x12288 48.4 / 44.1, 1024x12288 19.5 / 19.3, 1536x8200 22.8 /
+    19.6; bf16 rows 2048x12288 37.5 / 34.9; but not at 512 rows (3.9 an SM: 512x12288 13.4 /
+    14.6). A block of 256 halved to 128 does not
+    (2048x6144 20.3 / over 19.8; f16 weights 3072x6144 24.6 / 25.3): fuller_block_pays.
+    Rows whose weights are lighter gained nothing from half the threads (rmsnorm f16
+    4096x6144 29.2 / 29.6, 4096x12288 53.9 / 55.5; softmax f32 4096x6144 52.9 / 53.8)."""
     if share_bytes(p, items, vec) != 48:
         return 0
-    return late_share_fits(p, vec, threads // 2, HALVED_SHARE_ROWS_PER_SM)
+    rows_per_sm = HALVED_WIDE_ROWS_PER_SM if threads // 2 >= 256 else HALVED_SHARE_ROWS_PER_SM
+    return late_share_fits(p, vec, threads // 2, rows_per_sm)
 
 
 def late_share_fits(p: Problem, vec: int, threads: int, rows_per_sm: int) -> int:
