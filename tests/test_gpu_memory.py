@@ -120,6 +120,15 @@ kernel layernorm_{t}(x: {t}[M, N], w: {t}[N], b: {t}[N], eps: f32 = 1e-5) -> {t}
     var = mean(xc * xc, axis=N)
     return xc * rsqrt(var + eps) * w + b
 }}""" for t in ("bf16", "f16", "f32")},
+    # bf16 rows with f32 weights: a prefetching row moved through its buffers (codegen/cuda.py,
+    # moves_prefetched_rows)
+    "layernorm_bf16_f32w": """
+kernel layernorm_bf16_f32w(x: bf16[M, N], w: f32[N], b: f32[N], eps: f32 = 1e-5) -> bf16[M, N] {
+    mu  = mean(x, axis=N)
+    xc  = x - mu
+    var = mean(xc * xc, axis=N)
+    return xc * rsqrt(var + eps) * w + b
+}""",
     "rmsnorm_bf16": """
 kernel rmsnorm_bf16(x: bf16[M, N], w: bf16[N], eps: f32 = 1e-6) -> bf16[M, N] {
     return x * rsqrt(mean(x * x, axis=N) + eps) * w
@@ -987,7 +996,9 @@ def test_products_with_a_vector(name, size):
 ROW_PROGRAMS = [("softmax.tdsl", dict(M=1001, N=781)), ("softmax.tdsl", dict(M=700, N=4100)),
                 ("layernorm.tdsl", dict(M=611, N=8192 + 8)), ("rmsnorm.tdsl", dict(M=999, N=1032)),
                 # f16 weights hoisted and kept packed (keep_packed), and scalar rows of them
-                ("layernorm_f16", dict(M=611, N=8192 + 8)), ("layernorm_f16", dict(M=577, N=1031))]
+                ("layernorm_f16", dict(M=611, N=8192 + 8)), ("layernorm_f16", dict(M=577, N=1031)),
+                # rows moved through their prefetch buffers (bf16 and f32 rows with f32 weights)
+                ("layernorm_bf16_f32w", dict(M=611, N=8192 + 8)), ("layernorm_f32", dict(M=611, N=6144 + 4))]
 # Shapes whose rows fit a shared-memory ring: only the ring schedules of these (f16 rows with
 # hoisted and unhoisted f32 weights, f32 rows), with partial vectors per thread at the row's end.
 RING_PROGRAMS = [("layernorm.tdsl", dict(M=1001, N=1032)), ("softmax.tdsl", dict(M=777, N=1028))]

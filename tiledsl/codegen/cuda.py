@@ -74,6 +74,22 @@ def vector_lane(vector: str, d: DType) -> str:
     return to_reg(f"{vector}.v[e]", d)
 
 
+def moves_prefetched_rows(row_inputs, hoisted_inputs) -> bool:
+    """Whether a prefetching row kernel loads every row, the first too, into its prefetch
+    buffers p<k> and moves it to b<k> at the top of its iteration, the loads unconditional
+    (clamped to the last row and vector; reduce.cu.j2, prefetch_moved): rows not all f16 whose
+    hoisted weights are wider than 16 bits. Loaded straight into b<k> under branches, such a
+    row's first loads shared a ptxas scoreboard with the prefetch, so each row's first read
+    waited for the next row to land (H200 2026-11-29, µs, straight / moved: bf16 layernorm with
+    f32 weight and bias 4096x8192 50.3 / 39.2, 2048x8192 27.7 / 22.4; f32 2048x6144 31.4 / 30.6).
+    f16 rows are not moved: ptxas waits for their first row before the loop, and moved they
+    were slower (4096x8192 39.2 / 40.0, 2048x6144 19.0 / 20.4); nor rows with 16-bit weights,
+    which did not wait, and moved took more registers (bf16 with bf16 weights: 50 / 54, and
+    spilled 16 bytes under NVRTC 13.0). tests/test_codegen.py checks the scoreboards in SASS."""
+    return (not all(op.dtype.name == "f16" for op in row_inputs)
+            and any(op.dtype.itemsize > 2 for op in hoisted_inputs))
+
+
 def to_storage(expr: str, d: DType) -> str:
     if d.name == "f16":
         return f"tdsl::f32_to_f16({expr})"
@@ -781,6 +797,7 @@ class _Renderer:
         r_loops = list(lay.reduced_loops)
         # Prefetch: the next row's elements go to p<k> while this row is reduced from b<k>.
         prefetch = cached and self.s.prefetch and bool(per_row)
+        prefetch_moved = prefetch and moves_prefetched_rows(per_row, hoisted)
         # A ring: each thread's share of its next rows goes by cp.async into its own
         # shared-memory slots, so rows in flight cost no registers (and no barrier).
         ringed = [op for op in per_row if set(op.loops) & kept_loops]
@@ -844,7 +861,7 @@ class _Renderer:
             + [f"{reg_type(self.values[vid].dtype)} keep{vid}[{self.s.items}][{self.vec}];" for vid in keep_at],
             loads=per_row_loads,
             hoisted_loads=[line for op in hoisted for line in self.load_lines(op, slot)],
-            prefetch=prefetch,
+            prefetch=prefetch, prefetch_moved=prefetch_moved,
             prefetch_buffers=[self.buffer_decl(op, self.s.items, "p") for op in per_row] if prefetch else [],
             prefetch_loads=[line for op in per_row for line in self.load_lines(op, slot, "p")] if prefetch else [],
             prefetch_moves=[f"b{op.index}[j] = p{op.index}[j];" for op in per_row] if prefetch else [],
