@@ -292,7 +292,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         else:
             return rows.streamed_or_shared(p, vec, hints, clusters)
     kept = set(p.layout.kept_loops)
-    invariant = sum(op.dtype.itemsize for op in p.layout.weight_inputs)
+    invariant = rows.element_bytes(p.layout.weight_inputs)
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
     hoist = invariant > per_row and not late_weights and True in rows.hoist_choices(p)
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0

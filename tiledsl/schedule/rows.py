@@ -48,12 +48,16 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
     return ""
 
 
+def element_bytes(inputs) -> int:
+    """Bytes an element of a row takes in `inputs` together (layout.row_inputs: the row's own;
+    layout.weight_inputs: its weights)."""
+    return sum(op.dtype.itemsize for op in inputs)
+
+
 def peel_weights_fit(p: Problem) -> bool:
     """Whether a peeled row's weights over N (gathered lane by lane) take no more bytes an
     element than its per-row inputs: what the default peels (see default())."""
-    per_row = sum(op.dtype.itemsize for op in p.layout.row_inputs)
-    weights = sum(op.dtype.itemsize for op in p.layout.weight_inputs)
-    return weights <= per_row
+    return element_bytes(p.layout.weight_inputs) <= element_bytes(p.layout.row_inputs)
 
 
 def peel_vector(p: Problem) -> int:
@@ -105,8 +109,7 @@ def fuller_block_pays(p: Problem, rvec: int, vec: int) -> bool:
             and p.layout.row_inputs and all(op.dtype.name == "f16" for op in p.layout.row_inputs)
             and 8 * rvec >= 5 * 512 * row_share(rvec, 512)):
         return True
-    weights = sum(op.dtype.itemsize for op in p.layout.weight_inputs)
-    return weights <= 2 * sum(op.dtype.itemsize for op in p.layout.row_inputs)
+    return element_bytes(p.layout.weight_inputs) <= 2 * element_bytes(p.layout.row_inputs)
 
 
 WIDE_SHARE_ROWS_PER_SM = 64     # rows an SM from which late_wide_share applies
@@ -564,7 +567,7 @@ def online_pays(p: Problem, block: int) -> bool:
     True (the field's default, one name for one code) where the group has no such pair."""
     if not online_pairs(p.group):
         return True
-    row_bytes = p.row_length * sum(op.dtype.itemsize for op in p.layout.row_inputs)
+    row_bytes = p.row_length * element_bytes(p.layout.row_inputs)
     rows_at_once = min(p.rows, p.sm_count * max(1, 1024 // block))
     return rows_at_once * row_bytes > L2_BYTES.get(p.arch, L2_BYTES_DEFAULT)
 
