@@ -159,8 +159,8 @@ def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
     / 29.4, 2560x12288 45.7 / 41.4, 3072x10240 47.9 / 40.2, 1024x12288 22.6 / 21.8; f16 ones
     2048x10240 30.4 / 27.2, 3072x12288 48.4 / 44.1, 1024x12288 19.5 / 19.3, 1536x8200 22.8 /
     19.6; bf16 rows 2048x12288 37.5 / 34.9; but not at 512 rows (3.9 an SM: 512x12288 13.4 /
-    14.6). A block of 256 halved to 128 does not
-    (2048x6144 20.3 / over 19.8; f16 weights 3072x6144 24.6 / 25.3): fuller_block_pays.
+    14.6). A block of 256 halved to 128 does not (2048x6144 20.3 / over 19.8; f16 weights
+    3072x6144 24.6 / 25.3): fuller_block_pays.
     Rows whose weights are lighter gained nothing from half the threads (rmsnorm f16
     4096x6144 29.2 / 29.6, 4096x12288 53.9 / 55.5; softmax f32 4096x6144 52.9 / 53.8)."""
     if share_bytes(p, items, vec) != 48:
