@@ -19,6 +19,7 @@ from tiledsl.errors import TdslError
 from tiledsl.schedule.choose import candidates, default, fits, launches
 from tiledsl.schedule.problem import problem
 from tiledsl.schedule.columns import column_tile_split
+from tiledsl.schedule import rows
 from tiledsl.schedule.hints import Hints
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
@@ -314,6 +315,8 @@ def _norm_default(name: str, m: int, n: int, gbps: float):
 def _norm_program(name: str):
     return tiledsl.compile({"layernorm": (EXAMPLES / "layernorm.tdsl").read_text(), "layernorm16": LAYERNORM16,
                             "layernorm_bf16": LAYERNORM16.replace("f16", "bf16"),
+                            "layernorm_bf16_f32w": (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16"),
+                            "layernorm_f32": (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "f32"),
                             "rmsnorm": (EXAMPLES / "rmsnorm.tdsl").read_text()}[name])
 
 
@@ -360,7 +363,8 @@ def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_th
                                          (3000, 8200): (256, 5)}.items():     # 7 to 23 rows an SM
             _assert_a_block_a_row_with_late_weights(name, m, n, threads, items)
         for m, n in ((512, 12288), (768, 12288)):      # under 6 rows an SM: the rules before it
-            assert _norm_default(name, m, n, 4800.0)[1].row_threads == 512, (name, m, n)
+            threads = 1024 if name == "layernorm" and m == 768 else 512     # doubled_prefetch_pays
+            assert _norm_default(name, m, n, 4800.0)[1].row_threads == threads, (name, m, n)
         # 15 rows an SM, 128 threads halved from 256: the rules before it, but fuller_block_pays
         s = _norm_default(name, 2048, 6144, 4800.0)[1]
         assert (s.row_threads, s.items) == ((512, 2) if name == "layernorm" else (256, 3)), (name, s.tag)
@@ -389,8 +393,9 @@ def test_prefetching_blocks_of_512_launch_only_what_an_sm_holds_at_once(arch):
                 _, _, usage = _compile(k, g, lay, s, arch)
                 words = -(-usage.registers // 8) * 8      # registers are granted 8 a thread at a time
                 assert 65536 // (512 * words) == h200 and usage.spill_stores == 0, usage
-        held = default(problem(g, lay, dict(M=768, N=12288), hbm_gbps=4800.0))    # no prefetch
-        assert held.block == 512 and not held.prefetch and held.blocks_per_sm in (0, 4), held.tag
+        held = default(problem(g, lay, dict(M=768, N=12288), hbm_gbps=4800.0))
+        if name == "layernorm16":       # no prefetch at 512 threads (doubled_prefetch_pays: not f16 weights)
+            assert held.block == 512 and not held.prefetch and held.blocks_per_sm in (0, 4), held.tag
 
 
 def test_few_f16_rows_with_weights_twice_as_heavy_keep_512_threads_and_prefetch():
@@ -408,6 +413,67 @@ def test_few_f16_rows_with_weights_twice_as_heavy_keep_512_threads_and_prefetch(
             assert _norm_default(name, m_, n, gbps)[1].row_threads == 256, (name, m_, n, gbps)
     for m in (512, 4096):       # 3.9 rows an SM; 31 (halved_late_share: 128 threads)
         assert _norm_default("layernorm", m, 6144, 4800.0)[1].row_threads in (128, 256), m
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_an_sm(arch):
+    """rows.doubled_prefetch_pays: on a GPU with much bandwidth per SM, with 5 to 12 rows an SM, a
+    row that 512 threads hold too much of to prefetch, whose weights outweigh it more than twice
+    (f16 or bf16 rows with f32 weight and bias) with at most a quarter of 1024 threads' slots idle,
+    or twice with none idle, goes to a persistent block of 1024 threads that hoists the weights and
+    prefetches its next row, launched once an SM: ptxas gives it registers for exactly one
+    resident block and no spills. More rows, 3/8 of the slots idle, f16 weights with a quarter
+    idle, rmsnorm's light weight and an H100 keep the rules before it."""
+    cases = {("layernorm", 768, 12288): 2, ("layernorm", 1024, 12288): 2, ("layernorm", 1536, 12288): 2,
+             ("layernorm", 1024, 14336): 2, ("layernorm", 768, 16384): 2, ("layernorm_bf16_f32w", 1024, 12288): 2,
+             ("layernorm_f32", 1024, 12288): 3, ("layernorm16", 1024, 16384): 2}
+    for (name, m, n), items in cases.items():
+        p, s = _norm_default(name, m, n, 4800.0)
+        assert (s.row_threads, s.items, s.hoist, s.prefetch, s.blocks_per_sm) == (1024, items, True, True, 1), \
+            (name, m, n, s.tag)
+        assert launches(p, s)[0].grid[0] == p.sm_count, s.tag
+        if (m, n) in ((1024, 12288), (1024, 16384)):
+            k = _norm_program(name)
+            g = partition(k.graph)[0]
+            _, _, usage = _compile(k, g, plan_layout(g, k.graph), s, arch)
+            assert usage.registers <= 64 and usage.spill_stores == 0 and usage.local_bytes == 0, (name, usage)
+    for name, m, n, gbps in (("layernorm", 1600, 12288, 4800.0), ("layernorm", 2048, 12288, 4800.0),
+                             ("layernorm", 1024, 10240, 4800.0), ("layernorm16", 1024, 12288, 4800.0),
+                             ("layernorm", 512, 12288, 4800.0), ("layernorm", 1024, 12288, 3352.0),
+                             ("rmsnorm", 1024, 16384, 4800.0)):
+        s = _norm_default(name, m, n, gbps)[1]
+        assert s.row_threads <= 512, (name, m, n, gbps, s.tag)
+
+
+def test_few_f32_rows_without_weights_take_256_threads_at_the_same_idle_slots():
+    """rows.few_plain_rows: on a GPU with much bandwidth per SM, with 5 to 12 rows an SM, an f32
+    softmax row that 512 threads would read 64 bytes each of, keeping their exps, and 256 threads
+    hold with the same idle slots goes to 256 threads holding twice as much, its exps not kept;
+    more or fewer rows, shares of 48 bytes, 16-bit rows, rows with weights and an H100 keep 512."""
+    softmax = tiledsl.compile((EXAMPLES / "softmax.tdsl").read_text())
+    g = partition(softmax.graph)[0]
+    lay = plan_layout(g, softmax.graph)
+
+    def softmax_default(m, n, gbps=4800.0, src=None):
+        k = softmax if src is None else tiledsl.compile(src)
+        g_ = partition(k.graph)[0]
+        return default(problem(g_, plan_layout(g_, k.graph), dict(M=m, N=n), hbm_gbps=gbps))
+
+    for (m, n), items in {(661, 8192): 8, (1024, 8192): 8, (1584, 8192): 8, (1024, 8188): 8}.items():
+        s = softmax_default(m, n)
+        assert (s.row_threads, s.items, s.vec, s.keep) == (256, items, 4, False), (m, n, s.tag)
+        assert softmax_default(m, n, 3352.0).row_threads == 512, (m, n)
+    for m, n in ((660, 8192), (1585, 8192), (1024, 6144)):     # too few or many rows; no kept exps at 512
+        assert softmax_default(m, n).row_threads == 512, (m, n)
+    f16 = (EXAMPLES / "softmax.tdsl").read_text().replace("f32[M, N]", "f16[M, N]")
+    assert softmax_default(1024, 16384, src=f16).row_threads == 512
+    for src in (f16, (EXAMPLES / "rmsnorm.tdsl").read_text().replace("f16", "f32")):    # 16-bit; weights
+        k = tiledsl.compile(src)
+        g_ = partition(k.graph)[0]
+        vec = 8 if src == f16 else 4
+        assert not rows.few_plain_rows(problem(g_, plan_layout(g_, k.graph), dict(M=1024, N=8192), hbm_gbps=4800.0),
+                                       8192 // vec, vec)
+    assert rows.few_plain_rows(problem(g, lay, dict(M=1024, N=8192), hbm_gbps=4800.0), 2048, 4)
 
 
 def _sass_steps(sass: str) -> list[tuple[int, str, int, int]]:

@@ -1765,6 +1765,41 @@ def test_fewer_16_bit_rows_with_heavy_weights_by_default(src, extents):
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+LAYERNORM_SRC = (EXAMPLES / "layernorm.tdsl").read_text()
+
+
+@pytest.mark.parametrize("src,extents", [("layernorm.tdsl", dict(M=1000, N=12296)),
+                                         (LAYERNORM_SRC.replace("f16", "bf16"), dict(M=777, N=14336)),
+                                         (LAYERNORM_SRC.replace("f16", "f32"), dict(M=1001, N=12288)),
+                                         (LAYERNORM_F16_WEIGHTS, dict(M=1030, N=16384))],
+                         ids=["f32w-1000x12296", "bf16-f32w-777x14336", "f32-1001x12288", "f16w-1030x16384"])
+def test_few_long_rows_with_heavy_weights_by_default(src, extents):
+    """The default for 5 to 12 long rows an SM whose weights outweigh them, on a GPU with much
+    bandwidth per SM: a persistent block of 1024 threads hoisting the weights and prefetching
+    its next row, once an SM (rows.doubled_prefetch_pays); elsewhere the rules before it.
+    Against float64, outputs poisoned, rows that leave the last blocks a row fewer and (at
+    12296) part of the block's vector slots idle."""
+    from tiledsl.runtime.launcher import _sm_count
+    k, s = _default_here(src, extents)
+    if _much_bandwidth_here() and 4 * _sm_count(0) < extents["M"] <= 12 * _sm_count(0):
+        assert s.block == 1024 and s.prefetch and s.hoist and s.blocks_per_sm == 1, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
+@pytest.mark.parametrize("extents", [dict(M=701, N=8192), dict(M=1000, N=8188), dict(M=1583, N=8192)],
+                         ids=["701x8192", "1000x8188", "1583x8192"])
+def test_few_f32_rows_without_weights_by_default(extents):
+    """The default for 5 to 12 f32 softmax rows an SM on a GPU with much bandwidth per SM:
+    256 threads holding twice the row each rather than 512 keeping their exps
+    (rows.few_plain_rows); elsewhere the rules before it. Against float64, outputs poisoned,
+    a row (8188) that leaves the last thread's share part idle."""
+    from tiledsl.runtime.launcher import _sm_count
+    k, s = _default_here("softmax.tdsl", extents)
+    if _much_bandwidth_here() and 5 * _sm_count(0) < extents["M"] <= 12 * _sm_count(0):
+        assert s.row_threads == 256 and s.items == -(-extents["N"] // 1024) and not s.keep, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 # Many light rows (rows.warp_row_schedule): a warp a row, 4 rows a block of 128, in vectors,
 # peeled where the length breaks alignment, else element by element; row counts that leave the
 # last block part empty, a result per row, weights hoisted or gathered.

@@ -250,8 +250,10 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     tpr = min(512, max(64, pow2_at_least(-(-rvec // per_thread))))
     if hints.threads:
         tpr = hints.threads
+    elif tpr == 512 and rows.doubled_prefetch_pays(p, rvec, vec):
+        tpr = 1024
     elif tpr == 512 and rows.fuller_block_pays(p, rvec, vec):
-        tpr = rows.fuller_block(rvec, vec, per_thread)
+        tpr = rows.fuller_block(rvec, vec, per_thread, level=rows.few_plain_rows(p, rvec, vec))
     items = rows.row_share(rvec, tpr)
     # A share that does not fit its registers (row_share_fits) is made to, the fastest
     # way measured (H100 2026-11-25, scripts/probe_row_share.py and `tiledsl autotune`,

@@ -78,15 +78,38 @@ def row_share(row_vectors: int, threads: int) -> int:
     return max(1, -(-row_vectors // threads))
 
 
-def fuller_block(row_vectors: int, vec: int, per_thread: int) -> int:
+def fuller_block(row_vectors: int, vec: int, per_thread: int, level: bool = False) -> int:
     """The threads of a row that 512 threads would share (about `per_thread` vectors each):
     256 where that leaves fewer of the block's vector slots idle and a thread holds at most
     twice `per_thread`. Idle slots are bytes not in flight: a 16-bit row of 5120 is 640
     vectors, 1024 slots at 512 threads (2 each), 768 at 256 (3 each). H200 2026-11-29
     (scripts/probe_gaps.py, µs, 512 / 256 threads): rmsnorm f16 8192x5120 54.7 / 43.8,
-    8192x6144 59.4 / 52.6; softmax f32 8192x5120 99.5 / 84.5, 16384x5120 194.5 / 163.9."""
-    half = row_share(row_vectors, 256)
-    return 256 if vec >= 4 and half <= 2 * per_thread and 256 * half < 512 * row_share(row_vectors, 512) else 512
+    8192x6144 59.4 / 52.6; softmax f32 8192x5120 99.5 / 84.5, 16384x5120 194.5 / 163.9.
+    `level`: 256 also where it leaves as few slots idle as 512 (few_plain_rows)."""
+    half, slots = row_share(row_vectors, 256), 512 * row_share(row_vectors, 512)
+    return 256 if vec >= 4 and half <= 2 * per_thread and (256 * half < slots or level and 256 * half == slots) else 512
+
+
+FEW_PLAIN_ROWS_PER_SM = (5, 12)    # rows an SM, above the first and up to the second: few_plain_rows
+
+
+def few_plain_rows(p: Problem, rvec: int, vec: int) -> bool:
+    """Whether fuller_block takes 256 threads over 512 at the same idle slots: f32 rows of
+    `rvec` vectors with no weights (softmax's) that 512 threads would read 64 bytes each of,
+    keeping their exps' values (keep_pays), on a GPU with much HBM bandwidth per SM, with
+    more than 5 and at most 12 rows an SM. 256 threads holding twice the row each keep
+    nothing, and a block holds a row's bytes in flight either way. H200 2026-11-29
+    (scripts/probe_gaps.py three rounds, then the old default and this one in turn twice,
+    µs, 512 / 256 threads): softmax f32 768x8192 16.6 / 15.3 (16.6, 16.6 / 15.2, 15.3),
+    1024x8192 21.2 / 20.1 (21.4, 21.5 / 19.9, 20.1), 1536x8192 29.4 / 28.8 (29.4, 29.5 /
+    28.5, 28.7). Not where 512 threads keep nothing (768x6144, 48 bytes a thread: 12.9, 13.1
+    / 13.1, 13.4), nor at 3.9 rows an SM (512x8192: 12.6, 12.7 / 12.9, 13.8, though 12.6 /
+    11.3 among every candidate). 16-bit rows gain nothing (softmax f16 768x16384 17.7 /
+    18.0, 1024x16384 22.1 / 22.8)."""
+    low, high = FEW_PLAIN_ROWS_PER_SM
+    return (much_bandwidth_per_sm(p) and not p.layout.weight_inputs and bool(p.layout.row_inputs)
+            and all(op.dtype.itemsize == 4 for op in p.layout.row_inputs)
+            and share_bytes(p, row_share(rvec, 512), vec) >= 64 and low * p.sm_count < p.rows <= high * p.sm_count)
 
 
 def fuller_block_pays(p: Problem, rvec: int, vec: int) -> bool:
@@ -110,6 +133,47 @@ def fuller_block_pays(p: Problem, rvec: int, vec: int) -> bool:
             and 8 * rvec >= 5 * 512 * row_share(rvec, 512)):
         return True
     return element_bytes(p.layout.weight_inputs) <= 2 * element_bytes(p.layout.row_inputs)
+
+
+DOUBLED_PREFETCH_ROWS_PER_SM = 12     # rows an SM up to which doubled_prefetch_pays applies,
+DOUBLED_FULL_ROWS_PER_SM = 32         # ... or this many with weights over twice the row and at most 1/5 idle
+
+
+def doubled_prefetch_pays(p: Problem, rvec: int, vec: int) -> bool:
+    """Whether a row of `rvec` vectors that 512 threads would share goes to a persistent
+    block of 1024 threads that hoists its weights and loads its next row while it reduces
+    this one: on a GPU with much HBM bandwidth per SM, with more than 4 rows an SM, where
+    512 threads hold too much of the row to prefetch and 1024 can, and where the weights
+    outweigh the row more than twice with at most a quarter of the 1024 threads' vector
+    slots idle (up to DOUBLED_FULL_ROWS_PER_SM rows an SM where at most a fifth are idle,
+    else DOUBLED_PREFETCH_ROWS_PER_SM), or twice with none idle (up to
+    DOUBLED_PREFETCH_ROWS_PER_SM). Otherwise such rows load their weights late in a block a
+    row and every row reads them again from L2: 96 KB a row of 12288 in f32 weight and bias,
+    twice the row itself.
+    H200 2026-11-29 (scripts/probe_gaps.py, three rounds, µs, the old default / this one),
+    layernorm f16 with f32 weight and bias: 768x12288 17.6 / 15.8, 1024x12288 21.7 / 19.8,
+    1280x12288 25.9 / 23.7, 1536x12288 28.5 / 27.3, 1024x14336 25.0 / 21.6, 3072x14336 58.3
+    / 53.2, 4096x14336 74.6 / 68.8, 2048x13312 39.6 / 36.0, 1024x16384 27.5 / 23.3, 768x16384
+    22.1 / 18.6, 2048x16384 45.4 / 40.8, 3584x16384 73.1 / 66.8, 4096x16384 82.5 / 74.9;
+    bf16 rows 1024x12288 21.6 / 19.7, 2048x16384 45.4 / 40.3, 3072x16384 63.5 / 57.6; f32
+    rows 1024x12288 31.4 / 30.5; f16 weight and bias 1024x16384 25.4 / 23.5. Not where a
+    quarter of the slots is idle with 15.5 rows an SM (2048x12288: 34.6 / 34.7), nor 3/8
+    (1024x10240: 18.0 / 18.4), nor f16 weights with a quarter idle (1024x12288: 19.4 / 20.0),
+    nor f32 rows with 15.5 rows an SM (2048x12288: 55.2 / 59.0)."""
+    if not (vec > 1 and much_bandwidth_per_sm(p) and p.layout.row_inputs and p.rows > 4 * p.sm_count):
+        return False
+    half, share = row_share(rvec, 512), row_share(rvec, 1024)
+    if prefetch_fits(p, half, vec) or not (prefetch_fits(p, share, vec) and row_share_fits(p, share, vec)):
+        return False
+    slots, idle = 1024 * share, 1024 * share - rvec
+    weights, row = element_bytes(p.layout.weight_inputs), element_bytes(p.layout.row_inputs)
+    if weights > 2 * row and 4 * idle <= slots:
+        rows_per_sm = DOUBLED_FULL_ROWS_PER_SM if 5 * idle <= slots else DOUBLED_PREFETCH_ROWS_PER_SM
+    elif weights >= 2 * row and idle == 0:
+        rows_per_sm = DOUBLED_PREFETCH_ROWS_PER_SM
+    else:
+        return False
+    return p.rows <= rows_per_sm * p.sm_count
 
 
 WIDE_SHARE_ROWS_PER_SM = 64     # rows an SM from which late_wide_share applies
