@@ -372,6 +372,25 @@ def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_th
         assert _norm_default("rmsnorm", m, n, 4800.0)[1].items == 3
 
 
+def test_16_bit_rows_with_heavy_weights_and_64_bytes_a_thread_at_512_take_256_threads():
+    """rows.halved_late_share at 64 bytes: on a GPU with much bandwidth per SM, from 6 to 63 rows an
+    SM, a 16-bit row whose weights outweigh it and that 512 threads would read four vectors each of
+    (rows of 13000 to 16384), where doubled_prefetch_pays does not take it to 1024 threads, goes to
+    a block a row of 256 threads, seven or eight vectors each, its weights loaded late. An H100,
+    rmsnorm's lighter weight, and shares of 64 bytes at 256 threads keep the rules before it."""
+    for name in ("layernorm16", "layernorm_bf16", "layernorm"):
+        for (m, n), items in {(6144, 16384): 8, (8000, 16384): 8, (5000, 14336): 7, (7000, 13000): 7}.items():
+            _assert_a_block_a_row_with_late_weights(name, m, n, 256, items)
+            assert _norm_default(name, m, n, 3352.0)[1].row_threads == 512, (name, m, n)
+    for name in ("layernorm16", "layernorm_bf16"):      # f16 weights: not doubled at 2 to 32 rows an SM
+        for m in (2048, 4096):
+            _assert_a_block_a_row_with_late_weights(name, m, 16384, 256, 8)
+    assert _norm_default("layernorm", 4096, 16384, 4800.0)[1].row_threads == 1024       # doubled_prefetch_pays
+    assert _norm_default("rmsnorm", 4096, 16384, 4800.0)[1].row_threads == 512
+    s = _norm_default("layernorm16", 16384, 8192, 4800.0)[1]       # 256 threads at 64 bytes: late_wide_share
+    assert s.row_threads == 128, s.tag
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_prefetching_blocks_of_512_launch_only_what_an_sm_holds_at_once(arch):
     """rows.prefetching_blocks_per_sm: on a GPU with much bandwidth per SM, a persistent block of
@@ -931,14 +950,31 @@ def test_column_defaults_at_the_gpu_tests_shapes_do_not_spill(src, extents, hbm_
 _COMPILED_DEFAULTS: dict = {}      # CUDA text -> its sm_90a resource usage (many sizes and GPUs share a kernel)
 
 
+@functools.lru_cache(maxsize=None)
+def trig_frame_bytes() -> int:
+    """Local memory that CUDA's own f32 sin and cos take under this NVRTC, not spills: their
+    slow path for large arguments (Payne-Hanek reduction) keeps its words in a stack array
+    under NVRTC 13.0 (32 bytes; the device's CuPy), in registers under 13.5 (none)."""
+    src = ('extern "C" __global__ void trig(float* y, const float* x) '
+           '{ y[threadIdx.x] = sinf(x[threadIdx.x]) + cosf(x[threadIdx.x]); }')
+    return toolchain.compile_cuda(src, arch="sm_90a").resources["trig"].local_bytes
+
+
+def local_bytes_allowed(source: str) -> int:
+    """The local memory a kernel may take without spilling: trig_frame_bytes where its body
+    calls sin or cos, else none."""
+    body = source[source.index('extern "C"'):]
+    return trig_frame_bytes() if re.search(r"\btdsl::(sin|cos)\(", body) else 0
+
+
 def assert_defaults_do_not_spill(k, extents: dict, hbm_gbps: float) -> None:
     """The kernels a call of `k` at `extents` runs on a 132-SM GPU of `hbm_gbps`, compiled
-    for sm_90a: none spills."""
+    for sm_90a: none spills, nor takes local memory beyond local_bytes_allowed."""
     for ks in sources_for(k, extents, 132, "sm_90a", hbm_gbps):
         usage = _COMPILED_DEFAULTS.get(ks.source)
         if usage is None:
             usage = _COMPILED_DEFAULTS[ks.source] = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
-        assert not usage.spill_stores and not usage.local_bytes, (extents, ks.name, usage)
+        assert not usage.spill_stores and usage.local_bytes <= local_bytes_allowed(ks.source), (extents, ks.name, usage)
 
 
 @pytest.mark.parametrize("hbm_gbps", [3352.0, 4800.0])    # an H100's rules, an H200's

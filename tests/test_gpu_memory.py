@@ -1747,19 +1747,23 @@ def test_many_16_bit_rows_with_heavy_weights_by_default(src, extents):
                                          (LAYERNORM_F16_WEIGHTS.replace("f16", "bf16"), dict(M=3300, N=5128)),
                                          ("layernorm.tdsl", dict(M=4096, N=8192)),
                                          ("layernorm.tdsl", dict(M=2049, N=8184)),
-                                         (LAYERNORM_F16_WEIGHTS, dict(M=4095, N=8192))],
+                                         (LAYERNORM_F16_WEIGHTS, dict(M=4095, N=8192)),
+                                         (LAYERNORM_F16_WEIGHTS, dict(M=2049, N=16376)),
+                                         ("layernorm.tdsl", dict(M=6000, N=14336))],
                          ids=["f32w-4096x6144", "f32w-4097x10240", "f16w-4096x12280", "bf16w-3300x5128",
-                              "f32w-4096x8192", "f32w-2049x8184", "f16w-4095x8192"])
+                              "f32w-4096x8192", "f32w-2049x8184", "f16w-4095x8192", "f16w-2049x16376",
+                              "f32w-6000x14336"])
 def test_fewer_16_bit_rows_with_heavy_weights_by_default(src, extents):
     """The default for 16 to 63 16-bit rows an SM whose weights outweigh them, on a GPU with much
     bandwidth per SM: half the threads where a thread would read 48 bytes (rows.halved_late_share),
-    else a prefetching block of 512 launched only as often as an SM holds it at once
+    or 64 at 512 threads (rows of 14336 and 16376: seven or eight vectors at 256), else a
+    prefetching block of 512 launched only as often as an SM holds it at once
     (rows.prefetching_blocks_per_sm); elsewhere the rules before them. Against float64, outputs
     poisoned, rows and lengths that leave part of a block or a thread's share idle."""
     k, s = _default_here(src, extents)
     if _much_bandwidth_here():
-        if extents["N"] not in (8184, 8192):     # 48 bytes a thread by default
-            assert s.items in (5, 6) and s.row_threads in (128, 256) and not s.hoist and not s.blocks_per_sm, s.tag
+        if extents["N"] not in (8184, 8192):     # 48 bytes a thread by default, or 64 at 512 threads
+            assert s.items in (5, 6, 7, 8) and s.row_threads in (128, 256) and not s.hoist and not s.blocks_per_sm, s.tag
         else:
             assert s.prefetch and s.block == 512 and s.blocks_per_sm == 2, s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)

@@ -322,7 +322,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             and (low_bandwidth or light) and (p.rows >= 64 * p.sm_count or (low_bandwidth and light)))
     # ... and where each SM has much bandwidth and many rows, 64 bytes a thread with the
     # weights late beat both (rows.late_wide_share); with fewer rows, where the share would be
-    # 48 bytes, half the threads at 80-96 bytes each (rows.halved_late_share)
+    # 48 bytes (or 64 at 512 threads), half the threads at 80-128 bytes each (rows.halved_late_share)
     wide = 0
     if invariant > per_row and not (hints.threads or hints.stages):
         wide = rows.late_wide_share(p, vec) or rows.halved_late_share(p, vec, tpr, items)

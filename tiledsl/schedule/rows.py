@@ -226,8 +226,16 @@ def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
     14.6). A block of 256 halved to 128 does not (2048x6144 20.3 / over 19.8; f16 weights
     3072x6144 24.6 / 25.3): fuller_block_pays.
     Rows whose weights are lighter gained nothing from half the threads (rmsnorm f16
-    4096x6144 29.2 / 29.6, 4096x12288 53.9 / 55.5; softmax f32 4096x6144 52.9 / 53.8)."""
-    if share_bytes(p, items, vec) != 48:
+    4096x6144 29.2 / 29.6, 4096x12288 53.9 / 55.5; softmax f32 4096x6144 52.9 / 53.8).
+    The same holds where 512 threads would read four vectors (64 bytes) each, rows of 12296
+    to 16384 that doubled_prefetch_pays leaves to a block a row: 256 threads, seven or eight
+    vectors each (H200 2026-11-29, the old default and this one in turn twice, µs; Triton
+    beside): f16 weight and bias 2048x16384 42.3, 42.3 / 40.4, 40.6 (41.8), 3072x16384 59.3,
+    59.4 / 56.8, 57.1 (58.5), 4096x16384 76.3, 76.2 / 73.0, 73.2 (75.0), 6144x16384 108.9,
+    108.9 / 105.1, 105.1 (107.5), 4096x14336 70.3, 70.3 / 64.4, 64.6 (69.9); f32 ones
+    6144x16384 119.7, 119.9 / 111.0, 111.1, 5000x14336 89.9, 90.2 / 81.4, 81.3, 8192x16384
+    156.9, 156.6 / 143.8, 144.0."""
+    if not (share_bytes(p, items, vec) == 48 or share_bytes(p, items, vec) == 64 and threads == 512):
         return 0
     rows_per_sm = HALVED_WIDE_ROWS_PER_SM if threads // 2 >= 256 else HALVED_SHARE_ROWS_PER_SM
     return late_share_fits(p, vec, threads // 2, rows_per_sm)
