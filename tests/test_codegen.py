@@ -451,6 +451,8 @@ def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_
         assert (s.row_threads, s.items, s.hoist, s.prefetch, s.blocks_per_sm) == (1024, items, True, True, 1), \
             (name, m, n, s.tag)
         assert launches(p, s)[0].grid[0] == p.sm_count, s.tag
+        for stages in (1, 2):       # pinned: no prefetch (stages = 1) or a ring, so 512 threads
+            assert default(p, Hints(stages=stages)).row_threads <= 512, (name, m, n, stages)
         if (m, n) in ((1024, 12288), (1024, 16384)):
             k = _norm_program(name)
             g = partition(k.graph)[0]

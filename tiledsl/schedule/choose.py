@@ -250,7 +250,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     tpr = min(512, max(64, pow2_at_least(-(-rvec // per_thread))))
     if hints.threads:
         tpr = hints.threads
-    elif tpr == 512 and rows.doubled_prefetch_pays(p, rvec, vec):
+    elif tpr == 512 and not hints.stages and rows.doubled_prefetch_pays(p, rvec, vec):    # (prefetches)
         tpr = 1024
     elif tpr == 512 and rows.fuller_block_pays(p, rvec, vec):
         tpr = rows.fuller_block(rvec, vec, per_thread, level=rows.few_plain_rows(p, rvec, vec))
