@@ -372,7 +372,8 @@ def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_th
         assert _norm_default("rmsnorm", m, n, 4800.0)[1].items == 3
 
 
-def test_16_bit_rows_with_heavy_weights_and_64_bytes_a_thread_at_512_take_256_threads():
+@pytest.mark.parametrize("arch", ARCHS)
+def test_16_bit_rows_with_heavy_weights_and_64_bytes_a_thread_at_512_take_256_threads(arch):
     """rows.halved_late_share at 64 bytes: on a GPU with much bandwidth per SM, from 6 to 63 rows an
     SM, a 16-bit row whose weights outweigh it and that 512 threads would read four vectors each of
     (rows of 13000 to 16384), where doubled_prefetch_pays does not take it to 1024 threads, goes to
@@ -385,6 +386,11 @@ def test_16_bit_rows_with_heavy_weights_and_64_bytes_a_thread_at_512_take_256_th
     for name in ("layernorm16", "layernorm_bf16"):      # f16 weights: not doubled at 2 to 32 rows an SM
         for m in (2048, 4096):
             _assert_a_block_a_row_with_late_weights(name, m, 16384, 256, 8)
+    for name, m in (("layernorm16", 4096), ("layernorm", 6144), ("layernorm_bf16", 2048)):   # ptxas: no spills
+        k = _norm_program(name)
+        g = partition(k.graph)[0]
+        _, _, usage = _compile(k, g, plan_layout(g, k.graph), _norm_default(name, m, 16384, 4800.0)[1], arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (name, usage)
     assert _norm_default("layernorm", 4096, 16384, 4800.0)[1].row_threads == 1024       # doubled_prefetch_pays
     assert _norm_default("rmsnorm", 4096, 16384, 4800.0)[1].row_threads == 512
     s = _norm_default("layernorm16", 16384, 8192, 4800.0)[1]       # 256 threads at 64 bytes: late_wide_share
