@@ -470,6 +470,12 @@ def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_
                              ("rmsnorm", 1024, 16384, 4800.0)):
         s = _norm_default(name, m, n, gbps)[1]
         assert s.row_threads <= 512, (name, m, n, gbps, s.tag)
+    # weights under costly math are loaded where used (rows.hoist_choices), so nothing to prefetch beside
+    k = tiledsl.compile("kernel c(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n"
+                        " return (x - mean(x, axis=N)) * exp(w) + b\n}")
+    g = partition(k.graph)[0]
+    s = default(problem(g, plan_layout(g, k.graph), dict(M=1024, N=12288), hbm_gbps=4800.0))
+    assert s.row_threads <= 512 and not s.hoist, s.tag
 
 
 def test_few_f32_rows_without_weights_take_256_threads_at_the_same_idle_slots():

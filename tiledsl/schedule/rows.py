@@ -160,7 +160,8 @@ def doubled_prefetch_pays(p: Problem, rvec: int, vec: int) -> bool:
     quarter of the slots is idle with 15.5 rows an SM (2048x12288: 34.6 / 34.7), nor 3/8
     (1024x10240: 18.0 / 18.4), nor f16 weights with a quarter idle (1024x12288: 19.4 / 20.0),
     nor f32 rows with 15.5 rows an SM (2048x12288: 55.2 / 59.0)."""
-    if not (vec > 1 and much_bandwidth_per_sm(p) and p.layout.row_inputs and p.rows > 4 * p.sm_count):
+    if not (vec > 1 and much_bandwidth_per_sm(p) and p.layout.row_inputs and p.rows > 4 * p.sm_count
+            and True in hoist_choices(p)):      # (a block that cannot hoist the weights would not prefetch)
         return False
     half, share = row_share(rvec, 512), row_share(rvec, 1024)
     if prefetch_fits(p, half, vec) or not (prefetch_fits(p, share, vec) and row_share_fits(p, share, vec)):
