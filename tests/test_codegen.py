@@ -393,6 +393,8 @@ def test_16_bit_rows_with_heavy_weights_and_64_bytes_a_thread_at_512_take_256_th
         assert usage.spill_stores == 0 and usage.local_bytes == 0, (name, usage)
     assert _norm_default("layernorm", 4096, 16384, 4800.0)[1].row_threads == 1024       # doubled_prefetch_pays
     assert _norm_default("rmsnorm", 4096, 16384, 4800.0)[1].row_threads == 512
+    for name in ("layernorm16", "layernorm"):       # 64 rows an SM and more: not measured, the rules before it
+        assert _norm_default(name, 8448, 16384, 4800.0)[1].row_threads == 512, name
     s = _norm_default("layernorm16", 16384, 8192, 4800.0)[1]       # 256 threads at 64 bytes: late_wide_share
     assert s.row_threads == 128, s.tag
 
@@ -442,13 +444,14 @@ def test_few_f16_rows_with_weights_twice_as_heavy_keep_512_threads_and_prefetch(
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_an_sm(arch):
-    """rows.doubled_prefetch_pays: on a GPU with much bandwidth per SM, with 5 to 12 rows an SM, a
-    row that 512 threads hold too much of to prefetch, whose weights outweigh it more than twice
-    (f16 or bf16 rows with f32 weight and bias) with at most a quarter of 1024 threads' slots idle,
-    or twice with none idle, goes to a persistent block of 1024 threads that hoists the weights and
-    prefetches its next row, launched once an SM: ptxas gives it registers for exactly one
-    resident block and no spills. More rows, 3/8 of the slots idle, f16 weights with a quarter
-    idle, rmsnorm's light weight and an H100 keep the rules before it."""
+    """rows.doubled_prefetch_pays: on a GPU with much bandwidth per SM, with 5 to 12 rows an SM (to
+    32 where at most a fifth of the slots is idle), a row that 512 threads hold too much of to
+    prefetch, whose weights outweigh it more than twice (f16 or bf16 rows with f32 weight and
+    bias) with at most a quarter of 1024 threads' slots idle, or twice with none idle, goes to a
+    persistent block of 1024 threads that hoists the weights and prefetches its next row,
+    launched once an SM: ptxas gives it registers for exactly one resident block and no spills.
+    More or fewer rows, 3/8 of the slots idle, f16 weights with a quarter idle, rmsnorm's light
+    weight, pinned stages, weights under costly math and an H100 keep the rules before it."""
     cases = {("layernorm", 768, 12288): 2, ("layernorm", 1024, 12288): 2, ("layernorm", 1536, 12288): 2,
              ("layernorm", 1024, 14336): 2, ("layernorm", 768, 16384): 2, ("layernorm_bf16_f32w", 1024, 12288): 2,
              ("layernorm_f32", 1024, 12288): 3, ("layernorm16", 1024, 16384): 2}
@@ -465,6 +468,7 @@ def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_
             _, _, usage = _compile(k, g, plan_layout(g, k.graph), s, arch)
             assert usage.registers <= 64 and usage.spill_stores == 0 and usage.local_bytes == 0, (name, usage)
     for name, m, n, gbps in (("layernorm", 1600, 12288, 4800.0), ("layernorm", 2048, 12288, 4800.0),
+                             ("layernorm", 660, 16384, 4800.0),         # 5 rows an SM
                              ("layernorm", 1024, 10240, 4800.0), ("layernorm16", 1024, 12288, 4800.0),
                              ("layernorm", 512, 12288, 4800.0), ("layernorm", 1024, 12288, 3352.0),
                              ("rmsnorm", 1024, 16384, 4800.0)):

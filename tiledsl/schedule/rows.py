@@ -142,7 +142,7 @@ DOUBLED_FULL_ROWS_PER_SM = 32         # ... or this many with weights over twice
 def doubled_prefetch_pays(p: Problem, rvec: int, vec: int) -> bool:
     """Whether a row of `rvec` vectors that 512 threads would share goes to a persistent
     block of 1024 threads that hoists its weights and loads its next row while it reduces
-    this one: on a GPU with much HBM bandwidth per SM, with more than 4 rows an SM, where
+    this one: on a GPU with much HBM bandwidth per SM, with more than 5 rows an SM, where
     512 threads hold too much of the row to prefetch and 1024 can, and where the weights
     outweigh the row more than twice with at most a quarter of the 1024 threads' vector
     slots idle (up to DOUBLED_FULL_ROWS_PER_SM rows an SM where at most a fifth are idle,
@@ -160,7 +160,7 @@ def doubled_prefetch_pays(p: Problem, rvec: int, vec: int) -> bool:
     quarter of the slots is idle with 15.5 rows an SM (2048x12288: 34.6 / 34.7), nor 3/8
     (1024x10240: 18.0 / 18.4), nor f16 weights with a quarter idle (1024x12288: 19.4 / 20.0),
     nor f32 rows with 15.5 rows an SM (2048x12288: 55.2 / 59.0)."""
-    if not (vec > 1 and much_bandwidth_per_sm(p) and p.layout.row_inputs and p.rows > 4 * p.sm_count
+    if not (vec > 1 and much_bandwidth_per_sm(p) and p.layout.row_inputs and p.rows > 5 * p.sm_count
             and True in hoist_choices(p)):      # (a block that cannot hoist the weights would not prefetch)
         return False
     half, share = row_share(rvec, 512), row_share(rvec, 1024)
@@ -229,14 +229,15 @@ def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
     Rows whose weights are lighter gained nothing from half the threads (rmsnorm f16
     4096x6144 29.2 / 29.6, 4096x12288 53.9 / 55.5; softmax f32 4096x6144 52.9 / 53.8).
     The same holds where 512 threads would read four vectors (64 bytes) each, rows of 12296
-    to 16384 that doubled_prefetch_pays leaves to a block a row: 256 threads, seven or eight
-    vectors each (H200 2026-11-29, the old default and this one in turn twice, µs; Triton
-    beside): f16 weight and bias 2048x16384 42.3, 42.3 / 40.4, 40.6 (41.8), 3072x16384 59.3,
+    to 16384 that doubled_prefetch_pays leaves to a block a row, under 64 rows an SM: 256
+    threads, seven or eight vectors each (H200 2026-11-29, the old default and this one in
+    turn twice, µs; Triton beside): f16 weight and bias 2048x16384 42.3, 42.3 / 40.4, 40.6 (41.8), 3072x16384 59.3,
     59.4 / 56.8, 57.1 (58.5), 4096x16384 76.3, 76.2 / 73.0, 73.2 (75.0), 6144x16384 108.9,
     108.9 / 105.1, 105.1 (107.5), 4096x14336 70.3, 70.3 / 64.4, 64.6 (69.9); f32 ones
     6144x16384 119.7, 119.9 / 111.0, 111.1, 5000x14336 89.9, 90.2 / 81.4, 81.3, 8192x16384
     156.9, 156.6 / 143.8, 144.0."""
-    if not (share_bytes(p, items, vec) == 48 or share_bytes(p, items, vec) == 64 and threads == 512):
+    if not (share_bytes(p, items, vec) == 48 or share_bytes(p, items, vec) == 64 and threads == 512
+            and p.rows < WIDE_SHARE_ROWS_PER_SM * p.sm_count):      # (64 bytes: measured up to 62 an SM)
         return 0
     rows_per_sm = HALVED_WIDE_ROWS_PER_SM if threads // 2 >= 256 else HALVED_SHARE_ROWS_PER_SM
     return late_share_fits(p, vec, threads // 2, rows_per_sm)
