@@ -16,7 +16,7 @@ from .hints import Hints
 from .partition import online_pairs
 from .schedules import (MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM, Schedule,
                         column_vector, combine_lanes)
-from .problem import Launch, MAX_GRID, Problem, pow2_at_least, max_vector, transposed_loop
+from .problem import Launch, MAX_GRID, Problem, max_vector, transposed_loop
 from . import columns, matmul, pointwise, rows
 
 
@@ -246,14 +246,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     if held is not None:
         return held
     rvec = p.row_length // vec
-    per_thread = max(1, (16 if vec >= 4 else 8) // vec)
-    tpr = min(512, max(64, pow2_at_least(-(-rvec // per_thread))))
-    if hints.threads:
-        tpr = hints.threads
-    elif tpr == 512 and not hints.stages and rows.doubled_prefetch_pays(p, rvec, vec):    # (prefetches)
-        tpr = 1024
-    elif tpr == 512 and rows.fuller_block_pays(p, rvec, vec):
-        tpr = rows.fuller_block(rvec, vec, per_thread, level=rows.few_plain_rows(p, rvec, vec))
+    tpr = rows.row_threads(p, rvec, vec, hints)
     items = rows.row_share(rvec, tpr)
     # A share that does not fit its registers (row_share_fits) is made to, the fastest
     # way measured (H100 2026-11-25, scripts/probe_row_share.py and `tiledsl autotune`,

@@ -13,7 +13,7 @@ from .partition import online_pairs, reduction_levels
 from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
                         R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements, computes_f64_math, costly_elements,
                         resident_blocks, ring_refusal, stream_unroll_rule, stream_words)
-from .problem import Problem, operand_words, pow2_at_most, max_vector
+from .problem import Problem, operand_words, pow2_at_least, pow2_at_most, max_vector
 
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
 LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
@@ -76,6 +76,22 @@ def row_share(row_vectors: int, threads: int) -> int:
     row needs: softmax f32 4096x12001 at 512 threads needs 24 elements, and 32 spilled,
     so the row streamed; held at 24, 181.7 -> 136.9 us on an H100, 2026-11-25)."""
     return max(1, -(-row_vectors // threads))
+
+
+def row_threads(p: Problem, rvec: int, vec: int, hints: Hints) -> int:
+    """The threads a block gives a held row of `rvec` vectors of `vec`, before its share is
+    fitted to registers: the pinned count, else about 16 elements a thread (8 without vectors)
+    from 64 to 512 threads; 512 go to 1024 that prefetch (doubled_prefetch_pays) or to fewer
+    that leave fewer vector slots idle (fuller_block, where fuller_block_pays)."""
+    per_thread = max(1, (16 if vec >= 4 else 8) // vec)
+    threads = min(512, max(64, pow2_at_least(-(-rvec // per_thread))))
+    if hints.threads:
+        return hints.threads
+    if threads == 512 and not hints.stages and doubled_prefetch_pays(p, rvec, vec):    # (prefetches)
+        return 1024
+    if threads == 512 and fuller_block_pays(p, rvec, vec):
+        return fuller_block(rvec, vec, per_thread, level=few_plain_rows(p, rvec, vec))
+    return threads
 
 
 def fuller_block(row_vectors: int, vec: int, per_thread: int, level: bool = False) -> int:
