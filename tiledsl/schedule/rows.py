@@ -83,10 +83,10 @@ def row_threads(p: Problem, rvec: int, vec: int, hints: Hints) -> int:
     fitted to registers: the pinned count, else about 16 elements a thread (8 without vectors)
     from 64 to 512 threads; 512 go to 1024 that prefetch (doubled_prefetch_pays) or to fewer
     that leave fewer vector slots idle (fuller_block, where fuller_block_pays)."""
-    per_thread = max(1, (16 if vec >= 4 else 8) // vec)
-    threads = min(512, max(64, pow2_at_least(-(-rvec // per_thread))))
     if hints.threads:
         return hints.threads
+    per_thread = max(1, (16 if vec >= 4 else 8) // vec)
+    threads = min(512, max(64, pow2_at_least(-(-rvec // per_thread))))
     if threads == 512 and not hints.stages and doubled_prefetch_pays(p, rvec, vec):    # (prefetches)
         return 1024
     if threads == 512 and fuller_block_pays(p, rvec, vec):
@@ -247,14 +247,14 @@ def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
     The same holds where 512 threads would read four vectors (64 bytes) each, rows of 12296
     to 16384 that doubled_prefetch_pays leaves to a block a row, under 64 rows an SM: 256
     threads, seven or eight vectors each (H200 2026-11-29, the old default and this one in
-    turn twice, µs; Triton beside): f16 weight and bias 2048x16384 42.3, 42.3 / 40.4, 40.6 (41.8), 3072x16384 59.3,
-    59.4 / 56.8, 57.1 (58.5), 4096x16384 76.3, 76.2 / 73.0, 73.2 (75.0), 6144x16384 108.9,
-    108.9 / 105.1, 105.1 (107.5), 4096x14336 70.3, 70.3 / 64.4, 64.6 (69.9); f32 ones
-    6144x16384 119.7, 119.9 / 111.0, 111.1, 5000x14336 89.9, 90.2 / 81.4, 81.3, 8192x16384
-    156.9, 156.6 / 143.8, 144.0."""
-    if not (share_bytes(p, items, vec) == 48 or share_bytes(p, items, vec) == 64 and threads == 512
-            and p.rows < WIDE_SHARE_ROWS_PER_SM * p.sm_count):      # (64 bytes: measured up to 62 an SM)
-        return 0
+    turn twice, µs; Triton beside): f16 weight and bias 2048x16384 42.3, 42.3 / 40.4, 40.6
+    (41.8), 3072x16384 59.3, 59.4 / 56.8, 57.1 (58.5), 4096x16384 76.3, 76.2 / 73.0, 73.2
+    (75.0), 6144x16384 108.9, 108.9 / 105.1, 105.1 (107.5), 4096x14336 70.3, 70.3 / 64.4,
+    64.6 (69.9); f32 ones 6144x16384 119.7, 119.9 / 111.0, 111.1, 5000x14336 89.9, 90.2 /
+    81.4, 81.3, 8192x16384 156.9, 156.6 / 143.8, 144.0."""
+    share = share_bytes(p, items, vec)
+    if not (share == 48 or share == 64 and threads == 512 and p.rows < WIDE_SHARE_ROWS_PER_SM * p.sm_count):
+        return 0        # (64 bytes: measured up to 62 rows an SM)
     rows_per_sm = HALVED_WIDE_ROWS_PER_SM if threads // 2 >= 256 else HALVED_SHARE_ROWS_PER_SM
     return late_share_fits(p, vec, threads // 2, rows_per_sm)
 
