@@ -304,7 +304,8 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
 
 
 def _norm_default(name: str, m: int, n: int, gbps: float):
-    """(problem, default schedule) of a row norm at m x n on a GPU of `gbps` peak HBM bandwidth."""
+    """(problem, default schedule) of a row norm (or softmax) at m x n on a GPU of `gbps` peak HBM
+    bandwidth."""
     k = _norm_program(name)
     g = partition(k.graph)[0]
     p = problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=gbps)
@@ -317,6 +318,11 @@ def _norm_program(name: str):
                             "layernorm_bf16": LAYERNORM16.replace("f16", "bf16"),
                             "layernorm_bf16_f32w": (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16"),
                             "layernorm_f32": (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "f32"),
+                            "layernorm_costly_weights": "kernel c(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n"
+                                                        " return (x - mean(x, axis=N)) * exp(w) + b\n}",
+                            "softmax": (EXAMPLES / "softmax.tdsl").read_text(),
+                            "softmax_f16": (EXAMPLES / "softmax.tdsl").read_text().replace("f32[M, N]", "f16[M, N]"),
+                            "rmsnorm_f32": (EXAMPLES / "rmsnorm.tdsl").read_text().replace("f16", "f32"),
                             "rmsnorm": (EXAMPLES / "rmsnorm.tdsl").read_text()}[name])
 
 
@@ -475,10 +481,7 @@ def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_
         s = _norm_default(name, m, n, gbps)[1]
         assert s.row_threads <= 512, (name, m, n, gbps, s.tag)
     # weights under costly math are loaded where used (rows.hoist_choices), so nothing to prefetch beside
-    k = tiledsl.compile("kernel c(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n"
-                        " return (x - mean(x, axis=N)) * exp(w) + b\n}")
-    g = partition(k.graph)[0]
-    s = default(problem(g, plan_layout(g, k.graph), dict(M=1024, N=12288), hbm_gbps=4800.0))
+    s = _norm_default("layernorm_costly_weights", 1024, 12288, 4800.0)[1]
     assert s.row_threads <= 512 and not s.hoist, s.tag
 
 
@@ -487,30 +490,16 @@ def test_few_f32_rows_without_weights_take_256_threads_at_the_same_idle_slots():
     softmax row that 512 threads would read 64 bytes each of, keeping their exps, and 256 threads
     hold with the same idle slots goes to 256 threads holding twice as much, its exps not kept;
     more or fewer rows, shares of 48 bytes, 16-bit rows, rows with weights and an H100 keep 512."""
-    softmax = tiledsl.compile((EXAMPLES / "softmax.tdsl").read_text())
-    g = partition(softmax.graph)[0]
-    lay = plan_layout(g, softmax.graph)
-
-    def softmax_default(m, n, gbps=4800.0, src=None):
-        k = softmax if src is None else tiledsl.compile(src)
-        g_ = partition(k.graph)[0]
-        return default(problem(g_, plan_layout(g_, k.graph), dict(M=m, N=n), hbm_gbps=gbps))
-
     for (m, n), items in {(661, 8192): 8, (1024, 8192): 8, (1584, 8192): 8, (1024, 8188): 8}.items():
-        s = softmax_default(m, n)
+        s = _norm_default("softmax", m, n, 4800.0)[1]
         assert (s.row_threads, s.items, s.vec, s.keep) == (256, items, 4, False), (m, n, s.tag)
-        assert softmax_default(m, n, 3352.0).row_threads == 512, (m, n)
+        assert _norm_default("softmax", m, n, 3352.0)[1].row_threads == 512, (m, n)
     for m, n in ((660, 8192), (1585, 8192), (1024, 6144)):     # too few or many rows; no kept exps at 512
-        assert softmax_default(m, n).row_threads == 512, (m, n)
-    f16 = (EXAMPLES / "softmax.tdsl").read_text().replace("f32[M, N]", "f16[M, N]")
-    assert softmax_default(1024, 16384, src=f16).row_threads == 512
-    for src in (f16, (EXAMPLES / "rmsnorm.tdsl").read_text().replace("f16", "f32")):    # 16-bit; weights
-        k = tiledsl.compile(src)
-        g_ = partition(k.graph)[0]
-        vec = 8 if src == f16 else 4
-        assert not rows.few_plain_rows(problem(g_, plan_layout(g_, k.graph), dict(M=1024, N=8192), hbm_gbps=4800.0),
-                                       8192 // vec, vec)
-    assert rows.few_plain_rows(problem(g, lay, dict(M=1024, N=8192), hbm_gbps=4800.0), 2048, 4)
+        assert _norm_default("softmax", m, n, 4800.0)[1].row_threads == 512, (m, n)
+    assert _norm_default("softmax_f16", 1024, 16384, 4800.0)[1].row_threads == 512
+    for name, vec in (("softmax_f16", 8), ("rmsnorm_f32", 4)):      # 16-bit; weights
+        assert not rows.few_plain_rows(_norm_default(name, 1024, 8192, 4800.0)[0], 8192 // vec, vec), name
+    assert rows.few_plain_rows(_norm_default("softmax", 1024, 8192, 4800.0)[0], 2048, 4)
 
 
 def _sass_steps(sass: str) -> list[tuple[int, str, int, int]]:

@@ -1769,12 +1769,9 @@ def test_fewer_16_bit_rows_with_heavy_weights_by_default(src, extents):
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
-LAYERNORM_SRC = (EXAMPLES / "layernorm.tdsl").read_text()
-
-
 @pytest.mark.parametrize("src,extents", [("layernorm.tdsl", dict(M=1000, N=12296)),
-                                         (LAYERNORM_SRC.replace("f16", "bf16"), dict(M=777, N=14336)),
-                                         (LAYERNORM_SRC.replace("f16", "f32"), dict(M=1001, N=12288)),
+                                         (VARIANTS["layernorm_bf16_f32w"], dict(M=777, N=14336)),
+                                         (VARIANTS["layernorm_f32"], dict(M=1001, N=12288)),
                                          (LAYERNORM_F16_WEIGHTS, dict(M=1030, N=16384))],
                          ids=["f32w-1000x12296", "bf16-f32w-777x14336", "f32-1001x12288", "f16w-1030x16384"])
 def test_few_long_rows_with_heavy_weights_by_default(src, extents):
