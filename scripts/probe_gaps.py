@@ -28,13 +28,14 @@ from tiledsl.tune.space import DeviceLimits, search_space  # noqa: E402
 SOURCES = {"softmax": "examples/softmax.tdsl", "rmsnorm": "examples/rmsnorm.tdsl",
            "layernorm": "examples/layernorm.tdsl",
            "layernorm16": LAYERNORM16_TDSL,
+           "layernormallbf16": LAYERNORM16_TDSL.replace("f16", "bf16"),
            "layernormbf16": open("examples/layernorm.tdsl").read().replace("f16", "bf16"),
            "layernorm32": open("examples/layernorm.tdsl").read().replace("f16", "f32"),
            "softmax16": open("examples/softmax.tdsl").read().replace("f32[M, N]", "f16[M, N]"),
            "softmaxbf16": open("examples/softmax.tdsl").read().replace("f32[M, N]", "bf16[M, N]")}
 SHAPES = {"softmax": [(8192, 4096), (12288, 4096), (8192, 5120), (32768, 781), (32768, 800), (20000, 781)],
           "rmsnorm": [(4096, 8192), (3072, 8192), (4096, 7168), (6144, 8192)]}
-TOLERANCE = {"softmax": 1e-5, "rmsnorm": 2e-3, "layernorm": 2e-3, "layernorm16": 2e-3, "layernormbf16": 1e-2,
+TOLERANCE = {"softmax": 1e-5, "rmsnorm": 2e-3, "layernorm": 2e-3, "layernorm16": 2e-3, "layernormbf16": 1e-2, "layernormallbf16": 1e-2,
              "layernorm32": 1e-5, "softmax16": 2e-3,
              "softmaxbf16": 1e-2}
 

@@ -381,10 +381,12 @@ def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_th
 @pytest.mark.parametrize("arch", ARCHS)
 def test_16_bit_rows_with_heavy_weights_and_64_bytes_a_thread_at_512_take_256_threads(arch):
     """rows.halved_late_share at 64 bytes: on a GPU with much bandwidth per SM, from 6 to 63 rows an
-    SM, a 16-bit row whose weights outweigh it and that 512 threads would read four vectors each of
-    (rows of 13000 to 16384), where doubled_prefetch_pays does not take it to 1024 threads, goes to
-    a block a row of 256 threads, seven or eight vectors each, its weights loaded late. An H100,
-    rmsnorm's lighter weight, and shares of 64 bytes at 256 threads keep the rules before it."""
+    SM or from 2 to 4 (one wave of blocks of 512), a 16-bit row whose weights outweigh it and that
+    512 threads would read four vectors each of (rows of 13000 to 16384), where
+    doubled_prefetch_pays does not take it to 1024 threads, goes to a block a row of 256 threads,
+    seven or eight vectors each, its weights loaded late. An H100, rmsnorm's lighter weight, more
+    than one wave under 6 rows an SM, fewer than 2 rows an SM, and shares of 64 bytes at 256 threads
+    keep the rules before it."""
     for name in ("layernorm16", "layernorm_bf16", "layernorm"):
         for (m, n), items in {(6144, 16384): 8, (8000, 16384): 8, (5000, 14336): 7, (7000, 13000): 7}.items():
             _assert_a_block_a_row_with_late_weights(name, m, n, 256, items)
@@ -392,6 +394,13 @@ def test_16_bit_rows_with_heavy_weights_and_64_bytes_a_thread_at_512_take_256_th
     for name in ("layernorm16", "layernorm_bf16"):      # f16 weights: not doubled at 2 to 32 rows an SM
         for m in (2048, 4096):
             _assert_a_block_a_row_with_late_weights(name, m, 16384, 256, 8)
+    for name in ("layernorm16", "layernorm_bf16", "layernorm", "layernorm_bf16_f32w"):    # one wave: 2 to 4 an SM
+        for (m, n), items in {(300, 16384): 8, (512, 16384): 8, (420, 14336): 7, (528, 14336): 7}.items():
+            _assert_a_block_a_row_with_late_weights(name, m, n, 256, items)
+            assert _norm_default(name, m, n, 3352.0)[1].row_threads == 512, (name, m, n)
+        for m, n in ((263, 16384), (600, 14336), (700, 14336)):      # under 2 an SM; beyond one wave, under 6
+            assert _norm_default(name, m, n, 4800.0)[1].row_threads in (512, 1024), (name, m, n)
+    assert _norm_default("rmsnorm", 512, 16384, 4800.0)[1].row_threads == 512
     for name, m in (("layernorm16", 4096), ("layernorm", 6144), ("layernorm_bf16", 2048)):   # ptxas: no spills
         k = _norm_program(name)
         g = partition(k.graph)[0]
@@ -450,7 +459,7 @@ def test_few_f16_rows_with_weights_twice_as_heavy_keep_512_threads_and_prefetch(
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_an_sm(arch):
-    """rows.doubled_prefetch_pays: on a GPU with much bandwidth per SM, with 5 to 12 rows an SM (to
+    """rows.doubled_prefetch_pays: on a GPU with much bandwidth per SM, with 4 to 12 rows an SM (to
     32 where at most a fifth of the slots is idle), a row that 512 threads hold too much of to
     prefetch, whose weights outweigh it more than twice (f16 or bf16 rows with f32 weight and
     bias) with at most a quarter of 1024 threads' slots idle, or twice with none idle, goes to a
@@ -460,7 +469,9 @@ def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_
     weight, pinned stages, weights under costly math and an H100 keep the rules before it."""
     cases = {("layernorm", 768, 12288): 2, ("layernorm", 1024, 12288): 2, ("layernorm", 1536, 12288): 2,
              ("layernorm", 1024, 14336): 2, ("layernorm", 768, 16384): 2, ("layernorm_bf16_f32w", 1024, 12288): 2,
-             ("layernorm_f32", 1024, 12288): 3, ("layernorm16", 1024, 16384): 2}
+             ("layernorm_f32", 1024, 12288): 3, ("layernorm16", 1024, 16384): 2,
+             ("layernorm", 529, 16384): 2, ("layernorm", 660, 16384): 2, ("layernorm", 600, 12288): 2,   # 4 to 5
+             ("layernorm_bf16_f32w", 560, 12288): 2, ("layernorm_f32", 600, 12288): 3, ("layernorm16", 600, 16384): 2}
     for (name, m, n), items in cases.items():
         p, s = _norm_default(name, m, n, 4800.0)
         assert (s.row_threads, s.items, s.hoist, s.prefetch, s.blocks_per_sm) == (1024, items, True, True, 1), \
@@ -474,7 +485,7 @@ def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_
             _, _, usage = _compile(k, g, plan_layout(g, k.graph), s, arch)
             assert usage.registers <= 64 and usage.spill_stores == 0 and usage.local_bytes == 0, (name, usage)
     for name, m, n, gbps in (("layernorm", 1600, 12288, 4800.0), ("layernorm", 2048, 12288, 4800.0),
-                             ("layernorm", 660, 16384, 4800.0),         # 5 rows an SM
+                             ("layernorm", 528, 16384, 4800.0),         # 4 rows an SM: one wave of 512s
                              ("layernorm", 1024, 10240, 4800.0), ("layernorm16", 1024, 12288, 4800.0),
                              ("layernorm", 512, 12288, 4800.0), ("layernorm", 1024, 12288, 3352.0),
                              ("rmsnorm", 1024, 16384, 4800.0)):

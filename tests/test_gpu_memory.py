@@ -1772,18 +1772,38 @@ def test_fewer_16_bit_rows_with_heavy_weights_by_default(src, extents):
 @pytest.mark.parametrize("src,extents", [("layernorm.tdsl", dict(M=1000, N=12296)),
                                          (VARIANTS["layernorm_bf16_f32w"], dict(M=777, N=14336)),
                                          (VARIANTS["layernorm_f32"], dict(M=1001, N=12288)),
-                                         (LAYERNORM_F16_WEIGHTS, dict(M=1030, N=16384))],
-                         ids=["f32w-1000x12296", "bf16-f32w-777x14336", "f32-1001x12288", "f16w-1030x16384"])
+                                         (LAYERNORM_F16_WEIGHTS, dict(M=1030, N=16384)),
+                                         ("layernorm.tdsl", dict(M=601, N=12296)),
+                                         (VARIANTS["layernorm_bf16_f32w"], dict(M=561, N=14336))],
+                         ids=["f32w-1000x12296", "bf16-f32w-777x14336", "f32-1001x12288", "f16w-1030x16384",
+                              "f32w-601x12296", "bf16-f32w-561x14336"])
 def test_few_long_rows_with_heavy_weights_by_default(src, extents):
-    """The default for 5 to 12 long rows an SM whose weights outweigh them, on a GPU with much
+    """The default for 4 to 12 long rows an SM whose weights outweigh them, on a GPU with much
     bandwidth per SM: a persistent block of 1024 threads hoisting the weights and prefetching
     its next row, once an SM (rows.doubled_prefetch_pays); elsewhere the rules before it.
     Against float64, outputs poisoned, rows that leave the last blocks a row fewer and (at
     12296) part of the block's vector slots idle."""
     from tiledsl.runtime.launcher import _sm_count
     k, s = _default_here(src, extents)
-    if _much_bandwidth_here() and 5 * _sm_count(0) < extents["M"] <= 12 * _sm_count(0):
+    if _much_bandwidth_here() and 4 * _sm_count(0) < extents["M"] <= 12 * _sm_count(0):
         assert s.block == 1024 and s.prefetch and s.hoist and s.blocks_per_sm == 1, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
+@pytest.mark.parametrize("src,extents", [(LAYERNORM_F16_WEIGHTS, dict(M=421, N=14336)),
+                                         ("layernorm.tdsl", dict(M=300, N=16376)),
+                                         (LAYERNORM_F16_WEIGHTS.replace("f16", "bf16"), dict(M=500, N=16384))],
+                         ids=["f16w-421x14336", "f32w-300x16376", "bf16-bf16w-500x16384"])
+def test_few_16_bit_rows_with_heavy_weights_in_one_wave_by_default(src, extents):
+    """The default for 2 to 4 long 16-bit rows an SM whose weights outweigh them, on a GPU with
+    much bandwidth per SM: a block a row of 256 threads, seven or eight vectors each, the
+    weights loaded late (rows.halved_late_share within one wave of blocks of 512); elsewhere
+    the rules before it. Against float64, outputs poisoned, a row (16376) that leaves the
+    last thread's share part idle."""
+    from tiledsl.runtime.launcher import _sm_count
+    k, s = _default_here(src, extents)
+    if _much_bandwidth_here() and 2 * _sm_count(0) <= extents["M"] <= 4 * _sm_count(0):
+        assert s.row_threads == 256 and s.items in (7, 8) and not s.hoist and not s.blocks_per_sm, s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 

@@ -151,14 +151,16 @@ def fuller_block_pays(p: Problem, rvec: int, vec: int) -> bool:
     return element_bytes(p.layout.weight_inputs) <= 2 * element_bytes(p.layout.row_inputs)
 
 
-DOUBLED_PREFETCH_ROWS_PER_SM = 12     # rows an SM up to which doubled_prefetch_pays applies,
+DOUBLED_MIN_ROWS_PER_SM = 4          # rows an SM above which doubled_prefetch_pays applies (one wave of 512s)
+DOUBLED_PREFETCH_ROWS_PER_SM = 12     # ... up to this many,
 DOUBLED_FULL_ROWS_PER_SM = 32         # ... or this many with weights over twice the row and at most 1/5 idle
 
 
 def doubled_prefetch_pays(p: Problem, rvec: int, vec: int) -> bool:
     """Whether a row of `rvec` vectors that 512 threads would share goes to a persistent
     block of 1024 threads that hoists its weights and loads its next row while it reduces
-    this one: on a GPU with much HBM bandwidth per SM, with more than 5 rows an SM, where
+    this one: on a GPU with much HBM bandwidth per SM, with more rows an SM than one wave of
+    blocks of 512 holds (DOUBLED_MIN_ROWS_PER_SM), where
     512 threads hold too much of the row to prefetch and 1024 can, and where the weights
     outweigh the row more than twice with at most a quarter of the 1024 threads' vector
     slots idle (up to DOUBLED_FULL_ROWS_PER_SM rows an SM where at most a fifth are idle,
@@ -175,8 +177,15 @@ def doubled_prefetch_pays(p: Problem, rvec: int, vec: int) -> bool:
     rows 1024x12288 31.4 / 30.5; f16 weight and bias 1024x16384 25.4 / 23.5. Not where a
     quarter of the slots is idle with 15.5 rows an SM (2048x12288: 34.6 / 34.7), nor 3/8
     (1024x10240: 18.0 / 18.4), nor f16 weights with a quarter idle (1024x12288: 19.4 / 20.0),
-    nor f32 rows with 15.5 rows an SM (2048x12288: 55.2 / 59.0)."""
-    if not (vec > 1 and much_bandwidth_per_sm(p) and p.layout.row_inputs and p.rows > 5 * p.sm_count
+    nor f32 rows with 15.5 rows an SM (2048x12288: 55.2 / 59.0).
+    Between 4 and 5 rows an SM, where blocks of 512 a row leave a second, partial wave
+    (H200 2026-11-29 18:00, every candidate, three rounds, µs, the old default / this one):
+    layernorm f16, f32 w, b, 576x16384 17.4 / 15.6, 640x16384 19.3 / 15.9, 640x14336 17.6 /
+    14.7, 640x12288 16.0 / 14.0, 600x12288 15.0 / 14.0; f16 ones 640x16384 17.7 / 15.8; bf16
+    rows 640x16384 19.0 / 15.7. With 4 or fewer, one wave of blocks a row holds them all and
+    no block is persistent (default() and the tuner's space)."""
+    if not (vec > 1 and much_bandwidth_per_sm(p) and p.layout.row_inputs
+            and p.rows > DOUBLED_MIN_ROWS_PER_SM * p.sm_count
             and True in hoist_choices(p)):      # (a block that cannot hoist the weights would not prefetch)
         return False
     half, share = row_share(rvec, 512), row_share(rvec, 1024)
@@ -219,6 +228,7 @@ def late_wide_share(p: Problem, vec: int) -> int:
 
 HALVED_SHARE_ROWS_PER_SM = 24  # rows an SM from which halved_late_share applies
 HALVED_WIDE_ROWS_PER_SM = 6    # ... where the halved block keeps 256 threads or more
+HALVED_DEEP_ROWS_PER_SM = (2, 4)  # ... or within these (one wave) where 512 threads would read 64 bytes each
 
 
 def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
@@ -251,11 +261,24 @@ def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
     (41.8), 3072x16384 59.3, 59.4 / 56.8, 57.1 (58.5), 4096x16384 76.3, 76.2 / 73.0, 73.2
     (75.0), 6144x16384 108.9, 108.9 / 105.1, 105.1 (107.5), 4096x14336 70.3, 70.3 / 64.4,
     64.6 (69.9); f32 ones 6144x16384 119.7, 119.9 / 111.0, 111.1, 5000x14336 89.9, 90.2 /
-    81.4, 81.3, 8192x16384 156.9, 156.6 / 143.8, 144.0."""
+    81.4, 81.3, 8192x16384 156.9, 156.6 / 143.8, 144.0. And at 2 to 4 rows an SM, where one
+    wave of blocks of 512 holds every row (H200 2026-11-29 17:52, every candidate, three
+    rounds, µs, the old default / this one): f16 weight and bias 384x16384 13.0 / 11.4,
+    448x16384 13.5 / 11.9, 512x16384 14.1 / 12.5, 512x14336 13.9 / 11.8; bf16 rows with f32
+    ones 512x16384 15.6 / 14.1; f16 rows 384x16384 14.6 / 14.0, 512x16384 15.6 / 16.2 (15.8,
+    15.6 / 14.1, 14.6 at 17:00); then the old default and this one in turn twice (17:55):
+    f16 rows 420x14336 13.9, 14.2 / 12.4, 12.5, 480x16384 15.4, 15.5 / 14.0, 14.1, 300x16384
+    13.3, 14.9 / 11.8, 15.4; f16 weight and bias 420x14336 13.1, 13.9 / 10.8, 11.2, 480x16384
+    13.9, 14.3 / 12.2, 12.5; bf16 420x16384 14.7, 14.9 / 13.5, 14.1; all bf16 480x16384 13.8,
+    14.3 / 12.4, 13.5. Beyond one wave, under 6 rows an SM, half the threads lost (f16 weight
+    and bias 700x14336 17.1, 17.3 / 17.9, 18.1; all bf16 600x14336 15.6, 15.7 / 17.7, 17.8)."""
     share = share_bytes(p, items, vec)
     if not (share == 48 or share == 64 and threads == 512 and p.rows < WIDE_SHARE_ROWS_PER_SM * p.sm_count):
         return 0        # (64 bytes: measured up to 62 rows an SM)
     rows_per_sm = HALVED_WIDE_ROWS_PER_SM if threads // 2 >= 256 else HALVED_SHARE_ROWS_PER_SM
+    low, one_wave = HALVED_DEEP_ROWS_PER_SM
+    if share == 64 and p.rows <= one_wave * p.sm_count:
+        rows_per_sm = low
     return late_share_fits(p, vec, threads // 2, rows_per_sm)
 
 
