@@ -497,15 +497,16 @@ def test_few_long_rows_with_heavy_weights_take_a_prefetching_block_of_1024_once_
 
 
 def test_few_f32_rows_without_weights_take_256_threads_at_the_same_idle_slots():
-    """rows.few_plain_rows: on a GPU with much bandwidth per SM, with 5 to 12 rows an SM, an f32
+    """rows.few_plain_rows: on a GPU with much bandwidth per SM, with 4 to 12 rows an SM, an f32
     softmax row that 512 threads would read 64 bytes each of, keeping their exps, and 256 threads
     hold with the same idle slots goes to 256 threads holding twice as much, its exps not kept;
     more or fewer rows, shares of 48 bytes, 16-bit rows, rows with weights and an H100 keep 512."""
-    for (m, n), items in {(661, 8192): 8, (1024, 8192): 8, (1584, 8192): 8, (1024, 8188): 8}.items():
+    for (m, n), items in {(661, 8192): 8, (1024, 8192): 8, (1584, 8192): 8, (1024, 8188): 8, (529, 8192): 8,
+                          (600, 7680): 8}.items():
         s = _norm_default("softmax", m, n, 4800.0)[1]
         assert (s.row_threads, s.items, s.vec, s.keep) == (256, items, 4, False), (m, n, s.tag)
         assert _norm_default("softmax", m, n, 3352.0)[1].row_threads == 512, (m, n)
-    for m, n in ((660, 8192), (1585, 8192), (1024, 6144)):     # too few or many rows; no kept exps at 512
+    for m, n in ((528, 8192), (1585, 8192), (1024, 6144)):     # too few or many rows; no kept exps at 512
         assert _norm_default("softmax", m, n, 4800.0)[1].row_threads == 512, (m, n)
     assert _norm_default("softmax_f16", 1024, 16384, 4800.0)[1].row_threads == 512
     for name, vec in (("softmax_f16", 8), ("rmsnorm_f32", 4)):      # 16-bit; weights
@@ -609,6 +610,12 @@ def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_fligh
         assert (h200.block, h200.items, h200.keep) == h200_pick, h200.tag
     for n in (5120, 6144, 32768):       # 40 and 48 elements a thread, or 1024 threads: as they were
         assert pick(softmax16, 4096, n, 4800.0) == pick(softmax16, 4096, n, 3352.0), n
+    # bf16 rows keep exp's values at 512 threads too (no 16-bit approximation of their exp)
+    softmax_bf16 = softmax.replace("f32[M, N]", "bf16[M, N]")
+    for m, n in ((333, 16384), (4096, 16384), (2048, 15000)):
+        h200 = pick(softmax_bf16, m, n, 4800.0)
+        assert (h200.block, h200.items, h200.keep) == (512, 4, True), h200.tag
+        assert not pick(softmax_bf16, m, n, 3352.0).keep, (m, n)
 
 
 def test_elements_divided_by_a_row_value_multiply_by_its_reciprocal_once_per_row():

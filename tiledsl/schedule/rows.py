@@ -106,22 +106,24 @@ def fuller_block(row_vectors: int, vec: int, per_thread: int, level: bool = Fals
     return 256 if vec >= 4 and half <= 2 * per_thread and (256 * half < slots or level and 256 * half == slots) else 512
 
 
-FEW_PLAIN_ROWS_PER_SM = (5, 12)    # rows an SM, above the first and up to the second: few_plain_rows
+FEW_PLAIN_ROWS_PER_SM = (4, 12)    # rows an SM, above the first and up to the second: few_plain_rows
 
 
 def few_plain_rows(p: Problem, rvec: int, vec: int) -> bool:
     """Whether fuller_block takes 256 threads over 512 at the same idle slots: f32 rows of
     `rvec` vectors with no weights (softmax's) that 512 threads would read 64 bytes each of,
     keeping their exps' values (keep_pays), on a GPU with much HBM bandwidth per SM, with
-    more than 5 and at most 12 rows an SM. 256 threads holding twice the row each keep
+    more than 4 and at most 12 rows an SM. 256 threads holding twice the row each keep
     nothing, and a block holds a row's bytes in flight either way. H200 2026-11-29
     (scripts/probe_gaps.py three rounds, then the old default and this one in turn twice,
     µs, 512 / 256 threads): softmax f32 768x8192 16.6 / 15.3 (16.6, 16.6 / 15.2, 15.3),
     1024x8192 21.2 / 20.1 (21.4, 21.5 / 19.9, 20.1), 1536x8192 29.4 / 28.8 (29.4, 29.5 /
-    28.5, 28.7). Not where 512 threads keep nothing (768x6144, 48 bytes a thread: 12.9, 13.1
-    / 13.1, 13.4), nor at 3.9 rows an SM (512x8192: 12.6, 12.7 / 12.9, 13.8, though 12.6 /
-    11.3 among every candidate). 16-bit rows gain nothing (softmax f16 768x16384 17.7 /
-    18.0, 1024x16384 22.1 / 22.8)."""
+    28.5, 28.7). Between 4 and 5 rows an SM (18:08, every candidate, three rounds): 560x8192
+    13.2 / 12.1, 600x8192 13.5 / 12.8, 600x8188 13.8 / 12.9, 640x8192 14.2 / 13.5. Not where
+    512 threads keep nothing (768x6144, 48 bytes a thread: 12.9, 13.1 / 13.1, 13.4), nor at
+    3.9 rows an SM (512x8192: 12.6, 12.7 / 12.9, 13.8, though 12.6 / 11.3 among every
+    candidate). 16-bit rows gain nothing (softmax f16 768x16384 17.7 / 18.0, 1024x16384
+    22.1 / 22.8)."""
     low, high = FEW_PLAIN_ROWS_PER_SM
     return (much_bandwidth_per_sm(p) and not p.layout.weight_inputs and bool(p.layout.row_inputs)
             and all(op.dtype.itemsize == 4 for op in p.layout.row_inputs)
@@ -792,11 +794,16 @@ def packed_keeps_pay(p: Problem, held: Schedule) -> bool:
     """Whether a long 16-bit row held packed (long_row_schedule's case 2) keeps its costly
     element values between phases: where keeps_fit allows it, on GPUs with at least
     LATE_LOADS_GBPS_PER_SM of HBM bandwidth per SM, where the exp computed twice holds the
-    row back, below 512 threads (halved_packed_share). H200 2026-11-29 (scripts/probe_gaps.py,
-    µs, recomputed / kept): softmax f16 16384x4096 76.4 / 68.9 at 128 threads (32 elements a
-    thread), 4096x16384 69.5 / 72.8 at 512; not measured on an H100."""
+    row back, below 512 threads (halved_packed_share), or at 512 for bf16 rows, whose exp
+    takes no 16-bit approximation (f16's ex2.approx.f16x2) and costs more computed twice.
+    H200 2026-11-29 (scripts/probe_gaps.py, µs, recomputed / kept): softmax f16 16384x4096
+    76.4 / 68.9 at 128 threads (32 elements a thread), 4096x16384 69.5 / 72.8 at 512;
+    softmax bf16 at 512 (18:08, three rounds; Triton beside): 540x16384 15.8 / 14.6 (20.0),
+    620x16384 16.5 / 14.9 (25.6), 1024x16384 23.9 / 23.2 (29.6), 2048x16384 41.5 / 40.3
+    (40.3), 4096x16384 75.4 / 74.4 (74.4); not measured on an H100."""
+    bf16 = bool(p.layout.row_inputs) and all(op.dtype.name == "bf16" for op in p.layout.row_inputs)
     return (costly_elements(p.group) and keeps_fit(p, held.items, held.vec) and much_bandwidth_per_sm(p)
-            and held.block < 512)
+            and (held.block < 512 or held.block == 512 and bf16))
 
 
 def streamed_reads(p: Problem) -> int:
