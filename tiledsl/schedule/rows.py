@@ -106,7 +106,8 @@ def fuller_block(row_vectors: int, vec: int, per_thread: int, level: bool = Fals
     return 256 if vec >= 4 and half <= 2 * per_thread and (256 * half < slots or level and 256 * half == slots) else 512
 
 
-FEW_PLAIN_ROWS_PER_SM = (4, 12)    # rows an SM, above the first and up to the second: few_plain_rows
+ONE_WAVE_ROWS_PER_SM = THREADS_PER_SM // 512   # rows an SM that one wave of blocks of 512 a row holds
+FEW_PLAIN_ROWS_PER_SM = (ONE_WAVE_ROWS_PER_SM, 12)    # rows an SM, above the first and up to the second
 
 
 def few_plain_rows(p: Problem, rvec: int, vec: int) -> bool:
@@ -153,8 +154,7 @@ def fuller_block_pays(p: Problem, rvec: int, vec: int) -> bool:
     return element_bytes(p.layout.weight_inputs) <= 2 * element_bytes(p.layout.row_inputs)
 
 
-DOUBLED_MIN_ROWS_PER_SM = 4          # rows an SM above which doubled_prefetch_pays applies (one wave of 512s)
-DOUBLED_PREFETCH_ROWS_PER_SM = 12     # ... up to this many,
+DOUBLED_PREFETCH_ROWS_PER_SM = 12     # rows an SM up to which doubled_prefetch_pays applies (from one wave),
 DOUBLED_FULL_ROWS_PER_SM = 32         # ... or this many with weights over twice the row and at most 1/5 idle
 
 
@@ -162,7 +162,7 @@ def doubled_prefetch_pays(p: Problem, rvec: int, vec: int) -> bool:
     """Whether a row of `rvec` vectors that 512 threads would share goes to a persistent
     block of 1024 threads that hoists its weights and loads its next row while it reduces
     this one: on a GPU with much HBM bandwidth per SM, with more rows an SM than one wave of
-    blocks of 512 holds (DOUBLED_MIN_ROWS_PER_SM), where
+    blocks of 512 holds (ONE_WAVE_ROWS_PER_SM), where
     512 threads hold too much of the row to prefetch and 1024 can, and where the weights
     outweigh the row more than twice with at most a quarter of the 1024 threads' vector
     slots idle (up to DOUBLED_FULL_ROWS_PER_SM rows an SM where at most a fifth are idle,
@@ -187,7 +187,7 @@ def doubled_prefetch_pays(p: Problem, rvec: int, vec: int) -> bool:
     rows 640x16384 19.0 / 15.7. With 4 or fewer, one wave of blocks a row holds them all and
     no block is persistent (default() and the tuner's space)."""
     if not (vec > 1 and much_bandwidth_per_sm(p) and p.layout.row_inputs
-            and p.rows > DOUBLED_MIN_ROWS_PER_SM * p.sm_count
+            and p.rows > ONE_WAVE_ROWS_PER_SM * p.sm_count
             and True in hoist_choices(p)):      # (a block that cannot hoist the weights would not prefetch)
         return False
     half, share = row_share(rvec, 512), row_share(rvec, 1024)
@@ -230,7 +230,7 @@ def late_wide_share(p: Problem, vec: int) -> int:
 
 HALVED_SHARE_ROWS_PER_SM = 24  # rows an SM from which halved_late_share applies
 HALVED_WIDE_ROWS_PER_SM = 6    # ... where the halved block keeps 256 threads or more
-HALVED_DEEP_ROWS_PER_SM = (2, 4)  # ... or within these (one wave) where 512 threads would read 64 bytes each
+HALVED_DEEP_ROWS_PER_SM = 2   # ... or from this many within one wave, where 512 threads would read 64 bytes each
 
 
 def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
@@ -278,9 +278,8 @@ def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
     if not (share == 48 or share == 64 and threads == 512 and p.rows < WIDE_SHARE_ROWS_PER_SM * p.sm_count):
         return 0        # (64 bytes: measured up to 62 rows an SM)
     rows_per_sm = HALVED_WIDE_ROWS_PER_SM if threads // 2 >= 256 else HALVED_SHARE_ROWS_PER_SM
-    low, one_wave = HALVED_DEEP_ROWS_PER_SM
-    if share == 64 and p.rows <= one_wave * p.sm_count:
-        rows_per_sm = low
+    if share == 64 and p.rows <= ONE_WAVE_ROWS_PER_SM * p.sm_count:
+        rows_per_sm = HALVED_DEEP_ROWS_PER_SM
     return late_share_fits(p, vec, threads // 2, rows_per_sm)
 
 
@@ -794,8 +793,10 @@ def packed_keeps_pay(p: Problem, held: Schedule) -> bool:
     """Whether a long 16-bit row held packed (long_row_schedule's case 2) keeps its costly
     element values between phases: where keeps_fit allows it, on GPUs with at least
     LATE_LOADS_GBPS_PER_SM of HBM bandwidth per SM, where the exp computed twice holds the
-    row back, below 512 threads (halved_packed_share), or at 512 for bf16 rows, whose exp
-    takes no 16-bit approximation (f16's ex2.approx.f16x2) and costs more computed twice.
+    row back, below 512 threads (halved_packed_share), or at 512 for bf16 rows: their results
+    narrow through F2F.BF16.F32 (f16's through paired F2FP packs), which shares the slow pipe
+    with exp's MUFU.EX2 (ptxas sm_90a, 4096x16384 at 512 threads: 32 F2F and 64 EX2 a thread
+    recomputed, 32 and 32 kept; 64 registers, two blocks an SM, none spilled).
     H200 2026-11-29 (scripts/probe_gaps.py, µs, recomputed / kept): softmax f16 16384x4096
     76.4 / 68.9 at 128 threads (32 elements a thread), 4096x16384 69.5 / 72.8 at 512;
     softmax bf16 at 512 (18:08, three rounds; Triton beside): 540x16384 15.8 / 14.6 (20.0),
