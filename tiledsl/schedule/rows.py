@@ -126,8 +126,7 @@ def few_plain_rows(p: Problem, rvec: int, vec: int) -> bool:
     candidate). 16-bit rows gain nothing (softmax f16 768x16384 17.7 / 18.0, 1024x16384
     22.1 / 22.8)."""
     low, high = FEW_PLAIN_ROWS_PER_SM
-    return (much_bandwidth_per_sm(p) and not p.layout.weight_inputs and bool(p.layout.row_inputs)
-            and all(op.dtype.itemsize == 4 for op in p.layout.row_inputs)
+    return (much_bandwidth_per_sm(p) and not p.layout.weight_inputs and rows_are(p, lambda t: t.itemsize == 4)
             and share_bytes(p, row_share(rvec, 512), vec) >= 64 and low * p.sm_count < p.rows <= high * p.sm_count)
 
 
@@ -147,9 +146,9 @@ def fuller_block_pays(p: Problem, rvec: int, vec: int) -> bool:
     before codegen.cuda.moves_prefetched_rows sped their prefetching blocks; not since), nor
     f16 weights (twice the row: 256 threads hoisting stay best, 3072x6144 24.6, 2048x6144
     18.0). With more rows an SM, halved_late_share takes the row to 128 threads instead."""
-    if not (vec == 8 and much_bandwidth_per_sm(p) and 4 * p.sm_count < p.rows < HALVED_SHARE_ROWS_PER_SM * p.sm_count
-            and p.layout.row_inputs and all(op.dtype.name == "f16" for op in p.layout.row_inputs)
-            and 8 * rvec >= 5 * 512 * row_share(rvec, 512)):
+    if not (vec == 8 and much_bandwidth_per_sm(p)
+            and ONE_WAVE_ROWS_PER_SM * p.sm_count < p.rows < HALVED_SHARE_ROWS_PER_SM * p.sm_count
+            and rows_are(p, lambda t: t.name == "f16") and 8 * rvec >= 5 * 512 * row_share(rvec, 512)):
         return True
     return element_bytes(p.layout.weight_inputs) <= 2 * element_bytes(p.layout.row_inputs)
 
@@ -518,8 +517,13 @@ def short_row_threads(p: Problem, vec: int) -> int:
 
 def narrow_rows(p: Problem) -> bool:
     """Whether every input over the row and its reduced dims is 2 bytes wide."""
-    row = p.layout.row_inputs
-    return bool(row) and all(op.dtype.itemsize == 2 for op in row)
+    return rows_are(p, lambda t: t.itemsize == 2)
+
+
+def rows_are(p: Problem, test) -> bool:
+    """Whether the row has inputs over it and its reduced dims, and `test` passes the dtype
+    of every one."""
+    return bool(p.layout.row_inputs) and all(test(op.dtype) for op in p.layout.row_inputs)
 
 
 def packed_rows(p: Problem, vec: int) -> bool:
@@ -802,9 +806,8 @@ def packed_keeps_pay(p: Problem, held: Schedule) -> bool:
     softmax bf16 at 512 (18:08, three rounds; Triton beside): 540x16384 15.8 / 14.6 (20.0),
     620x16384 16.5 / 14.9 (25.6), 1024x16384 23.9 / 23.2 (29.6), 2048x16384 41.5 / 40.3
     (40.3), 4096x16384 75.4 / 74.4 (74.4); not measured on an H100."""
-    bf16 = bool(p.layout.row_inputs) and all(op.dtype.name == "bf16" for op in p.layout.row_inputs)
     return (costly_elements(p.group) and keeps_fit(p, held.items, held.vec) and much_bandwidth_per_sm(p)
-            and (held.block < 512 or held.block == 512 and bf16))
+            and (held.block < 512 or held.block == 512 and rows_are(p, lambda t: t.name == "bf16")))
 
 
 def streamed_reads(p: Problem) -> int:
