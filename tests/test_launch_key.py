@@ -146,7 +146,7 @@ def test_a_map_for_a_new_pointer_is_the_template_with_its_address():
     pointer's map is the template with that pointer in front, with no driver call.
     Where more than the first word follows the address, each pointer is encoded."""
     import ctypes
-    from tiledsl.codegen.cuda import MapSpec
+    from tiledsl.codegen.params import MapSpec
     from tiledsl.runtime.tma import MapCache
     spec = MapSpec((64, 64), 128, (64, 64), "f16")
     calls = []
@@ -170,7 +170,7 @@ def test_the_warm_call_hands_the_driver_each_calls_maps(patchable):
     call's pointer; the rest are packed after them as always."""
     import ctypes
     from types import SimpleNamespace as NS
-    from tiledsl.codegen.cuda import MapSpec
+    from tiledsl.codegen.params import MapSpec
     from tiledsl.dtypes import DTYPES
     from tiledsl.runtime.launcher import _FastCall
     from tiledsl.runtime.tma import MapCache

@@ -8,7 +8,8 @@ import ctypes
 import pytest
 
 import tiledsl
-from tiledsl.codegen.cuda import MapSpec, kernel_params, render, tensor_map_specs
+from tiledsl.codegen.cuda import render
+from tiledsl.codegen.params import MapSpec, kernel_params, tensor_map_specs
 from tiledsl.errors import TdslRuntimeError, TdslScheduleError
 from tiledsl.runtime import toolchain
 from tiledsl.runtime.tma import MapCache, encode
@@ -347,7 +348,7 @@ def test_a_specialized_tile_of_192_columns_stages_them_in_pieces_that_divide_it(
     """256 bytes of a row at a time would be 128 f16 columns, which do not divide 192:
     64 at a time then (one box each), 64 f32 columns as ever (the buffer's width)."""
     from dataclasses import replace
-    from tiledsl.codegen.cuda import staged_columns
+    from tiledsl.codegen.params import staged_columns
     from tiledsl.schedule.matmul import with_producer
     assert (staged_columns(192, 2), staged_columns(192, 4), staged_columns(256, 2), staged_columns(128, 4)) == \
         (64, 64, 128, 64)
@@ -467,7 +468,7 @@ def test_a_specialized_launch_passes_the_result_map_third_and_its_spec():
     """The result's map follows the operands' (the launcher's maps lead the parameters in
     this order): raw 2- or 4-byte words, no TF32 rounding, a box of 128 bytes by 64 rows."""
     from dataclasses import replace
-    from tiledsl.codegen.cuda import tma_stored_result
+    from tiledsl.codegen.params import tma_stored_result
     for src, word in ((AB, "u16"), (ABT, "u32"), (TF32, "u32")):
         k, g, lay, p = _problem(src, dict(M=700, N=1000, K=520))
         s = replace(default(p, k.hints), splits=0)

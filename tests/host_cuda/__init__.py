@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tiledsl.codegen.cuda import kernel_params, render
+from tiledsl.codegen.cuda import render
+from tiledsl.codegen.params import kernel_params
 from tiledsl.schedule.choose import launches
 from tiledsl.schedule.problem import problem
 from tiledsl.schedule.layout import plan_layout

@@ -159,7 +159,7 @@ class Launcher:
         with self._lock:
             fn = self._functions.get(key)
             if fn is None:
-                from ..codegen.cuda import kernel_params
+                from ..codegen.params import kernel_params
                 group, layout, schedule = self.groups[index], self.layouts[index], launch.schedule
                 arch = device_arch(device)
                 binary = self.binary(index, schedule, launch.stage, arch)
@@ -498,7 +498,7 @@ class Program:
             layout = launcher.layouts[group_index]
             specs = {}
             if launch.schedule.tma and launch.stage == 1:
-                from ..codegen.cuda import tensor_map_specs
+                from ..codegen.params import tensor_map_specs
                 from .tma import MapCache, ResultMapCache
                 specs = dict(tensor_map_specs(launcher.groups[group_index], layout, launch.schedule,
                                               launch.loop_extents))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 from typing import Optional
 
-from ..codegen.cuda import MapSpec
+from ..codegen.params import MapSpec
 from ..errors import TdslRuntimeError
 
 # CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h)
