@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: fastexp gaps ab (PROBE=script) waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -39,6 +39,12 @@ for phase in "$@"; do
            && rm -rf /tmp/abold/tiledsl /tmp/abold/templates && tar -xf .whl/abtree.tar -C /tmp/abold || exit 1
          for r in 1 2; do echo "--- the old tree"; (cd /tmp/abold && timeout 140 python3 $PROBE)
          echo "--- this tree"; timeout 140 python3 $PROBE; done ;;
+    pairs) timeout 400 python3 scripts/probe_column_pairs.py $PAIRS ;;   # PAIRS="names to keep"
+    # softmax over M: the defaults in the old tree (.whl/abtree.tar), then every candidate in this one
+    pairs_ab) rm -rf /tmp/abold && mkdir -p /tmp/abold && tar -c --exclude=./.whl --exclude=./.git . | tar -x -C /tmp/abold \
+           && rm -rf /tmp/abold/tiledsl /tmp/abold/templates && tar -xf .whl/abtree.tar -C /tmp/abold || exit 1
+         echo "--- the old tree"; (cd /tmp/abold && DEFAULT_ONLY=1 timeout 200 python3 scripts/probe_column_pairs.py $PAIRS)
+         echo "--- this tree"; timeout 400 python3 scripts/probe_column_pairs.py $PAIRS ;;
     midrows) timeout 480 python3 scripts/probe_mid_rows.py $MIDROWS ;;   # MIDROWS="names to keep"
     peel) timeout 400 python3 scripts/probe_peel.py $PEEL ;;   # PEEL="names to keep", PEEL_UNROLLS="0 2 4"
     columns) timeout 300 python3 scripts/probe_columns.py $COLUMNS ;;   # COLUMNS="names to keep"

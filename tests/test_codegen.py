@@ -58,6 +58,10 @@ PROGRAMS = {
     "column_sum": ("examples/column_sum.tdsl", dict(M=64, N=100000)),
     "column_sum_split": ("examples/column_sum.tdsl", dict(M=16384, N=1024)),
     "total_split": ("kernel t(x: f16[M, N]) -> f32 { return mean(x) }", dict(M=4096, N=4096)),
+    # softmax's max and sum(exp) across memory, one online pass (partition.online_partner): a
+    # column's chunks a thread, vectors of 8 columns in tiles, a block down a column
+    "softmax_over_m_f16": ("kernel s(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=M))\n"
+                           " return f16(e / sum(e, axis=M))\n}", dict(M=65536, N=776)),
     # two f32 vectors an iteration of the streamed loop: spilled under ptxas's own unroll
     "dot_split": ("kernel t(x: f32[M, N], y: f32[M, N]) -> f32 { return sum(x * y) }", dict(M=4096, N=4096)),
     "linear_f32": ("kernel mm(a: f32[M, K], b: f32[K, N], bias: f32[N]) -> f32[M, N] { return relu(a @ b + bias) }",

@@ -1295,6 +1295,51 @@ def test_16_bit_columns_with_values_of_their_own(src, extents):
     check(k, host_arguments(k, extents), extents, "out")
 
 
+PAIR_SOFTMAX = ("kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=M))\n"
+                " return {t}(e / sum(e, axis=M))\n}}")
+PAIR_PROGRAMS = [   # softmax and logsumexp across memory: tails everywhere, one column, few rows
+    (PAIR_SOFTMAX.format(t="f32"), dict(M=5003, N=777)), (PAIR_SOFTMAX.format(t="f16"), dict(M=65537, N=776)),
+    (PAIR_SOFTMAX.format(t="bf16"), dict(M=301, N=1032)), (PAIR_SOFTMAX.format(t="f32"), dict(M=100003, N=1)),
+    (PAIR_SOFTMAX.format(t="f32"), dict(M=64, N=100003)), (PAIR_SOFTMAX.format(t="f32"), dict(M=1, N=70)),
+    ("kernel l(x: f16[B, T, C]) -> f32[B, C] {\n m = max(f32(x), axis=T)\n"
+     " return m + log(sum(exp(f32(x) - m), axis=T))\n}", dict(B=2, T=40009, C=264))]
+
+
+def _pair_schedules():
+    """(program number, source, extents, schedule): the default (None) and every distinct
+    candidate of the pair's group but a block a column held in registers."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.problem import problem
+    for n, (src, extents) in enumerate(PAIR_PROGRAMS):
+        k = compiled(src)
+        launcher = launcher_for(k)
+        p = problem(launcher.groups[0], launcher.layouts[0], extents, frozenset(), 132, "sm_90a")
+        picked = {}
+        for s in candidates(p, k.hints):
+            if not (s.kind == "reduce_row" and s.items):
+                picked.setdefault(replace(s.code, min_blocks=1), s)
+        yield n, src, extents, None
+        yield from ((n, src, extents, s) for s in picked.values())
+
+
+@pytest.mark.parametrize("src,extents,schedule", [
+    pytest.param(src, extents, s, id=f"p{n}-{'x'.join(map(str, extents.values()))}-{s.tag if s else 'default'}"
+                                     f"-sp{s.splits if s else ''}")
+    for n, src, extents, s in _pair_schedules()])
+def test_every_online_pair_across_memory(src, extents, schedule):
+    """softmax's max and sum(exp(x - max)) across memory in one pass (partition.online_partner):
+    every column, split and row candidate of the pair's group, exact at tails, written everywhere."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    k = fresh(src)
+    k._launcher = launcher_for(k)
+    assert [v.attr("kind") for v in k._launcher.groups[0].values if v.op == "reduce"] == ["max", "sum"]
+    if schedule is not None:
+        set_overrides(k._launcher, {0: schedule})
+    check(k, host_arguments(k, extents), extents, "out")
+
+
 def test_every_streamed_program_offers_unrolled_candidates():
     assert {n for n, _, _, s in _streamed_schedules() if s.unroll} == set(range(len(STREAMED_PROGRAMS)))
 

@@ -263,6 +263,42 @@ def test_a_combining_kernel_shares_a_row_s_partials_among_lanes(src, extents, sp
     _check(k, extents, s)
 
 
+# softmax and logsumexp across memory: the max and sum(exp(x - max)) in one online pass
+# (partition.online_partner), the pair's partials combined as pairs by a split's second kernel
+PAIR_SOFTMAX = "kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=M))\n return {t}(e / sum(e, axis=M))\n}}"
+PAIR_PROGRAMS = [
+    ("softmax over M f32", PAIR_SOFTMAX.format(t="f32"), dict(M=5003, N=77)),
+    ("softmax over M f16", PAIR_SOFTMAX.format(t="f16"), dict(M=4133, N=200)),
+    ("softmax over M bf16, short", PAIR_SOFTMAX.format(t="bf16"), dict(M=301, N=264)),
+    ("softmax over M, one column", PAIR_SOFTMAX.format(t="f32"), dict(M=4500, N=1)),
+    ("logsumexp over a middle axis", "kernel l(x: f32[B, T, C]) -> f32[B, C] {\n m = max(x, axis=T)\n"
+     " return m + log(sum(exp(x - m), axis=T))\n}", dict(B=3, T=4097, C=88))]
+
+
+def _pair_schedules():
+    """The default and each streamed column candidate (a thread a column, vectors of columns,
+    splits a thread a column, tiles of columns, a block down one column) of the pair's group."""
+    for label, src, extents in PAIR_PROGRAMS:
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+        picked = {}
+        for s in candidates(p, k.hints):
+            if s.kind in ("reduce_col", "reduce_split"):
+                picked.setdefault(replace(s.code, unroll=0, min_blocks=1), s)
+        assert any(s.kind == "reduce_split" for s in picked.values()), label
+        for s in [None] + list(picked.values()):
+            yield pytest.param(label, src, extents, s, id=f"{label}-{s.tag if s else 'default'}-sp{s.splits if s else ''}")
+
+
+@pytest.mark.parametrize("label,src,extents,schedule", list(_pair_schedules()))
+def test_online_pairs_across_memory_run_right_on_the_host(label, src, extents, schedule):
+    k = tiledsl.compile(src)
+    groups = partition(k.graph)
+    assert [v.attr("kind") for v in groups[0].values if v.op == "reduce"] == ["max", "sum"]
+    _check(k, extents, {0: schedule} if schedule else None)
+
+
 PER_PROGRAM = 20       # candidates a program, spread over its space (CI time: ~1 s a compile)
 
 

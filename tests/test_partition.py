@@ -216,10 +216,20 @@ def test_a_result_over_whole_rows_stored_across_them_is_written_by_a_pointwise_g
 
 
 @pytest.mark.parametrize("src,groups_wanted", [
-    # softmax over M, N innermost: max, then sum, then the elements (each column read three times,
-    # neighbouring threads on neighbouring columns, where one kernel walked each column down)
+    # softmax over M, N innermost: the max and sum(exp(x - max)), an online pair, in one pass
+    # (partition.online_partner), then the elements (each column read twice, neighbouring
+    # threads on neighbouring columns, where one kernel walked each column down)
     ("kernel f(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n return e / sum(e, axis=M)\n}",
-     ["reduce", "reduce", "pointwise"]),
+     ["reduce", "pointwise"]),
+    # logsumexp over a middle axis: the pair and its per-column result, one kernel
+    ("kernel f(x: f32[B, T, C]) -> f32[B, C] {\n m = max(x, axis=T)\n return m + log(sum(exp(x - m), axis=T))\n}",
+     ["reduce"]),
+    # the pair beside another reduction of the max's level: no pair alone, a group a level
+    ("kernel f(x: f32[M, N]) -> (f32[M, N], f32[N]) {\n e = exp(x - max(x, axis=M))\n"
+     " return e / sum(e, axis=M), sum(x, axis=M)\n}", ["reduce", "reduce", "pointwise"]),
+    # a sum of exp(y - max(x)): no pair, a level a group as before
+    ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[N] { return sum(exp(y - max(x, axis=M)), axis=M) }",
+     ["reduce", "reduce"]),
     ("kernel f(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }", ["reduce", "pointwise"]),
     ("kernel f(x: f16[B, T, C]) -> f32[B, C] {\n m = mean(x, axis=T)\n return mean((x - m) * (x - m), axis=T)\n}",
      ["reduce", "reduce"]),
@@ -236,13 +246,14 @@ def test_a_reduction_across_memory_takes_one_level_a_group(src, groups_wanted):
     """walks_across: a reduction whose elements lie a row apart keeps its group to one
     level and to per-column results; the result, computed from x and the statistics,
     is written by a pointwise group (tests/test_gpu_memory.py runs these programs)."""
-    from tiledsl.schedule.partition import walks_across
+    from tiledsl.schedule.partition import online_pair_alone, reduction_levels, walks_across
     k, groups = _groups(src)
     assert [g.kind for g in groups] == groups_wanted
     for g in groups:
         reductions = [v for v in g.values if v.op == "reduce"]
         if reductions and walks_across(reductions[0]):
             assert all(not set(o.dims) & set(g.axes) for o in g.outputs), g
+            assert len(set(reduction_levels(g).values())) == 1 or online_pair_alone(g), g
 
 
 SOFTMAX = "kernel sm(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N) }"

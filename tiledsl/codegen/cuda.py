@@ -20,7 +20,7 @@ from ..ir.graph import Graph, Value
 from ..resources import resource_dir
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
                                peeled_operands, row_major, transposed_loop)
-from ..schedule.partition import Group, online_pairs, reduction_levels
+from ..schedule.partition import Group, online_pair_alone, online_pairs, reduction_levels
 from ..schedule.schedules import (COSTLY_OPS, Schedule, column_vector, branchless_elements,
                                   resident_blocks, ring_refusal, stream_unroll_rule, stream_words)
 from .params import kernel_params, reg_bytes, reg_type, staged_columns, storage_type, tma_stored_result
@@ -686,7 +686,8 @@ class _Renderer:
         # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
         words, wide = stream_words(self.s, lay)
         stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide)
-        online = online_pairs(self.group) if not cached and not split and self.s.online else {}
+        # (a split reduction holding a pair streams it online: partition.online_pair_alone)
+        online = online_pairs(self.group) if not cached and self.s.online else {}
         for p in range(1, phases + 1):
             if p - 1 in online:         # read with the phase before
                 continue
@@ -694,25 +695,37 @@ class _Renderer:
                 m, sm = online[p]
                 T = reg_type(m.dtype)
                 # a chunk a rescale: as many steps (of `vec` lanes) as the loop's unroll, or
-                # ONLINE_CHUNK elements; at most 32 (f32 rows in 1024-thread blocks spilled at 64)
-                steps = min(stream_unroll or max(1, ONLINE_CHUNK // self.vec), max(1, 32 // self.vec))
-                body = self.element_body([m.operands[0]], available_at(p), slot,
-                                         [f"xs[u * {self.vec} + e] = v{m.operands[0].id};"])
+                # ONLINE_CHUNK elements; at most 32 (f32 rows in 1024-thread blocks spilled at 64).
+                # Vectors of columns: a chunk and a pair of accumulators a column (lane), each chunk
+                # ONLINE_CHUNK rows where 32 registers hold them (a row a chunk took 2 exps an element).
+                chunk_lanes = 1 if kv > 1 else self.vec
+                steps = min(stream_unroll or max(1, ONLINE_CHUNK // chunk_lanes), max(1, 32 // self.vec))
+                put = f"xs[e][u] = v{m.operands[0].id};" if kv > 1 else f"xs[u * {self.vec} + e] = v{m.operands[0].id};"
+                body = self.element_body([m.operands[0]], available_at(p), slot, [put])
                 ragged = None
                 if peel:    # the head and tail: an element a chunk
                     with self.one_lane():
                         ragged = dict(decl=f"{T} xs[1];", loads=ragged_loads,
                                       lanes=self.lane_loop(self.element_body([m.operands[0]], available_at(p), slot,
                                                                              [f"xs[e] = v{m.operands[0].id};"])))
+                if kv > 1:
+                    init = [f"{T} acc{m.id}[{kv}], acc{sm.id}[{kv}];", f"for (int e = 0; e < {kv}; ++e) "
+                            f"{{ acc{m.id}[e] = {_identity('max', m.dtype)}; acc{sm.id}[e] = {literal(0, m.dtype)}; }}"]
+                    chunk = dict(steps=steps, decl=f"{T} xs[{kv}][{steps}];", pad=f"xs[e][u] = -tdsl::infinity({T}());",
+                                 add=f"for (int e = 0; e < {kv}; ++e) "
+                                     f"tdsl::online_add_chunk(acc{m.id}[e], acc{sm.id}[e], xs[e]);")
+                else:
+                    init = [f"{T} acc{m.id} = {_identity('max', m.dtype)};", f"{T} acc{sm.id} = {literal(0, m.dtype)};"]
+                    chunk = dict(steps=steps, decl=f"{T} xs[{steps * self.vec}];",
+                                 pad=f"xs[u * {self.vec} + e] = -tdsl::infinity({T}());",
+                                 add=f"tdsl::online_add_chunk(acc{m.id}, acc{sm.id}, xs);")
+                lane_acc = "[e]" if kv > 1 else ""
                 phase_code.append(dict(
-                    init=[f"{T} acc{m.id} = {_identity('max', m.dtype)};", f"{T} acc{sm.id} = {literal(0, m.dtype)};"],
-                    chunk=dict(steps=steps, decl=f"{T} xs[{steps * self.vec}];",
-                               pad=f"xs[u * {self.vec} + e] = -tdsl::infinity({T}());",
-                               add=f"tdsl::online_add_chunk(acc{m.id}, acc{sm.id}, xs);"),
-                    loads=per_row_loads, lanes=self.lane_loop(body), ragged=ragged,
-                    finish=[self.cross_thread_online(m, sm), f"tdsl::online_finish(acc{m.id}, acc{sm.id}, rvec > 0);",
-                            f"const {T} v{m.id} = acc{m.id};"] + row_stmts[p]
-                    + [f"const {T} v{sm.id} = acc{sm.id};" + self.reciprocal_of(sm)] + row_stmts[p + 1]))
+                    init=init, chunk=chunk, loads=per_row_loads, lanes=self.lane_loop(body), ragged=ragged,
+                    finish=[self.cross_thread_online(m, sm),
+                            f"tdsl::online_finish(acc{m.id}{lane_acc}, acc{sm.id}{lane_acc}, rvec > 0);",
+                            f"const {T} v{m.id} = acc{m.id}{lane_acc};"] + row_stmts[p]
+                    + [f"const {T} v{sm.id} = acc{sm.id}{lane_acc};" + self.reciprocal_of(sm)] + row_stmts[p + 1]))
                 continue
             rs = [r for r in reduces if level[r.id] == p]
             lane_acc = "[e]" if kv > 1 else ""
@@ -769,8 +782,9 @@ class _Renderer:
         row_stores = [f"out{op.index}[{self.lane_offset(op) if kv > 1 else self.offset(op)}] = "
                       f"{to_storage(f'v{op.value.id}', op.dtype)};" for op in row_outs]
         if kv > 1:      # each lane's column finishes alone: its results and stores
-            if phases != 1:
-                raise TdslScheduleError(f"{self.s.tag}: vectors of columns take one reduction level")
+            if phases != 1 and not (phases == 2 and 1 in online):
+                raise TdslScheduleError(f"{self.s.tag}: vectors of columns take one reduction level, "
+                                        f"or an online pair")
             [phase] = phase_code
             after = [v for v in self.group.values if v.id in row_level and stage[v.id]]
             wanted = _reads(after, [op.value for op in row_outs])
@@ -788,9 +802,14 @@ class _Renderer:
         staged = cached and self.s.stages > 1 and bool(ringed)
         if staged:
             self.check_ring(ringed)
+        if split and len(phase_code) != 1:
+            raise TdslScheduleError(f"{self.s.tag}: a split reduction takes one reduction level, or an online "
+                                    f"pair streamed in one pass (online true)")
+        pair = online.get(1)
         if self.column_tiles:   # stage 1: a tile's threads combined through shared memory, then stored
             [phase] = phase_code
-            phase["finish"] = self.column_tile_finish(reduces, kv)
+            phase["finish"] = (self.column_tile_finish_online(reduces, pair, kv) if pair
+                               else self.column_tile_finish(reduces, kv))
             full_outs, row_stores = [], []
         elif split and kv > 1:    # stage 1: a partial a column of the vector (a thread a column)
             [phase] = phase_code
@@ -799,12 +818,14 @@ class _Renderer:
                 for k, r in enumerate(reduces)] + ["}"]
             full_outs, row_stores = [], []
         elif split:   # stage 1: each phase ends by storing this block's partial for the row
-            [phase] = phase_code            # split schedules take one reduction level only
-            phase["finish"] = [line for k, r in enumerate(reduces) for line in (
-                self.cross_thread(r), f"if (lane == 0) part{k}[(idx_t)blockIdx.y * nrows + row] = acc{r.id};")]
+            [phase] = phase_code            # (one level, or an online pair: one phase)
+            combined = [self.cross_thread_online(*pair)] if pair else [self.cross_thread(r) for r in reduces]
+            phase["finish"] = combined + [f"if (lane == 0) part{k}[(idx_t)blockIdx.y * nrows + row] = acc{r.id};"
+                                          for k, r in enumerate(reduces)]
             full_outs, row_stores = [], []
         if self.column_tiles:       # each thread's lanes side by side, a reduction at a time (column_tile_finish)
-            size = max(self.tile_bytes(r, self.tile_lanes(r, kv)) for r in reduces)
+            size = (2 * self.tile_bytes(pair[0], self.tile_lanes(pair[0], kv, 2)) if pair else
+                    max(self.tile_bytes(r, self.tile_lanes(r, kv)) for r in reduces))
             scratch = [f"__shared__ __align__(16) unsigned char tile_bytes[{size}];"]
         elif self.s.row_threads > 32:
             # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
@@ -885,8 +906,25 @@ class _Renderer:
         gather, meet, finish = [], [], []
         count = " * ".join(f"n{l}" for l in lay.reduced_loops) or "1"
         # the lanes' sums meet in one shared buffer, a reduction at a time (a buffer each
-        # took 4 KB a reduction of f64 at 512 threads: 14 of them over the 48 KB a block has)
+        # took 4 KB a reduction of f64 at 512 threads: 14 of them over the 48 KB a block has);
+        # an online pair's partials (m, s) combine as pairs, both in the buffer at once
         width = max(reg_bytes(r.dtype) for r in reduces)
+        pair = next(iter(online_pairs(self.group).values()), None) if online_pair_alone(self.group) else None
+        if pair:
+            m, sm = pair
+            T, km, ks = reg_type(m.dtype), reduces.index(m), reduces.index(sm)
+            gather = [f"{T} acc{m.id} = {_identity('max', m.dtype)}, acc{sm.id} = {literal(0, m.dtype)};",
+                      f"if (live) for (long long s = lane; s < nsplit; s += lanes) tdsl::online_combine("
+                      f"acc{m.id}, acc{sm.id}, part{km}[s * nrows + row], part{ks}[s * nrows + row]);"]
+            meet = [f"{T}* lane_m = reinterpret_cast<{T}*>(lane_bytes);",
+                    f"{T}* lane_s = lane_m + {self.s.block};",
+                    f"lane_m[threadIdx.x] = acc{m.id};", f"lane_s[threadIdx.x] = acc{sm.id};", "__syncthreads();",
+                    f"if (lane == 0) for (int j = 1; j < lanes; ++j) tdsl::online_combine(acc{m.id}, acc{sm.id}, "
+                    f"lane_m[j * rows_per_block + threadIdx.x], lane_s[j * rows_per_block + threadIdx.x]);",
+                    "__syncthreads();"]
+            finish = [f"tdsl::online_finish(acc{m.id}, acc{sm.id}, ({count}) > 0);",
+                      f"const {T} v{m.id} = acc{m.id};", f"const {T} v{sm.id} = acc{sm.id};"]
+            reduces, width = [], 2 * width
         for k, r in enumerate(reduces):
             T, op = reg_type(r.dtype), _REDUCE_OP[r.attr("kind")]
             gather += [f"{T} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};",
@@ -1111,11 +1149,12 @@ class _Renderer:
         return (f"tdsl::online_block_reduce<{self.s.block}>(acc{m.id}, acc{sm.id}, "
                 f"scratch{m.id}[flip], scratch{sm.id}[flip]);")
 
-    def tile_lanes(self, r: Value, kv: int) -> int:
+    def tile_lanes(self, r: Value, kv: int, together: int = 1) -> int:
         """Lanes of a column vector one round of column_tile_finish takes: all `kv`, unless
-        the block's slots for them would pass 16 KiB (8-byte accumulators, 16 byte columns)."""
+        the block's slots for them (`together` accumulators a lane: an online pair's 2)
+        would pass 16 KiB (8-byte accumulators, 16 byte columns)."""
         lanes = kv
-        while lanes > 1 and self.tile_bytes(r, lanes) > 16384:
+        while lanes > 1 and together * self.tile_bytes(r, lanes) > 16384:
             lanes //= 2
         return lanes
 
@@ -1146,6 +1185,30 @@ class _Renderer:
                           f"    for (int t = 1; t < TPR; ++t) total = {op}::combine(total, tile{r.id}[o + t * RPB * {lanes}]);",
                           f"    part{k}[((idx_t)blockIdx.y * nrows + first + o / {lanes}) * {kv} + {e0} + o % {lanes}] = total;",
                           "}", "__syncthreads();"]
+        return lines
+
+    def column_tile_finish_online(self, reduces: list[Value], pair: tuple, kv: int) -> list[str]:
+        """column_tile_finish for an online pair (m, s): both accumulators of each lane side by
+        side in the buffer's two halves, combined as pairs (tdsl::online_combine)."""
+        m, sm = pair
+        T, lanes = reg_type(m.dtype), self.tile_lanes(m, kv, 2)
+        km, ks = reduces.index(m), reduces.index(sm)
+        lines = [f"{T}* tile_m = reinterpret_cast<{T}*>(tile_bytes);",
+                 f"{T}* tile_s = tile_m + {self.s.block * lanes};"]
+        for e0 in range(0, kv, lanes):
+            put = ([f"tile_m[threadIdx.x] = acc{m.id};", f"tile_s[threadIdx.x] = acc{sm.id};"] if kv == 1 else
+                   ["#pragma unroll", f"for (int i = 0; i < {lanes}; ++i) {{",
+                    f"    tile_m[threadIdx.x * {lanes} + i] = acc{m.id}[{e0} + i];",
+                    f"    tile_s[threadIdx.x * {lanes} + i] = acc{sm.id}[{e0} + i];", "}"])
+            at = f"((idx_t)blockIdx.y * nrows + first + o / {lanes}) * {kv} + {e0} + o % {lanes}"
+            lines += put + ["__syncthreads();",
+                            f"for (int o = threadIdx.x; o < RPB * {lanes}; o += {self.s.block}) {{",
+                            f"    if (first + o / {lanes} >= nrows) break;",
+                            f"    {T} top = tile_m[o], total = tile_s[o];",
+                            f"    for (int t = 1; t < TPR; ++t) tdsl::online_combine(top, total, "
+                            f"tile_m[o + t * RPB * {lanes}], tile_s[o + t * RPB * {lanes}]);",
+                            f"    part{km}[{at}] = top;", f"    part{ks}[{at}] = total;",
+                            "}", "__syncthreads();"]
         return lines
 
     def cross_thread(self, r: Value) -> str:

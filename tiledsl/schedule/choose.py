@@ -103,6 +103,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             wide = columns.split_schedule(p, v)
             if wide is not None:
                 out += [replace(wide, splits=n) for n in dict.fromkeys((wide.splits, wide.splits // 2)) if n >= 2]
+    pair = columns.online_pair_split(p)
+    if pair is not None:    # softmax's statistics across memory: the default's splits, half and twice
+        out += [replace(pair, splits=n) for n in dict.fromkeys((pair.splits, pair.splits // 2, 2 * pair.splits))
+                if 2 <= n <= columns.max_splits(p, pair.row_threads, pair.vec)]
     if not p.row_major():   # 16-byte vectors of columns, each column's rows shared by a block's threads
         # (registers budgeted for 1024 threads an SM, or for all 2048)
         out += list(dict.fromkeys(t for width, block in ((16, 512), (32, 512), (64, 512), (32, 256))
@@ -223,6 +227,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             vec //= 2       # many inputs: narrower vectors rather than spills
         items = 2 if pointwise.held_words(p, vec, 2) <= pointwise.HELD_WORDS else 1
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
+    pair = columns.online_pair_split(p)
+    if pair is not None:
+        return pair
     tile = columns.column_tile_default(p) if not p.row_major() else None
     if tile is not None:
         return tile

@@ -7,12 +7,13 @@ from dataclasses import replace
 from typing import Optional
 
 from .layout import column_loop
-from .partition import per_row_before_reductions, reduction_levels
+from .partition import online_pair_alone, per_row_before_reductions, reduction_levels
 from .schedules import THREADS_PER_SM, Schedule, resident_blocks
 from .problem import Problem, pow2_at_least, max_vector
 
 
-def split_schedule(p: Problem, column_vec: int = 1) -> Optional[Schedule]:
+def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
+                   min_length: int = 4096) -> Optional[Schedule]:
     """A split reduction where too few rows would leave the GPU idle: one long row
     gets whole blocks; rows along the inner memory dim (columns: `sum(x, axis=M)`)
     a tile of a block, up to 256 columns wide, each column's share of the block's
@@ -26,8 +27,9 @@ def split_schedule(p: Problem, column_vec: int = 1) -> Optional[Schedule]:
     33.1 us, and 38.8 against 25.9 on the H200); 4 per SM won one shape by 4%
     on the H200 (column sums 65536x4096), and lost it by 2.5% on the H100. With
     `column_vec`, a thread takes that many neighbouring columns (a thread a column
-    only), and the splits fill the GPU with the fewer threads."""
-    if not p.splittable() or p.row_length < 4096:
+    only), and the splits fill the GPU with the fewer threads. `blocks_per_sm` (of 256
+    threads) and `min_length` (the shortest row split): online_pair_split's."""
+    if not p.splittable() or p.row_length < min_length:
         return None
     vec = 1
     if p.row_major() or p.rows == 1:
@@ -47,12 +49,33 @@ def split_schedule(p: Problem, column_vec: int = 1) -> Optional[Schedule]:
         row_blocks = -(-(p.rows // vec) // columns)
     if row_blocks >= 2 * p.sm_count:
         return None
-    per_sm = max(1, min(2, 512 // block))
+    per_sm = max(1, min(blocks_per_sm, blocks_per_sm * 256 // block))
     splits = min(-(-per_sm * p.sm_count // row_blocks), max_splits(p, tpr, vec))
     if splits < 2:
         return None
     return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
                     index64=p.index64)
+
+
+def online_pair_split(p: Problem) -> Optional[Schedule]:
+    """The default for softmax's max and sum(exp(x - max)) across memory, one online pass
+    (partition.online_partner): a split reduction whose threads take 4 neighbouring
+    columns (16 bytes of f32) down a chunk of at least 64 rows, with twice a sum's splits
+    (about 4 blocks of 256 an SM: each chunk's exps wait for its loads, so more threads
+    keep loads in flight), from columns of 1024; else a split a column a thread, or a
+    tile of columns where they are few; None where neither splits (many short columns: a
+    thread a column). H200 2026-12-01 (scripts/probe_column_pairs.py, us, the sum's
+    split rule / this one): softmax f32 4096x4096 73.2 / 63.6, 16384x1024 74.1 / 66.2,
+    2^21x8 81.8 / 74.6, f16 4096x4096 56.7 / 50.2; logsumexp f32 over T of
+    16x4096x256 37.9 / 27.4 (the three groups these programs took before: 98.5, 100.1,
+    100.4, 61.0 and 61.4)."""
+    if p.row_major() or not online_pair_alone(p.group):
+        return None
+    if 4 in column_vectors(p):
+        wide = split_schedule(p, 4, blocks_per_sm=4, min_length=1024)
+        if wide is not None:
+            return wide
+    return split_schedule(p, 1, blocks_per_sm=4, min_length=1024)
 
 
 def accumulator_words(p: Problem) -> int:
@@ -172,8 +195,8 @@ def column_vector_refusal(p: Problem, s: Schedule) -> str:
     (the kept loop innermost in memory, `column_loop`), else why not."""
     if s.row_threads != 1 and not (s.kind == "reduce_split" and s.row_threads < s.block):
         return "vectors of columns take a thread a column (row_threads 1), or a split's tile of columns"
-    if len(set(reduction_levels(p.group).values())) > 1:
-        return "vectors of columns take one reduction level"
+    if len(set(reduction_levels(p.group).values())) > 1 and not online_pair_alone(p.group):
+        return "vectors of columns take one reduction level, or an online pair (max and sum(exp(a - max)))"
     loop = column_loop(p.layout)
     if loop is None or p.loops[loop] % s.vec:
         return f"the columns' innermost extent is not a multiple of {s.vec}"

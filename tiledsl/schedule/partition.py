@@ -66,13 +66,36 @@ class _Partitioner:
         self.by_id = {v.id: v for v in graph.values}
         self.epoch: dict[int, int] = {}
         self.stored: dict[int, tuple] = {}     # elementwise value id -> the group key that stores it
-        for v in graph.values:
+        for paired in (not spread, False):
+            self.set_epochs(paired)
+            if self.pairs_alone():
+                break
+
+    def set_epochs(self, paired: bool) -> None:
+        """Each anchor's epoch; with `paired`, a sum(exp(a - m)) across memory shares its
+        max's group (an online pair: one pass over the columns) instead of starting one."""
+        for v in self.graph.values:
             if _is_anchor(v):
                 deps = self.anchors_feeding(v.operands)
                 across = v.op == "reduce" and walks_across(v)
-                self.epoch[v.id] = max((self.epoch[d.id] + (_class_of(d) != _class_of(v) or across
-                                                            or (spread and d.op == "reduce"))
+                partner = online_partner(v) if paired and across else None
+                self.epoch[v.id] = max((self.epoch[d.id] + (_class_of(d) != _class_of(v)
+                                                            or (across and d is not partner)
+                                                            or (self.spread and d.op == "reduce"))
                                         for d in deps), default=0)
+
+    def pairs_alone(self) -> bool:
+        """Whether every group across memory that holds more than one level is an online
+        pair alone (the max and its sum(exp(a - max)), nothing else): what its column and
+        split schedules compute in one pass."""
+        for anchors in self.members().values():
+            if anchors[0].op != "reduce" or not walks_across(anchors[0]):
+                continue
+            ids = {a.id for a in anchors}
+            nested = [a for a in anchors if any(d.id in ids for d in self.anchors_feeding(a.operands))]
+            if nested and not (len(anchors) == 2 and online_partner(anchors[1]) is anchors[0]):
+                return False
+        return True
 
     def anchors_feeding(self, roots, through_stored: bool = False) -> list[Value]:
         """Anchors reachable from `roots` through elementwise values only; with
@@ -333,11 +356,28 @@ def per_row_before_reductions(group: Group) -> list[Value]:
     return out
 
 
+def online_partner(sm: Value) -> Optional[Value]:
+    """m where `sm` is sum(exp(a - m)) and m = max(a) over the same dims, in f32 or f64
+    (the two statistics one pass can take together, s kept relative to the running max
+    and rescaled as it grows), else None."""
+    if sm.op != "reduce" or sm.attr("kind") != "sum":
+        return None
+    e = sm.operands[0]
+    if e.op != "exp" or e.dtype != sm.dtype or e.operands[0].op != "sub":
+        return None
+    a, m = e.operands[0].operands
+    if (m.op == "reduce" and m.attr("kind") == "max" and m.dtype == sm.dtype and m.dtype.name in ("f32", "f64")
+            and m.operands[0].id == a.id and a.dtype == m.dtype and set(m.dims) == set(sm.dims)
+            and set(m.attr("axes")) == set(sm.attr("axes"))):
+        return m
+    return None
+
+
 def online_pairs(group: Group) -> dict[int, tuple[Value, Value]]:
     """Level -> (m, s) where the level's one reduction is m = max(a) and the next
-    level's one is s = sum(exp(a - m)) over the same dims, in f32 or f64: a looped
-    row reduction may take both in one pass over the row (Schedule.online), s kept
-    relative to the running max and rescaled as it grows."""
+    level's one is s = sum(exp(a - m)) (`online_partner`): a looped row reduction
+    may take both in one pass over the row (Schedule.online); a group across memory
+    holding both (partition) must."""
     level = reduction_levels(group)
     reduces = {v.id: v for v in group.values if v.op == "reduce"}
     pairs: dict[int, tuple[Value, Value]] = {}
@@ -346,14 +386,16 @@ def online_pairs(group: Group) -> dict[int, tuple[Value, Value]]:
         after = [reduces[i] for i, lv in level.items() if lv == p + 1]
         if len(here) != 1 or len(after) != 1 or p - 1 in pairs:
             continue
-        m, sm = here[0], after[0]
-        e = sm.operands[0]
-        if (m.attr("kind") == "max" and sm.attr("kind") == "sum" and m.dtype == sm.dtype
-                and m.dtype.name in ("f32", "f64") and e.op == "exp" and e.dtype == m.dtype
-                and e.operands[0].op == "sub" and e.operands[0].operands[0].id == m.operands[0].id
-                and e.operands[0].operands[1].id == m.id and m.operands[0].dtype == m.dtype):
-            pairs[p] = (m, sm)
+        if online_partner(after[0]) is here[0]:
+            pairs[p] = (here[0], after[0])
     return pairs
+
+
+def online_pair_alone(group: Group) -> bool:
+    """Whether the group's reductions are one online pair and nothing else: partials of
+    both can be combined by a second kernel (a split reduction's), as (m, s) pairs."""
+    reduces = [v for v in group.values if v.op == "reduce"]
+    return len(reduces) == 2 and list(online_pairs(group).values()) == [tuple(reduces)]
 
 
 def stored_by_its_producer(graph: Graph, operand: Value, itemsize: int = 0) -> bool:

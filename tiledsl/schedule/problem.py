@@ -10,7 +10,7 @@ from typing import Optional
 from .layout import Layout
 from .layout import transposed_loop as layout_transposed_loop
 from .layout import row_major as layout_row_major
-from .partition import Group
+from .partition import Group, online_pair_alone
 from .schedules import Schedule
 
 INDEX32_LIMIT = 2 ** 31 - 1
@@ -83,11 +83,15 @@ class Problem:
 
     def splittable(self) -> bool:
         """One reduction level and only per-row results: partials can be
-        combined by a second kernel (sum(x), column sums, means over batch)."""
+        combined by a second kernel (sum(x), column sums, means over batch); or,
+        across memory, an online pair alone (softmax's statistics over M), its
+        partials combined as (max, sum) pairs."""
         reduces = [v for v in self.group.values if v.op == "reduce"]
         ids = {r.id for r in reduces}
         if not reduces or any(set(r.dims) != set(self.group.kept) for r in reduces):
             return False
+        if not self.row_major() and online_pair_alone(self.group):
+            return all(not set(o.dims) & set(self.group.axes) for o in self.group.outputs)
         for r in reduces:
             stack, seen = list(r.operands), set()
             while stack:

@@ -1,0 +1,72 @@
+"""Probe (device run): softmax and logsumexp across memory (over M of [M, N], N innermost;
+over T of [B, T, C]), whose max and sum(exp(x - max)) one group takes in one pass (an
+online pair: partition.online_partner) where they took a group each. Every distinct
+column and split candidate of the pair's group (a thread a column, vectors of columns,
+split chunks, tiles of columns), each checked against the float64 reference first, and
+torch's softmax over the same dim beside them; three interleaved rounds, median
+microseconds, and the ratio of the bytes moved (x read once, the result written once) to
+copy. device_pass.sh `pairs_ab` runs the defaults alone (DEFAULT_ONLY=1) in an old tree,
+then this probe in this one.
+
+    python scripts/probe_column_pairs.py [names to keep]
+"""
+import os
+import statistics
+import sys
+from dataclasses import replace
+
+sys.path.insert(0, os.getcwd())
+import row_probe  # noqa: E402  (beside this script)
+from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
+from tiledsl.schedule.choose import candidates  # noqa: E402
+
+K = "kernel f"
+SOFTMAX = f"{K}(x: {{t}}[M, N]) -> {{t}}[M, N] {{{{\n e = exp(x - max(x, axis=M))\n return {{t}}(e / sum(e, axis=M))\n}}}}"
+LSE = f"{K}(x: {{t}}[B, T, C]) -> f32[B, C] {{{{\n m = max(f32(x), axis=T)\n return m + log(sum(exp(f32(x) - m), axis=T))\n}}}}"
+CASES = [("softmax f32", SOFTMAX.format(t="f32"), {"M": 4096, "N": 4096}),
+         ("softmax f32 tall", SOFTMAX.format(t="f32"), {"M": 16384, "N": 1024}),
+         ("softmax f32 64 tall", SOFTMAX.format(t="f32"), {"M": 64, "N": 1 << 20}),
+         ("softmax f32 8 wide", SOFTMAX.format(t="f32"), {"M": 1 << 21, "N": 8}),
+         ("softmax f16", SOFTMAX.format(t="f16"), {"M": 4096, "N": 4096}),
+         ("softmax bf16 wide", SOFTMAX.format(t="bf16"), {"M": 1024, "N": 16384}),
+         ("logsumexp f32", LSE.format(t="f32"), {"B": 16, "T": 4096, "C": 256}),
+         ("logsumexp f16", LSE.format(t="f16"), {"B": 8, "T": 8192, "C": 512})]
+
+
+def torch_time(case) -> float:
+    """torch.softmax over the same dim (softmax cases), median us; 0 where not comparable."""
+    try:
+        import torch
+    except ImportError:
+        return 0.0
+    if "softmax" not in case.name:
+        return 0.0
+    if case.kernel.graph.params[0].dtype.name == "bf16":
+        return 0.0      # (CuPy's bf16 arrays do not cross to torch as such)
+    xs = [torch.as_tensor(s[0], device="cuda") for s in case.sets]
+    return time_cuda(lambda i: torch.softmax(xs[i], dim=0), n_sets=len(xs), repeats=20, warmup_ms=20).median_us
+
+
+def main() -> None:
+    copy = copy_bandwidth()["gbps"]
+    print(f"copy {copy:.0f} GB/s")
+    kept = []
+    for case, d in row_probe.prepared(CASES, sys.argv[1:]):
+        groups = case.kernel._launcher.groups
+        print(f"{case.name}: {len(groups)} groups ({', '.join(g.kind for g in groups)})", flush=True)
+        variants = {"default": d}
+        for s in ([] if os.environ.get("DEFAULT_ONLY") else candidates(case.problem, case.kernel.hints)):
+            if not s.unroll and s.kind != "reduce_row":     # (a block down a column: 0.05-0.15x copy)
+                variants.setdefault(s.tag + (f" s{s.splits}" if s.splits else ""), s)
+        case.variants = row_probe.exact(case, row_probe.distinct(variants))
+        kept.append(case)
+    row_probe.time_and_report(kept, copy, label_width=36, tag_width=30)
+    for case in kept:
+        t = [torch_time(case) for _ in range(3)]
+        if t[0]:
+            us = statistics.median(t)
+            print(f"torch {case.name}: {us:.1f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy")
+
+
+if __name__ == "__main__":
+    main()
