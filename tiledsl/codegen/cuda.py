@@ -909,7 +909,7 @@ class _Renderer:
         # took 4 KB a reduction of f64 at 512 threads: 14 of them over the 48 KB a block has);
         # an online pair's partials (m, s) combine as pairs, both in the buffer at once
         width = max(reg_bytes(r.dtype) for r in reduces)
-        pair = next(iter(online_pairs(self.group).values()), None) if online_pair_alone(self.group) else None
+        pair = online_pair_alone(self.group)
         if pair:
             m, sm = pair
             T, km, ks = reg_type(m.dtype), reduces.index(m), reduces.index(sm)

@@ -391,11 +391,11 @@ def online_pairs(group: Group) -> dict[int, tuple[Value, Value]]:
     return pairs
 
 
-def online_pair_alone(group: Group) -> bool:
-    """Whether the group's reductions are one online pair and nothing else: partials of
-    both can be combined by a second kernel (a split reduction's), as (m, s) pairs."""
-    reduces = [v for v in group.values if v.op == "reduce"]
-    return len(reduces) == 2 and list(online_pairs(group).values()) == [tuple(reduces)]
+def online_pair_alone(group: Group) -> Optional[tuple[Value, Value]]:
+    """(m, s) where the group's reductions are one online pair and nothing else (partials
+    of both can be combined by a second kernel, a split reduction's, as pairs), else None."""
+    reduces = tuple(v for v in group.values if v.op == "reduce")
+    return reduces if len(reduces) == 2 and list(online_pairs(group).values()) == [reduces] else None
 
 
 def stored_by_its_producer(graph: Graph, operand: Value, itemsize: int = 0) -> bool:
