@@ -11,6 +11,7 @@ import contextlib
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Optional
 
 import numpy as np
 
@@ -808,8 +809,7 @@ class _Renderer:
         pair = online.get(1)
         if self.column_tiles:   # stage 1: a tile's threads combined through shared memory, then stored
             [phase] = phase_code
-            phase["finish"] = (self.column_tile_finish_online(reduces, pair, kv) if pair
-                               else self.column_tile_finish(reduces, kv))
+            phase["finish"] = self.column_tile_finish(reduces, pair, kv)
             full_outs, row_stores = [], []
         elif split and kv > 1:    # stage 1: a partial a column of the vector (a thread a column)
             [phase] = phase_code
@@ -824,8 +824,8 @@ class _Renderer:
                                           for k, r in enumerate(reduces)]
             full_outs, row_stores = [], []
         if self.column_tiles:       # each thread's lanes side by side, a reduction at a time (column_tile_finish)
-            size = (2 * self.tile_bytes(pair[0], self.tile_lanes(pair[0], kv, 2)) if pair else
-                    max(self.tile_bytes(r, self.tile_lanes(r, kv)) for r in reduces))
+            size = max(len(unit) * self.tile_bytes(unit[0], self.tile_lanes(unit[0], kv, len(unit)))
+                       for unit in ([pair] if pair else [(r,) for r in reduces]))
             scratch = [f"__shared__ __align__(16) unsigned char tile_bytes[{size}];"]
         elif self.s.row_threads > 32:
             # two sets of per-warp slots a reduction, alternate rows taking turns (`flip`):
@@ -924,8 +924,7 @@ class _Renderer:
                     "__syncthreads();"]
             finish = [f"tdsl::online_finish(acc{m.id}, acc{sm.id}, ({count}) > 0);",
                       f"const {T} v{m.id} = acc{m.id};", f"const {T} v{sm.id} = acc{sm.id};"]
-            reduces, width = [], 2 * width
-        for k, r in enumerate(reduces):
+        for k, r in enumerate([] if pair else reduces):     # (a pair's two met above, together)
             T, op = reg_type(r.dtype), _REDUCE_OP[r.attr("kind")]
             gather += [f"{T} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};",
                        f"if (live) for (long long s = lane; s < nsplit; s += lanes) "
@@ -943,7 +942,7 @@ class _Renderer:
             row_loads=[f"const {reg_type(op.dtype)} v{op.value.id} = "
                        f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in per_row_inputs],
             row_stmts0=[self.define(v) for v in before], gather=gather, meet=meet, finish=finish,
-            lane_bytes=self.s.block * width,
+            lane_bytes=self.s.block * width * (2 if pair else 1),
             row_stores=[f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
                         for op in lay.outputs])
 
@@ -1162,53 +1161,42 @@ class _Renderer:
         """Shared memory for `lanes` of reduction `r`'s accumulators a thread of the block."""
         return self.s.block * lanes * reg_bytes(r.dtype)
 
-    def column_tile_finish(self, reduces: list[Value], kv: int) -> list[str]:
+    def column_tile_finish(self, reduces: list[Value], pair: Optional[tuple], kv: int) -> list[str]:
         """A split reduction's tile of RPB columns (vectors of kv lanes; kv 1: no vector),
         TPR threads each, combined a reduction at a time through one shared buffer
         (tile_bytes): each thread puts L lanes side by side, then partial o of the tile's
         RPB * L (column o / L's lane o % L) is added over the TPR threads by thread
         o % block and stored, neighbouring threads on neighbouring partials. Two barriers a
         round of L lanes (tile_lanes), where every thread adding every lane took two a lane
-        (H100 2026-11-27: that cost a bf16 mean over 65536x1024 8 us of 62)."""
+        (H100 2026-11-27: that cost a bf16 mean over 65536x1024 8 us of 62). An online
+        `pair` (m, s) goes as one: both accumulators of each lane, in the buffer's two
+        halves, combined as pairs (tdsl::online_combine)."""
         lines = []
-        for k, r in enumerate(reduces):     # the buffer serves them in turn: a barrier ends each round
-            op, lanes = _REDUCE_OP[r.attr("kind")], self.tile_lanes(r, kv)
-            lines.append(f"{reg_type(r.dtype)}* tile{r.id} = reinterpret_cast<{reg_type(r.dtype)}*>(tile_bytes);")
+        for unit in ([pair] if pair else [(r,) for r in reduces]):  # in turn: a barrier ends each round
+            T, lanes = reg_type(unit[0].dtype), self.tile_lanes(unit[0], kv, len(unit))
+            lines += [f"{T}* tile{r.id} = reinterpret_cast<{T}*>(tile_bytes)"
+                      + (f" + {i * self.s.block * lanes};" if i else ";") for i, r in enumerate(unit)]
             for e0 in range(0, kv, lanes):
-                put = (f"tile{r.id}[threadIdx.x] = acc{r.id};" if kv == 1 else
-                       f"for (int i = 0; i < {lanes}; ++i) tile{r.id}[threadIdx.x * {lanes} + i] = acc{r.id}[{e0} + i];")
+                puts = [f"tile{r.id}[threadIdx.x] = acc{r.id};" if kv == 1 else
+                        f"tile{r.id}[threadIdx.x * {lanes} + i] = acc{r.id}[{e0} + i];" for r in unit]
+                put = puts if kv == 1 else ["#pragma unroll", f"for (int i = 0; i < {lanes}; ++i) "
+                                            + (puts[0] if len(puts) == 1 else "{ " + " ".join(puts) + " }")]
+                at = f"((idx_t)blockIdx.y * nrows + first + o / {lanes}) * {kv} + {e0} + o % {lanes}"
+                other = lambda r: f"tile{r.id}[o + t * RPB * {lanes}]"     # noqa: E731 (thread t's partial)
+                if pair:
+                    m, sm = pair
+                    total = [f"    {T} top = tile{m.id}[o], total = tile{sm.id}[o];",
+                             f"    for (int t = 1; t < TPR; ++t) tdsl::online_combine(top, total, {other(m)}, "
+                             f"{other(sm)});",
+                             f"    part{reduces.index(m)}[{at}] = top;", f"    part{reduces.index(sm)}[{at}] = total;"]
+                else:
+                    [r] = unit
+                    total = [f"    {T} total = tile{r.id}[o];",
+                             f"    for (int t = 1; t < TPR; ++t) total = {_REDUCE_OP[r.attr('kind')]}::combine("
+                             f"total, {other(r)});", f"    part{reduces.index(r)}[{at}] = total;"]
                 # (RPB * L partials: more than the block's threads where TPR < L)
-                lines += ["#pragma unroll"] * (kv > 1) + [put, "__syncthreads();",
-                          f"for (int o = threadIdx.x; o < RPB * {lanes}; o += {self.s.block}) {{",
-                          f"    if (first + o / {lanes} >= nrows) break;",
-                          f"    {reg_type(r.dtype)} total = tile{r.id}[o];",
-                          f"    for (int t = 1; t < TPR; ++t) total = {op}::combine(total, tile{r.id}[o + t * RPB * {lanes}]);",
-                          f"    part{k}[((idx_t)blockIdx.y * nrows + first + o / {lanes}) * {kv} + {e0} + o % {lanes}] = total;",
-                          "}", "__syncthreads();"]
-        return lines
-
-    def column_tile_finish_online(self, reduces: list[Value], pair: tuple, kv: int) -> list[str]:
-        """column_tile_finish for an online pair (m, s): both accumulators of each lane side by
-        side in the buffer's two halves, combined as pairs (tdsl::online_combine)."""
-        m, sm = pair
-        T, lanes = reg_type(m.dtype), self.tile_lanes(m, kv, 2)
-        km, ks = reduces.index(m), reduces.index(sm)
-        lines = [f"{T}* tile_m = reinterpret_cast<{T}*>(tile_bytes);",
-                 f"{T}* tile_s = tile_m + {self.s.block * lanes};"]
-        for e0 in range(0, kv, lanes):
-            put = ([f"tile_m[threadIdx.x] = acc{m.id};", f"tile_s[threadIdx.x] = acc{sm.id};"] if kv == 1 else
-                   ["#pragma unroll", f"for (int i = 0; i < {lanes}; ++i) {{",
-                    f"    tile_m[threadIdx.x * {lanes} + i] = acc{m.id}[{e0} + i];",
-                    f"    tile_s[threadIdx.x * {lanes} + i] = acc{sm.id}[{e0} + i];", "}"])
-            at = f"((idx_t)blockIdx.y * nrows + first + o / {lanes}) * {kv} + {e0} + o % {lanes}"
-            lines += put + ["__syncthreads();",
-                            f"for (int o = threadIdx.x; o < RPB * {lanes}; o += {self.s.block}) {{",
-                            f"    if (first + o / {lanes} >= nrows) break;",
-                            f"    {T} top = tile_m[o], total = tile_s[o];",
-                            f"    for (int t = 1; t < TPR; ++t) tdsl::online_combine(top, total, "
-                            f"tile_m[o + t * RPB * {lanes}], tile_s[o + t * RPB * {lanes}]);",
-                            f"    part{km}[{at}] = top;", f"    part{ks}[{at}] = total;",
-                            "}", "__syncthreads();"]
+                lines += put + ["__syncthreads();", f"for (int o = threadIdx.x; o < RPB * {lanes}; o += {self.s.block}) {{",
+                                f"    if (first + o / {lanes} >= nrows) break;"] + total + ["}", "__syncthreads();"]
         return lines
 
     def cross_thread(self, r: Value) -> str:
