@@ -1301,6 +1301,8 @@ PAIR_PROGRAMS = [   # softmax and logsumexp across memory: tails everywhere, one
     (PAIR_SOFTMAX.format(t="f32"), dict(M=5003, N=777)), (PAIR_SOFTMAX.format(t="f16"), dict(M=65537, N=776)),
     (PAIR_SOFTMAX.format(t="bf16"), dict(M=301, N=1032)), (PAIR_SOFTMAX.format(t="f32"), dict(M=100003, N=1)),
     (PAIR_SOFTMAX.format(t="f32"), dict(M=64, N=100003)), (PAIR_SOFTMAX.format(t="f32"), dict(M=1, N=70)),
+    # columns of 256 to 1024 rows (a block down each column, and their split candidates), tails in both
+    (PAIR_SOFTMAX.format(t="f32"), dict(M=777, N=3004)), (PAIR_SOFTMAX.format(t="f16"), dict(M=300, N=8200)),
     ("kernel l(x: f16[B, T, C]) -> f32[B, C] {\n m = max(f32(x), axis=T)\n"
      " return m + log(sum(exp(f32(x) - m), axis=T))\n}", dict(B=2, T=40009, C=264))]
 

@@ -136,6 +136,9 @@ APPROX_STEPS = 4
 # element, each step waited on the last and diverged where the max grew (H100, softmax
 # f16 4096x50257: 773.3 us; chunks of 16, 501.8).
 ONLINE_CHUNK = 8
+# Partials a thread of a split reduction's second kernel loads at once before adding them
+# (tdsl::combine_partials): one after another, each waited on L2.
+GATHER_BATCH = 8
 # Ints whose C++ arithmetic may overflow, which is undefined (the compiler folded `x + 1 > x`
 # to true): added, subtracted, multiplied and negated by tdsl::wrapping_*, as NumPy wraps.
 # Narrower ints compute in int and wrap where stored; unsigned ones wrap by definition.
@@ -914,8 +917,8 @@ class _Renderer:
             m, sm = pair
             T, km, ks = reg_type(m.dtype), reduces.index(m), reduces.index(sm)
             gather = [f"{T} acc{m.id} = {_identity('max', m.dtype)}, acc{sm.id} = {literal(0, m.dtype)};",
-                      f"if (live) for (long long s = lane; s < nsplit; s += lanes) tdsl::online_combine("
-                      f"acc{m.id}, acc{sm.id}, part{km}[s * nrows + row], part{ks}[s * nrows + row]);"]
+                      f"if (live) tdsl::online_combine_partials<{GATHER_BATCH}>(acc{m.id}, acc{sm.id}, "
+                      f"part{km} + row, part{ks} + row, lane, lanes, nsplit, nrows);"]
             meet = [f"{T}* lane_m = reinterpret_cast<{T}*>(lane_bytes);",
                     f"{T}* lane_s = lane_m + {self.s.block};",
                     f"lane_m[threadIdx.x] = acc{m.id};", f"lane_s[threadIdx.x] = acc{sm.id};", "__syncthreads();",
@@ -927,8 +930,8 @@ class _Renderer:
         for k, r in enumerate([] if pair else reduces):     # (a pair's two met above, together)
             T, op = reg_type(r.dtype), _REDUCE_OP[r.attr("kind")]
             gather += [f"{T} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};",
-                       f"if (live) for (long long s = lane; s < nsplit; s += lanes) "
-                       f"acc{r.id} = {op}::combine(acc{r.id}, part{k}[s * nrows + row]);"]
+                       f"if (live) acc{r.id} = tdsl::combine_partials<{GATHER_BATCH}, {op}>("
+                       f"acc{r.id}, part{k} + row, lane, lanes, nsplit, nrows);"]
             meet += [f"reinterpret_cast<{T}*>(lane_bytes)[threadIdx.x] = acc{r.id};", "__syncthreads();",
                      f"if (lane == 0) for (int j = 1; j < lanes; ++j) acc{r.id} = {op}::combine(acc{r.id}, "
                      f"reinterpret_cast<const {T}*>(lane_bytes)[j * rows_per_block + threadIdx.x]);",
