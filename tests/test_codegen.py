@@ -1859,6 +1859,27 @@ def test_vectors_of_columns_are_refused_where_they_cannot_run():
     assert {s.vec for s in candidates(problem(second, plan_layout(second, k.graph), dict(M=100000, N=64)))} >= {1, 4}
 
 
+def test_an_online_pair_in_vectors_of_columns_takes_chunks_of_at_most_eight_rows():
+    """Each lane of a vector of columns holds a chunk of the pair's rows (xs[lanes][steps]):
+    at most cuda.ONLINE_CHUNK of them, whatever the unroll. Vectors of 2 f16 columns
+    unrolled 16 deep took 32 registers of chunk and spilled 8 bytes at 64 registers under
+    NVRTC 13.0 (the device's; a GPU test's warning found it). No candidate spills."""
+    src = ("kernel l(x: f16[B, T, C]) -> f32[B, C] {\n m = max(f32(x), axis=T)\n"
+           " return m + log(sum(exp(f32(x) - m), axis=T))\n}")
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(B=2, T=40009, C=264), frozenset(), 132, "sm_90a")
+    picked = [s for s in candidates(p, k.hints) if s.kind == "reduce_col" and s.vec > 1]
+    assert {(s.vec, s.unroll) for s in picked} >= {(2, 16), (4, 16), (8, 8)}
+    for s in picked:
+        ks = render(k.graph, g, lay, s, 1)
+        lanes, steps = map(int, re.search(r"xs\[(\d+)\]\[(\d+)\];", ks.source).groups())
+        assert lanes == s.vec and steps <= cuda.ONLINE_CHUNK, (s.tag, lanes, steps)
+        usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
+        assert usage.spill_stores == 0 and usage.spill_loads == 0, (s.tag, usage)
+
+
 def _group(src):
     k = tiledsl.compile(src)
     g = partition(k.graph)[0]

@@ -271,6 +271,7 @@ PAIR_PROGRAMS = [
     ("softmax over M f16", PAIR_SOFTMAX.format(t="f16"), dict(M=4133, N=200)),
     ("softmax over M bf16, short", PAIR_SOFTMAX.format(t="bf16"), dict(M=301, N=264)),
     ("softmax over M, one column", PAIR_SOFTMAX.format(t="f32"), dict(M=4500, N=1)),
+    ("softmax over M f32, short columns", PAIR_SOFTMAX.format(t="f32"), dict(M=777, N=52)),
     ("logsumexp over a middle axis", "kernel l(x: f32[B, T, C]) -> f32[B, C] {\n m = max(x, axis=T)\n"
      " return m + log(sum(exp(x - m), axis=T))\n}", dict(B=3, T=4097, C=88))]
 
@@ -297,6 +298,20 @@ def test_online_pairs_across_memory_run_right_on_the_host(label, src, extents, s
     groups = partition(k.graph)
     assert [v.attr("kind") for v in groups[0].values if v.op == "reduce"] == ["max", "sum"]
     _check(k, extents, {0: schedule} if schedule else None)
+
+
+@pytest.mark.parametrize("vec,unroll", [(2, 16), (4, 16), (2, 4)])
+def test_vectors_of_columns_unrolled_past_a_chunk_run_right_on_the_host(vec, unroll):
+    """An online pair in vectors of columns unrolled deeper than its chunk of rows
+    (cuda.ONLINE_CHUNK): the loop walks chunks, rows past the end padded; tails in T."""
+    src = ("kernel l(x: f16[B, T, C]) -> f32[B, C] {\n m = max(f32(x), axis=T)\n"
+           " return m + log(sum(exp(f32(x) - m), axis=T))\n}")
+    extents = dict(B=2, T=333, C=68)
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+    base = next(s for s in candidates(p, k.hints) if s.kind == "reduce_col" and s.vec == vec)
+    _check(k, extents, {0: replace(base, unroll=unroll)})
 
 
 PER_PROGRAM = 20       # candidates a program, spread over its space (CI time: ~1 s a compile)
