@@ -40,6 +40,8 @@ for phase in "$@"; do
          for r in 1 2; do echo "--- the old tree"; (cd /tmp/abold && timeout 140 python3 $PROBE)
          echo "--- this tree"; timeout 140 python3 $PROBE; done ;;
     pairs) timeout 400 python3 scripts/probe_column_pairs.py $PAIRS ;;   # PAIRS="names to keep"
+    ncucols) timeout 300 ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum python3 scripts/ncu_columns.py $NCUCOLS 2>&1 | grep -E "tdsl_|duration|bytes" ;;   # NCUCOLS="1000x1000 4096x4096"
+    strips) timeout 480 python3 scripts/probe_column_strips.py $STRIPS ;;   # STRIPS="case names to keep"
     # softmax over M: the defaults in the old tree (.whl/abtree.tar), then every candidate in this one
     pairs_ab) rm -rf /tmp/abold && mkdir -p /tmp/abold && tar -c --exclude=./.whl --exclude=./.git . | tar -x -C /tmp/abold \
            && rm -rf /tmp/abold/tiledsl /tmp/abold/templates && tar -xf .whl/abtree.tar -C /tmp/abold || exit 1

@@ -18,7 +18,9 @@ from dataclasses import replace
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
-from tiledsl.schedule.choose import candidates  # noqa: E402
+from tiledsl.schedule import columns  # noqa: E402
+from tiledsl.schedule.choose import candidates, fits  # noqa: E402
+from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
 K = "kernel f"
 SOFTMAX = f"{K}(x: {{t}}[M, N]) -> {{t}}[M, N] {{{{\n e = exp(x - max(x, axis=M))\n return {{t}}(e / sum(e, axis=M))\n}}}}"
@@ -30,7 +32,16 @@ CASES = [("softmax f32", SOFTMAX.format(t="f32"), {"M": 4096, "N": 4096}),
          ("softmax f16", SOFTMAX.format(t="f16"), {"M": 4096, "N": 4096}),
          ("softmax bf16 wide", SOFTMAX.format(t="bf16"), {"M": 1024, "N": 16384}),
          ("logsumexp f32", LSE.format(t="f32"), {"B": 16, "T": 4096, "C": 256}),
-         ("logsumexp f16", LSE.format(t="f16"), {"B": 8, "T": 8192, "C": 512})]
+         ("logsumexp f16", LSE.format(t="f16"), {"B": 8, "T": 8192, "C": 512}),
+         # columns shorter than the default's 1024 rows
+         ("short softmax f32 1000", SOFTMAX.format(t="f32"), {"M": 1000, "N": 3000}),
+         ("short softmax f32 512", SOFTMAX.format(t="f32"), {"M": 512, "N": 8192}),
+         ("short softmax f32 256", SOFTMAX.format(t="f32"), {"M": 256, "N": 16384}),
+         ("short softmax f32 128", SOFTMAX.format(t="f32"), {"M": 128, "N": 65536}),
+         ("short softmax f32 1000 narrow", SOFTMAX.format(t="f32"), {"M": 1000, "N": 1000}),
+         ("short softmax f16 768", SOFTMAX.format(t="f16"), {"M": 768, "N": 4096}),
+         ("short softmax bf16 1000", SOFTMAX.format(t="bf16"), {"M": 1000, "N": 8192}),
+         ("short logsumexp f32", LSE.format(t="f32"), {"B": 64, "T": 512, "C": 512})]
 
 
 def torch_time(case) -> float:
@@ -58,9 +69,24 @@ def main() -> None:
         for s in ([] if os.environ.get("DEFAULT_ONLY") else candidates(case.problem, case.kernel.hints)):
             if not s.unroll and s.kind != "reduce_row":     # (a block down a column: 0.05-0.15x copy)
                 variants.setdefault(s.tag + (f" s{s.splits}" if s.splits else ""), s)
+        if case.name.startswith("short") and not os.environ.get("DEFAULT_ONLY"):
+            # vectors of columns split below the default's 1024 rows
+            for vec in columns.column_vectors(case.problem):
+                for per_sm in (2, 4, 8):
+                    s = columns.split_schedule(case.problem, vec, blocks_per_sm=per_sm, min_length=1)
+                    for n in ({s.splits // 2, s.splits, 2 * s.splits} if s else ()):
+                        if n >= 2:
+                            variants.setdefault(f"{s.tag} s{n}", replace(s, splits=n))
+            # a few columns a warp, streamed: neighbouring lanes on neighbouring columns read
+            # whole sectors, where a block down one column reads an element a sector
+            for tpr, block in ((4, 128), (8, 128), (8, 256), (16, 256), (32, 256)):
+                s = Schedule("reduce_row", block=block, vec=1, items=0, row_threads=tpr, online=True,
+                             index64=case.problem.index64)
+                if not fits(case.problem, s):
+                    variants.setdefault(s.tag, s)
         case.variants = row_probe.exact(case, row_probe.distinct(variants))
         kept.append(case)
-    row_probe.time_and_report(kept, copy, label_width=36, tag_width=30)
+    row_probe.time_and_report(kept, copy, rounds=int(os.environ.get("ROUNDS", 3)), label_width=36, tag_width=30)
     for case in kept:
         t = [torch_time(case) for _ in range(3)]
         if t[0]:
