@@ -19,7 +19,6 @@ registers (keep), x read once, every variant was slower (57-314 us): not adopted
 
     python scripts/probe_column_strips.py [case names to keep]
 """
-import math
 import os
 import statistics
 import sys
@@ -124,6 +123,22 @@ def narrow(S):
     return "tdsl::f32_to_f16(o)" if S == "unsigned short" else "o"
 
 
+def write_held(S, hint):
+    """The elements of the U rows held (held[u], row base + u * LY) written: exp(x - m) / s."""
+    st = f"store_cs<{S}, VEC>(y + (size_t)r * N + col, o_v)" if hint else f"tdsl::store<{S}, VEC>(y + (size_t)r * N + col, o_v)"
+    return f"""#pragma unroll
+        for (int u = 0; u < U; ++u) {{
+            const int r = base + u * LY;
+            if (r < r1 && colok) {{
+                const tdsl::Vec<{S}, VEC> v = held[u];
+                tdsl::Vec<{S}, VEC> o_v;
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) {{ const float o = tdsl::exp({widen(S)} - fm[e]) * fr[e]; o_v.v[e] = {narrow(S)}; }}
+                {st};
+            }}
+        }}"""
+
+
 def pass_keep(S, hint):
     ld = LOAD[hint].format(S=S, pol="policy_first()")
     p1 = f"""
@@ -144,18 +159,10 @@ def pass_keep(S, hint):
 #pragma unroll
     for (int e = 0; e < VEC; ++e) tdsl::online_add_chunk(m[e], s[e], xs[e]);
 """
-    st = f"store_cs<{S}, VEC>(y + (size_t)r * N + col, o_v)" if hint else f"tdsl::store<{S}, VEC>(y + (size_t)r * N + col, o_v)"
     p2 = f"""
-#pragma unroll
-    for (int k = 0; k < U; ++k) {{
-        const int r = r0 + ty + k * LY;
-        if (r < r1 && colok) {{
-            const tdsl::Vec<{S}, VEC> v = held[k];
-            tdsl::Vec<{S}, VEC> o_v;
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) {{ const float o = tdsl::exp({widen(S)} - fm[e]) * fr[e]; o_v.v[e] = {narrow(S)}; }}
-            {st};
-        }}
+    {{
+        const int base = r0 + ty;
+{write_held(S, hint)}
     }}
 """
     return p1, p2
@@ -184,7 +191,6 @@ def pass_stream(S, hint, rev):
         for (int e = 0; e < VEC; ++e) tdsl::online_add_chunk(m[e], s[e], xs[e]);
     }}
 """
-    st = f"store_cs<{S}, VEC>(y + (size_t)r * N + col, o_v)" if hint else f"tdsl::store<{S}, VEC>(y + (size_t)r * N + col, o_v)"
     order = "for (int k = chunks - 1; k >= 0; --k)" if rev else "for (int k = 0; k < chunks; ++k)"
     p2 = f"""
     const int chunks = (r1 - r0 + LY * U - 1) / (LY * U);
@@ -196,17 +202,7 @@ def pass_stream(S, hint, rev):
             const int r = base + u * LY;
             if (r < r1 && colok) held[u] = {ld2};
         }}
-#pragma unroll
-        for (int u = 0; u < U; ++u) {{
-            const int r = base + u * LY;
-            if (r < r1 && colok) {{
-                const tdsl::Vec<{S}, VEC> v = held[u];
-                tdsl::Vec<{S}, VEC> o_v;
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) {{ const float o = tdsl::exp({widen(S)} - fm[e]) * fr[e]; o_v.v[e] = {narrow(S)}; }}
-                {st};
-            }}
-        }}
+{write_held(S, hint)}
     }}
 """
     return p1, p2
