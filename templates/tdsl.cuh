@@ -191,8 +191,8 @@ struct Min { template <class T> __device__ __forceinline__ static T combine(T a,
 
 // A split reduction's combining thread: the partials load(k) for k = first, first + step,
 // ... below end, handed to add() in that order, `n` loaded before any is added, so the
-// thread waits on L2 once a batch rather than once a partial (8 pairs one after another
-// took softmax over M 8.5 us of 63 at f32 4096x4096, H200 ncu).
+// thread waits on L2 once a batch rather than once a partial (8 pairs one after another:
+// softmax over M's combine at f32 4096x4096 took 8.5 us, batched 6.6; H200, ncu).
 template <int n, class Load, class Add>
 __device__ __forceinline__ void in_batches(long long first, long long step, long long end, Load load, Add add) {
     typedef decltype(load(first)) V;

@@ -704,9 +704,8 @@ class _Renderer:
                 # ONLINE_CHUNK rows where 32 registers hold them (a row a chunk took 2 exps an element),
                 # never more (vectors of 2 f16 columns unrolled 16 deep spilled 8 bytes at 64 registers).
                 chunk_lanes = 1 if kv > 1 else self.vec
-                steps = min(stream_unroll or max(1, ONLINE_CHUNK // chunk_lanes), max(1, 32 // self.vec))
-                if kv > 1:
-                    steps = min(steps, ONLINE_CHUNK)
+                most = min(ONLINE_CHUNK, 32 // self.vec) if kv > 1 else max(1, 32 // self.vec)
+                steps = min(stream_unroll or max(1, ONLINE_CHUNK // chunk_lanes), most)
                 put = f"xs[e][u] = v{m.operands[0].id};" if kv > 1 else f"xs[u * {self.vec} + e] = v{m.operands[0].id};"
                 body = self.element_body([m.operands[0]], available_at(p), slot, [put])
                 ragged = None
