@@ -1880,6 +1880,25 @@ def test_an_online_pair_in_vectors_of_columns_takes_chunks_of_at_most_eight_rows
         assert usage.spill_stores == 0 and usage.spill_loads == 0, (s.tag, usage)
 
 
+@pytest.mark.parametrize("src,extents", [
+    ("kernel c(x: f16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=2, T=5001, C=136)),
+    ("kernel c(x: bf16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=20011, N=64))])
+def test_no_tile_of_columns_the_tuner_offers_spills(src, extents):
+    """Tiles of 16-byte vectors of columns (columns.column_tile_split): registers for 2048
+    threads only where a lane's one accumulator is all it keeps beside its index; a middle
+    axis's index spilled 16-32 bytes at 32 registers (the GPU tests' warnings, 2026-12-02)."""
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, extents, frozenset(), 132, "sm_90a")
+    tiles = {replace(s, splits=2): s for s in candidates(p, k.hints) if s.kind == "reduce_split" and s.vec == 8}
+    assert tiles and any(s.min_blocks > 1 for s in tiles) == (len(extents) == 2)
+    for s in tiles:
+        ks = render(k.graph, g, lay, s, 1)
+        usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
+        assert usage.spill_stores == 0 and usage.spill_loads == 0, (s.tag, usage)
+
+
 def _group(src):
     k = tiledsl.compile(src)
     g = partition(k.graph)[0]

@@ -106,7 +106,7 @@ def column_tile_split(p: Problem, columns: int = 32, block: int = 512, full: boo
     if p.row_major() or not p.splittable() or p.row_length < 1024 or not column_vectors(p):
         return None
     vec = max(column_vectors(p))
-    if full and (vec < 8 or vec * accumulator_words(p) > 8):
+    if full and (vec < 8 or not tiles_fit_full_occupancy(p)):
         return None
     columns = min(columns, pow2_at_least(p.rows // vec))
     tpr = block // columns
@@ -119,6 +119,18 @@ def column_tile_split(p: Problem, columns: int = 32, block: int = 512, full: boo
         return None
     return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
                     min_blocks=THREADS_PER_SM // block if full else 1, index64=p.index64)
+
+
+def tiles_fit_full_occupancy(p: Problem) -> bool:
+    """Whether tiles of 8 16-bit columns a thread fit registers for 2048 threads (32 a thread):
+    only where one f32 accumulator a lane is all a thread keeps beside its index. More
+    reductions, a column's own values, a middle axis's index or an input over the rows alone
+    (x @ w's x) spilled 8-24 bytes at 32 (sm_90a; the last two found by the GPU's spill
+    warning, 2026-11-27; the tuner's candidates of a middle axis, f16 2x5001x136, 16-32 bytes
+    by the GPU tests' warnings, 2026-12-02): those get registers for 1024."""
+    over_rows = [op for op in p.layout.inputs if set(op.loops) & set(p.layout.reduced_loops)]
+    plain = len(p.layout.kept_loops) == 1 and len(streamed_column_inputs(p)) == len(over_rows)
+    return plain and 8 * accumulator_words(p) <= 8
 
 
 def column_tile_default(p: Problem) -> Optional[Schedule]:
@@ -139,13 +151,7 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     norm's variance f16 16384x4096 took 50.1 us against 56.4 (H100 2026-11-27)."""
     if not sixteen_bit_columns(p) or 8 not in column_vectors(p):
         return None
-    # registers for 2048 threads where one f32 accumulator a lane is all a thread keeps beside
-    # its index: more reductions, a column's own values, a middle axis's index or an input
-    # over the rows alone (x @ w's x) spilled 8-24 bytes at 32 (sm_90a; the last two found by
-    # the GPU's spill warning, 2026-11-27): those get registers for 1024
-    over_rows = [op for op in p.layout.inputs if set(op.loops) & set(p.layout.reduced_loops)]
-    plain = len(p.layout.kept_loops) == 1 and len(streamed_column_inputs(p)) == len(over_rows)
-    full = plain and 8 * accumulator_words(p) <= 8
+    full = tiles_fit_full_occupancy(p)
     for columns in (16, 32):
         tile = column_tile_split(p, columns, 512, full=full)
         if tile is not None:
