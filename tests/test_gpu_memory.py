@@ -1303,6 +1303,8 @@ PAIR_PROGRAMS = [   # softmax and logsumexp across memory: tails everywhere, one
     (PAIR_SOFTMAX.format(t="f32"), dict(M=64, N=100003)), (PAIR_SOFTMAX.format(t="f32"), dict(M=1, N=70)),
     # columns of 256 to 1024 rows (a block down each column, and their split candidates), tails in both
     (PAIR_SOFTMAX.format(t="f32"), dict(M=777, N=3004)), (PAIR_SOFTMAX.format(t="f16"), dict(M=300, N=8200)),
+    # short columns a few a warp (columns.short_online_columns): 32 threads a column, 16 of bf16
+    (PAIR_SOFTMAX.format(t="f32"), dict(M=999, N=1001)), (PAIR_SOFTMAX.format(t="bf16"), dict(M=1000, N=601)),
     ("kernel l(x: f16[B, T, C]) -> f32[B, C] {\n m = max(f32(x), axis=T)\n"
      " return m + log(sum(exp(f32(x) - m), axis=T))\n}", dict(B=2, T=40009, C=264))]
 

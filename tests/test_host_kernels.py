@@ -302,6 +302,20 @@ def test_online_pairs_across_memory_run_right_on_the_host(label, src, extents, s
     _check(k, extents, {0: schedule} if schedule else None)
 
 
+@pytest.mark.parametrize("label,src,extents", [
+    ("f32", PAIR_SOFTMAX.format(t="f32"), dict(M=301, N=70)),
+    ("bf16", PAIR_SOFTMAX.format(t="bf16"), dict(M=130, N=37)),
+    ("logsumexp over T", "kernel l(x: f16[B, T, C]) -> f32[B, C] {\n m = max(f32(x), axis=T)\n"
+     " return m + log(sum(exp(f32(x) - m), axis=T))\n}", dict(B=3, T=97, C=21))], ids=lambda v: str(v)[:20])
+@pytest.mark.parametrize("threads", [2, 4, 8, 16, 32])
+def test_short_columns_a_few_a_warp_run_right_on_the_host(label, src, extents, threads):
+    """columns.short_online_columns' schedule: 256 threads, `threads` down each column, neighbouring
+    lanes on neighbouring columns; columns no block's share divides, rows no lane count divides."""
+    k = tiledsl.compile(src)
+    s = Schedule("reduce_row", block=256, vec=1, items=0, row_threads=threads, online=True)
+    _check(k, extents, {0: s})
+
+
 @pytest.mark.parametrize("vec,unroll", [(2, 16), (4, 16), (2, 4)])
 def test_vectors_of_columns_unrolled_past_a_chunk_run_right_on_the_host(vec, unroll):
     """An online pair in vectors of columns unrolled deeper than its chunk of rows

@@ -107,6 +107,10 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     if pair is not None:    # softmax's statistics across memory: the default's splits, half and twice
         out += [replace(pair, splits=n) for n in dict.fromkeys((pair.splits, pair.splits // 2, 2 * pair.splits))
                 if 2 <= n <= columns.max_splits(p, pair.row_threads, pair.vec)]
+    short = columns.short_online_columns(p)
+    if short is not None:   # short columns a few a warp: the default's threads a column, half and twice
+        out += [replace(short, row_threads=t) for t in dict.fromkeys((short.row_threads, short.row_threads // 2,
+                                                                      2 * short.row_threads)) if 2 <= t <= 32]
     if not p.row_major():   # 16-byte vectors of columns, each column's rows shared by a block's threads
         # (registers budgeted for 1024 threads an SM, or for all 2048)
         out += list(dict.fromkeys(t for width, block in ((16, 512), (32, 512), (64, 512), (32, 256))
@@ -227,8 +231,8 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             vec //= 2       # many inputs: narrower vectors rather than spills
         items = 2 if pointwise.held_words(p, vec, 2) <= pointwise.HELD_WORDS else 1
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
-    pair = columns.online_pair_split(p)
-    if pair is not None:
+    pair = columns.online_pair_split(p) or columns.short_online_columns(p)
+    if pair is not None and not fits(p, pair):
         return pair
     tile = columns.column_tile_default(p) if not p.row_major() else None
     if tile is not None:

@@ -171,6 +171,37 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     return replace(tile, splits=splits)
 
 
+SHORT_COLUMN_ROWS_A_THREAD = 64     # a lane's rows of a short column (short_online_columns)
+
+
+def short_online_columns(p: Problem) -> Optional[Schedule]:
+    """Softmax's max and sum(exp(x - max)) over columns of 64 to 1023 rows (too short for
+    online_pair_split), streamed online a few columns a warp: 256 threads a block, t of them
+    down each column about SHORT_COLUMN_ROWS_A_THREAD rows apart, neighbouring lanes on
+    neighbouring columns, so a warp's load covers whole 32-byte sectors (t at most 8 x the
+    narrowest input's bytes: 8 columns of f32, 16 of f16); t doubled while the columns' threads
+    would not fill 2 blocks of 128 an SM. Before, a block walked down each column reading a
+    sector an element (f32 at 1/8 of its bytes, 16-bit at 1/16), or a split added a third
+    kernel. None for small problems (under 2^19 elements: the block a column is as fast).
+    H200 2026-12-02 (scripts/probe_short_columns.py; GPU us a call from CUDA graphs, the
+    default before / this rule): softmax f32 1000x3000 29.8 / 13.9 (t16), 512x8192 37.8 /
+    16.5 (t8), 256x16384 39.1 / 16.1 (t4), 128x65536 33.5 (split) / 30.6 (t2), 1000x1000
+    14.0 / 8.3 (t32); f16 768x4096 29.6 / 16.9 (t16); bf16 1000x8192 67.5 / 32.4 (t16),
+    200x32768 24.0 (split) / 22.5 (t4); logsumexp over T f32 64x512x512 24.2 (split) / 21.9
+    (t8), f16 32x256x1024 14.1 (split) / 13.3 (t4). A split's third kernel also costs the
+    host ~15 us a call (the same probe's event-timed calls)."""
+    if (p.row_major() or not online_pair_alone(p.group) or not 64 <= p.row_length < 1024
+            or p.rows * p.row_length < 1 << 19):
+        return None
+    walking = streamed_column_inputs(p)
+    widest = 8 * min((op.dtype.itemsize for op in walking), default=4)     # a sector of columns a warp
+    t = max(2, min(pow2_at_least(-(-p.row_length // SHORT_COLUMN_ROWS_A_THREAD)), widest))
+    while p.rows * t < 2 * p.sm_count * 128 and 2 * t <= min(32, widest) and p.row_length >= 32 * t:
+        t *= 2
+    return Schedule("reduce_row", block=256, vec=1, items=0, row_threads=t, online=True,
+                    index64=p.index64)
+
+
 def columns_split(p: Problem) -> Optional[Schedule]:
     """Many columns across memory (a block of 256 of them, a thread a column), their
     reductions split into chunks where a thread a column would leave the SMs short of
