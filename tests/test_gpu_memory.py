@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import tiledsl
+from tiledsl.inputs import relative_error
 from tiledsl.errors import (TdslArgumentError, TdslError, TdslShapeError, TdslTypeError)
 
 from gpu_helpers import (as_list, bf16_numpy, check, device_count, draw, free_memory,
@@ -1342,6 +1343,39 @@ def test_every_online_pair_across_memory(src, extents, schedule):
     if schedule is not None:
         set_overrides(k._launcher, {0: schedule})
     check(k, host_arguments(k, extents), extents, "out")
+
+
+def test_warm_calls_that_keep_their_temporaries_run_right_on_two_streams():
+    """A warm call keeps small temporaries per thread and stream (launcher.KEPT_TEMP_BYTES):
+    calls queued back to back on one stream with no wait between them, then on two streams at
+    once, each into its own poisoned output, all match their references; one new size too."""
+    import cupy as cp
+    k = fresh(PAIR_SOFTMAX.format(t="f32"))
+    extents = dict(M=700, N=1000)
+    hosts = [host_arguments(k, extents) for _ in range(4)]
+    wants = [k.reference(*h, compute="f64") for h in hosts]
+    xs = [cp.asarray(h[0]) for h in hosts]
+    outs = [cp.full(x.shape, cp.nan, cp.float32) for x in xs]
+    k(xs[0], out=outs[0])                       # the checked path plans the class
+    for x, o in zip(xs, outs):
+        o.fill(cp.nan)
+    synchronize()
+    for x, o in zip(xs, outs):                  # warm calls, one stream, no wait between
+        k(x, out=o)
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+    twins = [cp.full(x.shape, cp.nan, cp.float32) for x in xs]
+    synchronize()                               # (the poison written before other streams write)
+    for i, (x, o) in enumerate(zip(xs, twins)):
+        with streams[i % 2]:
+            k(x, out=o)
+    synchronize()
+    for got in (outs, twins):
+        for o, want in zip(got, wants):
+            h = cp.asnumpy(o).astype(np.float64)
+            assert not np.isnan(h).any() and relative_error(h, want) <= 1e-5
+    small = host_arguments(k, dict(M=65, N=9000))
+    got = k(cp.asarray(small[0]))
+    assert relative_error(cp.asnumpy(got).astype(np.float64), k.reference(*small, compute="f64")) <= 1e-5
 
 
 def test_every_streamed_program_offers_unrolled_candidates():

@@ -268,3 +268,58 @@ def test_a_few_long_rows_are_planned_by_a_spread_launcher(monkeypatch):
     assert spread._spread_for(dict(N=1 << 22), 0) is None
     launcher.overrides = {0: None}
     assert launcher._spread_for(dict(N=1 << 22), 0) is None
+
+
+def test_a_warm_call_keeps_small_temporaries_per_thread_and_stream():
+    """A program of two kernels and a temporary between them: the warm call allocates it at
+    a thread's first call on a stream and hands the same pointer to every later call there
+    (stream order keeps calls apart); another stream or thread gets its own; temporaries over
+    KEPT_TEMP_BYTES are allocated every call, as before."""
+    import ctypes
+    import threading
+    from types import SimpleNamespace as NS
+    from tiledsl.dtypes import DTYPES
+    from tiledsl.runtime.launcher import KEPT_TEMP_BYTES, _FastCall
+    allocated, launched, stream = [], [], [NS(ptr=0x55)]
+
+    def ndarray(shape, dtype):
+        allocated.append(shape)
+        return NS(data=NS(ptr=0x10000 * len(allocated)))
+    cupy = NS(ndarray=ndarray, cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: stream[0],
+                                       driver=NS(launchKernel=lambda *a: launched.append(a)),
+                                       Device=lambda d: NS(use=lambda: None)))
+    launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
+
+    def program(n):
+        # slots: constant n, input, output, temporary; kernel 1 writes the temporary, kernel 2 reads it
+        return NS(slots=(1, 1, 1, 1), constants=[n], scalar_params=[], array_args=[0],
+                  out_shapes=[((n,), DTYPES["f32"])], temps=[((n,), np.float32)], pointwise_only=False,
+                  steps=[(NS(ptr=0xA), (1,), (256,), (1, 3, 0), 0), (NS(ptr=0xB), (1,), (256,), (3, 2, 0), 0)],
+                  maps=[(), ()], dependent=[False, False])
+
+    def temp_pointers(fast, calls=1):
+        del launched[:]
+        for _ in range(calls):
+            fast((None,), "o", 1 << 24, 1 << 28)
+        words = [np.frombuffer((ctypes.c_int64 * 3).from_address(a[9]), dtype=np.int64) for a in launched]
+        return [int(ctypes.c_int64.from_address(int(w[1 if a[0] == 0xA else 0])).value)
+                for w, a in zip(words, launched)]
+    views = {0: NS(shape=(1000,), dtype=np.dtype("float32"))}
+    fast = _FastCall(launcher, program(1000), views, 0, 1, True).__call__
+    first = temp_pointers(fast, calls=3)
+    assert len(allocated) == 1 and len(set(first)) == 1 and len(first) == 6
+    stream[0] = NS(ptr=0x66)
+    other_stream = temp_pointers(fast)
+    assert len(allocated) == 2 and set(other_stream) != set(first)
+    stream[0] = NS(ptr=0x55)
+    assert temp_pointers(fast) == first[:2] and len(allocated) == 2
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(temp_pointers(fast)))
+    worker.start()
+    worker.join()
+    assert len(allocated) == 3 and set(seen[0]) != set(first)
+    big = KEPT_TEMP_BYTES // 4 + 1
+    fast = _FastCall(launcher, program(big), {0: NS(shape=(big,), dtype=np.dtype("float32"))}, 0, 1, True).__call__
+    del allocated[:]
+    temp_pointers(fast, calls=3)
+    assert allocated == [(big,)] * 3

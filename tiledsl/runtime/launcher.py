@@ -326,6 +326,8 @@ class Launcher:
         with cupy.cuda.Device(device):
             program.run(in_ptrs, [o.ptr for o in outputs], scalars)
         if key is not None and not copied:
+            if len(self._fast) > 256:       # (a warm call may keep small temporaries: _FastCall)
+                self._fast.clear()
             self._fast[key] = _FastCall(self, program, views, device, len(args), out is not None).__call__
         results = [o.owner for o in outputs]
         return results[0] if len(results) == 1 else tuple(results)
@@ -667,7 +669,7 @@ class _FastCall:
             names += [f"t{k}" for k in range(n_temp)]
         else:
             names += [f"a{k}" for k in range(n_in)] + [f"q{j}" for j in range(n_out)]
-            names += [f"t{k}.data.ptr" for k in range(n_temp)]
+            names += [f"t{k}" for k in range(n_temp)]      # pointers (the temporaries' lines below)
         names += [f"s{k}" for k in range(len(program.scalar_params))]
         # the dispatcher passes the arrays' pointers it read for the key: inputs, then outputs
         pointers = [f"a{k}" for k in range(n_in)] + ([f"q{j}" for j in range(n_out)] if with_out else [])
@@ -709,7 +711,13 @@ class _FastCall:
                              f"overlap(params[{i}], 'an output')")
         for k, (shape, dtype) in enumerate(program.temps):
             val[f"TS{k}"], val[f"TD{k}"] = shape, dtype
-            lines.append(f"    t{k} = ndarray(TS{k}, TD{k})")
+        kept = blocks is not None and program.temps and \
+            sum(_nbytes(shape, np.dtype(dtype).itemsize) for shape, dtype in program.temps) <= KEPT_TEMP_BYTES
+        if blocks is None:      # arrays, alive to the end of the call
+            lines += [f"    t{k} = ndarray(TS{k}, TD{k})" for k in range(n_temp)]
+        elif not kept:          # arrays, alive to the end of the call; their pointers
+            lines += [f"    T{k} = ndarray(TS{k}, TD{k})" for k in range(n_temp)]
+            lines += [f"    t{k} = T{k}.data.ptr" for k in range(n_temp)]
         if blocks is None and any(program.maps):
             raise TdslRuntimeError("this CuPy has no driver launch (cupy.cuda.driver.launchKernel), "
                                    "which a kernel taking tensor maps (TMA) needs")
@@ -726,6 +734,11 @@ class _FastCall:
                 val["launch_ex"] = _driver_launch() or (lambda *refused: 1)     # (refused since planned)
             lines += ["    try:", "        blk = this_thread.blocks", "    except AttributeError:",
                       "        blk = new_blocks()", "    S = stream(DEV).ptr"]      # DEV is current
+            if kept:            # this thread's temporaries on this stream, allocated at its first call
+                val.update(KEPT=_KeptTemps(cupy, [shape for shape, _ in program.temps],
+                                           [dtype for _, dtype in program.temps]), ident=threading.get_ident)
+                lines += ["    kt = KEPT.get((ident(), S))", "    if kt is None: kt = KEPT.make((ident(), S))",
+                          f"    {', '.join(f't{k}' for k in range(n_temp))}{',' if n_temp == 1 else ''} = kt"]
             floats = {n_const + n_in + n_out + n_temp + k for k, p in enumerate(program.scalar_params)
                       if p.dtype.is_float}
             for n, ((fn, grid, block, picks, shared), maps) in enumerate(zip(program.steps, program.maps)):
@@ -755,6 +768,35 @@ class _FastCall:
 
     def __call__(self, args, out):    # replaced per instance by the generated function
         raise NotImplementedError
+
+
+# A warm call keeps its temporaries (a reduction's per-column values, a split's partials) from
+# one call to the next where they total this many bytes or fewer: two allocations cost softmax
+# over M 5.5 of its 18 us a call on the host (H200 2026-12-02, scripts/probe_launch_multi.py).
+KEPT_TEMP_BYTES = 256 << 10
+
+
+class _KeptTemps(dict):
+    """(thread, stream) -> the pointers of that pair's temporaries, kept alive here. Reuse
+    is safe within one stream: the next call's kernels run after this call's (stream order;
+    each waits for the kernel before it at tdsl::follow_in_stream); each thread and stream has
+    its own, since two threads' calls on one stream interleave their launches. A graph that
+    captured a call holds these pointers: replayed on another stream while calls run on this
+    one, it would share them (as it would share any memory CuPy's pool handed out again)."""
+
+    def __init__(self, cupy, shapes: list, dtypes: list):
+        super().__init__()
+        self._cupy, self._shapes, self._dtypes = cupy, shapes, dtypes
+        self._arrays: dict = {}
+
+    def make(self, key) -> tuple:
+        if len(self) >= 16:         # (threads come and go)
+            self.clear()
+            self._arrays.clear()
+        arrays = [self._cupy.ndarray(shape, dtype) for shape, dtype in zip(self._shapes, self._dtypes)]
+        self._arrays[key] = arrays
+        self[key] = tuple(a.data.ptr for a in arrays)
+        return self[key]
 
 
 _WARM_CODE: dict = {}
