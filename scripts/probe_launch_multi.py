@@ -6,13 +6,16 @@ against ~5.4 for one pointwise kernel. Each line: the best of 5 rounds of 5000 c
 
     python scripts/probe_launch_multi.py
 """
+import os
 import re
+import sys
 import time
 
-import cupy as cp
+sys.path.insert(0, os.getcwd())     # (the tree run from: device_pass.sh `ab` runs an old one too)
+import cupy as cp  # noqa: E402
 
-import tiledsl
-from tiledsl.runtime.launcher import _warm_call
+import tiledsl  # noqa: E402
+from tiledsl.runtime.launcher import _warm_call  # noqa: E402
 
 N, ROUNDS = 5000, 5
 LINES = []
@@ -48,7 +51,7 @@ for label, (src, n_in) in PROGRAMS.items():
     L = k._launcher
     key = L._key_function(n_in)(args, o)
     fast = L._fast[key]
-    print(f"--- {label}: {len(L.groups)} groups\n{fast.source}", flush=True)
+    print(f"--- {label}: {len(L.groups)} groups ({tiledsl.__file__})\n{fast.source}", flush=True)
     ptrs = tuple(a.data.ptr for a in args) + (o.data.ptr,)
     bound = fast.bound
     quiet = {n: noop for n in bound if n in ("launch", "launch_ex") or re.fullmatch(r"F\d+", n)}

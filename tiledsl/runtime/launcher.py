@@ -771,8 +771,9 @@ class _FastCall:
 
 
 # A warm call keeps its temporaries (a reduction's per-column values, a split's partials) from
-# one call to the next where they total this many bytes or fewer: two allocations cost softmax
-# over M 5.5 of its 18 us a call on the host (H200 2026-12-02, scripts/probe_launch_multi.py).
+# one call to the next where they total this many bytes or fewer: allocating two each call, softmax
+# over M took the host 13.6 us a call, keeping them 9.5 (H200 host 2026-12-02, A/B of
+# scripts/probe_launch_multi.py).
 KEPT_TEMP_BYTES = 256 << 10
 
 
