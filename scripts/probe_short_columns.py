@@ -6,7 +6,8 @@ timed three ways in interleaved rounds:
   - graph: the same calls captured into one CUDA graph, 20 of them a replay, events around
     the replay, divided by 20 (the GPU's time with the host's launch work taken out);
   - host: wall time of 200 calls issued back to back, then one synchronize, per call.
-SHORT_AB=1: the default, the default before columns.short_online_columns, and the rule's
+PLAIN=1: plain sums, maxima and means over short columns, the default against t threads a
+column. SHORT_AB=1: the default, the default before columns.short_columns, and the rule's
 threads a column halved and doubled. Else: the default, a few columns a warp
 (`reduce_row` streamed online, 2 to 32 threads a column, blocks of 128 to 512) and the
 split reductions of vectors of columns (three kernels).
@@ -43,6 +44,13 @@ CASES = [("softmax f32 1000x3000", SOFTMAX.format(t="f32"), {"M": 1000, "N": 300
          ("softmax bf16 200x32768", SOFTMAX.format(t="bf16"), {"M": 200, "N": 32768}),
          ("logsumexp f32 64x512x512", LSE.format(t="f32"), {"B": 64, "T": 512, "C": 512}),
          ("logsumexp f16 32x256x1024", LSE.format(t="f16"), {"B": 32, "T": 256, "C": 1024})]
+# PLAIN=1: plain reductions across memory over the same short columns (no online pair)
+PLAIN_CASES = [(f"{name} {m}x{n}", src, {"M": m, "N": n})
+               for name, src in (("sum f32", "kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }"),
+                                 ("sum f16", "kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }"),
+                                 ("max bf16", "kernel c(x: bf16[M, N]) -> bf16[N] { return max(x, axis=M) }"),
+                                 ("x - mean f32", "kernel c(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }"))
+               for m, n in ((1000, 3000), (512, 8192), (256, 16384), (768, 4096))]
 PER_GRAPH = 20
 
 
@@ -73,9 +81,15 @@ def host_us(case, calls: int = 200) -> float:
 def variants_of(case, default) -> dict:
     p = case.problem
     out = {"default": default}
-    if os.environ.get("SHORT_AB"):      # the default, the one before short_online_columns, its neighbours
+    if os.environ.get("PLAIN"):       # the default and t threads a column, 256 a block
+        for tpr in (2, 4, 8, 16, 32):
+            s = Schedule("reduce_row", block=256, vec=1, items=0, row_threads=tpr, index64=p.index64)
+            if not fits(p, s):
+                out.setdefault(s.tag, s)
+        return out
+    if os.environ.get("SHORT_AB"):      # the default, the one before short_columns, its neighbours
         from tiledsl.schedule import choose
-        with row_probe.constants(columns, short_online_columns=lambda p: None):
+        with row_probe.constants(columns, short_columns=lambda p: None):
             out["before"] = choose.default(p, case.kernel.hints)
         if default.kind == "reduce_row" and default.items == 0:
             for t in (default.row_threads // 2, default.row_threads * 2):
@@ -101,7 +115,7 @@ def main() -> None:
     print(f"copy {copy:.0f} GB/s")
     stream = cp.cuda.Stream(non_blocking=True)
     kept = []
-    for case, d in row_probe.prepared(CASES, sys.argv[1:]):
+    for case, d in row_probe.prepared(PLAIN_CASES if os.environ.get("PLAIN") else CASES, sys.argv[1:]):
         case.variants = row_probe.exact(case, row_probe.distinct(variants_of(case, d)))
         kept.append(case)
         print(f"{case.name}: {len(case.variants)} schedules", flush=True)

@@ -1899,48 +1899,54 @@ def test_no_tile_of_columns_the_tuner_offers_spills(src, extents):
         assert usage.spill_stores == 0 and usage.spill_loads == 0, (s.tag, usage)
 
 
-def test_short_columns_of_the_online_pair_take_a_few_a_warp():
-    """Softmax over M with 64 to 1023 rows (columns.short_online_columns): t threads down each
-    column of a block of 256, a warp's columns covering whole 32-byte sectors, a lane 16 to 64
-    rows, t doubled only where the columns' threads would not fill 2 blocks of 128 an SM;
-    small problems, long columns, sums and softmax over rows keep their rules; no spills."""
-    from tiledsl.schedule.columns import short_online_columns
-    src = ("kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=M))\n"
-           " return {t}(e / sum(e, axis=M))\n}}")
+@pytest.mark.parametrize("kind", ["online pair", "sum", "max", "mean"])
+def test_short_columns_take_a_few_a_warp(kind):
+    """Reductions over M with 64 to 1023 rows (columns.short_columns): t threads down each
+    column of a block of 256, a warp's columns covering whole 32-byte sectors, a lane 16 to
+    64 rows of softmax's online pair (96 of others), t doubled only where the columns' threads
+    would not fill 2 blocks of 128 an SM; small problems, long columns and reductions over
+    rows keep their rules, and so do other reductions over 16896 columns or more; no spills."""
+    from tiledsl.schedule.columns import SHORT_COLUMN_ROWS_A_LANE, short_columns
+    src = {"online pair": "kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=M))\n"
+                          " return {t}(e / sum(e, axis=M))\n}}",
+           "sum": "kernel c(x: {t}[M, N]) -> f32[N] {{ return sum(x, axis=M) }}",
+           "max": "kernel c(x: {t}[M, N]) -> {t}[N] {{ return max(x, axis=M) }}",
+           "mean": "kernel c(x: {t}[M, N]) -> {t}[M, N] {{ return x - {t}(mean(x, axis=M)) }}"}[kind]
+    per_lane = SHORT_COLUMN_ROWS_A_LANE[0 if kind == "online pair" else 1]
     seen = set()
     for t in ("f32", "f16", "bf16", "f64"):
         g, lay = _group(src.format(t=t))
         itemsize = lay.inputs[0].dtype.itemsize
         for m in (64, 100, 129, 256, 511, 777, 1000, 1023):
-            for n in (1000, 3000, 8192, 65536, 1 << 20):
+            for n in (1000, 3000, 8192, 16895, 65536, 1 << 20):
                 p = problem(g, lay, dict(M=m, N=n), frozenset(), 132, "sm_90a")
-                rule = short_online_columns(p)
-                if m * n < 1 << 19:
+                rule = short_columns(p)
+                if m * n < 1 << 19 or (kind != "online pair" and n >= 16896):
                     assert rule is None
                     continue
                 assert default(p) == rule, (t, m, n)
                 threads = rule.row_threads
                 seen.add(threads)
-                assert rule.kind == "reduce_row" and rule.block == 256 and rule.online and rule.items == 0
+                assert rule.kind == "reduce_row" and rule.block == 256 and rule.items == 0
+                assert rule.online       # (one pass over the pair; other reductions have one anyway)
                 assert 256 // threads * itemsize >= 32, (t, m, n, threads)       # whole sectors a warp
-                assert 16 <= m / threads and (m / threads <= 64 or threads == 2), (t, m, n, threads)
-                base = min(max(2, pow2(-(-m // 64))), 8 * itemsize)
+                assert 16 <= m / threads and (m / threads <= per_lane or threads == 2), (t, m, n, threads)
+                base = min(max(2, pow2(-(-m // per_lane))), 8 * itemsize)
                 assert threads == base or (threads > base and n * threads // 2 < 2 * 132 * 128), (t, m, n)
-    assert seen == {2, 4, 8, 16, 32}
+    assert seen >= ({2, 4, 8, 16} if kind == "online pair" else {4, 8, 16})
     g, lay = _group(src.format(t="f32"))
     for extents in (dict(M=1024, N=4096), dict(M=300, N=200), dict(M=63, N=100000)):
-        assert short_online_columns(problem(g, lay, extents, frozenset(), 132, "sm_90a")) is None, extents
-    for other in ("kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }",
-                  src.format(t="f32").replace("axis=M", "axis=N")):
-        g, lay = _group(other)
-        assert short_online_columns(problem(g, lay, dict(M=512, N=8192), frozenset(), 132, "sm_90a")) is None
+        assert short_columns(problem(g, lay, extents, frozenset(), 132, "sm_90a")) is None, extents
+    if kind in ("online pair", "mean"):     # (their results are over both dims: over rows too)
+        g, lay = _group(src.format(t="f32").replace("axis=M", "axis=N"))
+        assert short_columns(problem(g, lay, dict(M=8192, N=512), frozenset(), 132, "sm_90a")) is None
     # the tuner offers the rule's threads a column, half and twice; each compiles without spills
     k = tiledsl.compile(src.format(t="bf16"))
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
     p = problem(g, lay, dict(M=1000, N=8192), frozenset(), 132, "sm_90a")
     offered = {replace(c, unroll=0) for c in candidates(p, k.hints)
-               if c.kind == "reduce_row" and c.block == 256 and c.online and not c.items}
+               if c.kind == "reduce_row" and c.block == 256 and not c.items and c.row_threads < 256}
     assert {c.row_threads for c in offered} >= {8, 16, 32}
     for c in offered:
         ks = render(k.graph, g, lay, c, 1)

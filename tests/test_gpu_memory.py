@@ -1205,6 +1205,9 @@ STREAMED_PROGRAMS = [("column_sum.tdsl", dict(M=5003, N=77)),
                      # many columns, split into chunks of their reductions (columns.columns_split)
                      ("kernel vm(x: f32[K], w: f32[K, N]) -> f32[N] { return x @ w }", dict(K=301, N=17011)),
                      ("kernel c(x: f16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=3, T=259, C=6007)),
+                     # short columns a few a warp (columns.short_columns): 16 threads a column of f16, 8 of f32
+                     ("kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=777, N=1003)),
+                     ("kernel c(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }", dict(M=300, N=2001)),
                      # looped rows of lengths that break alignment, peeled to aligned vectors or not
                      # (Schedule.peel): a weight over N gathered lane by lane; mixed widths
                      ("kernel n(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n m = mean(x, axis=N)\n"
@@ -1304,7 +1307,7 @@ PAIR_PROGRAMS = [   # softmax and logsumexp across memory: tails everywhere, one
     (PAIR_SOFTMAX.format(t="f32"), dict(M=64, N=100003)), (PAIR_SOFTMAX.format(t="f32"), dict(M=1, N=70)),
     # columns of 256 to 1024 rows (a block down each column, and their split candidates), tails in both
     (PAIR_SOFTMAX.format(t="f32"), dict(M=777, N=3004)), (PAIR_SOFTMAX.format(t="f16"), dict(M=300, N=8200)),
-    # short columns a few a warp (columns.short_online_columns): 32 threads a column, 16 of bf16
+    # short columns a few a warp (columns.short_columns): 32 threads a column, 16 of bf16
     (PAIR_SOFTMAX.format(t="f32"), dict(M=999, N=1001)), (PAIR_SOFTMAX.format(t="bf16"), dict(M=1000, N=601)),
     ("kernel l(x: f16[B, T, C]) -> f32[B, C] {\n m = max(f32(x), axis=T)\n"
      " return m + log(sum(exp(f32(x) - m), axis=T))\n}", dict(B=2, T=40009, C=264))]

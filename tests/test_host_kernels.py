@@ -306,11 +306,23 @@ def test_online_pairs_across_memory_run_right_on_the_host(label, src, extents, s
     ("f32", PAIR_SOFTMAX.format(t="f32"), dict(M=301, N=70)),
     ("bf16", PAIR_SOFTMAX.format(t="bf16"), dict(M=130, N=37)),
     ("logsumexp over T", "kernel l(x: f16[B, T, C]) -> f32[B, C] {\n m = max(f32(x), axis=T)\n"
-     " return m + log(sum(exp(f32(x) - m), axis=T))\n}", dict(B=3, T=97, C=21))], ids=lambda v: str(v)[:20])
+     " return m + log(sum(exp(f32(x) - m), axis=T))\n}", dict(B=3, T=97, C=21)),
+    ("sum f16", "kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=131, N=37)),
+    ("max bf16", "kernel c(x: bf16[M, N]) -> bf16[N] { return max(x, axis=M) }", dict(M=99, N=70)),
+    ("x - mean f32", "kernel c(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }", dict(M=301, N=19)),
+    # several reductions; 8-byte integer sums; a column's own values; a middle axis
+    ("three of f16", "kernel f(x: f16[M, N]) -> (f32[N], f32[N], f32[N]) {\n"
+     " return sum(x, axis=M), max(x, axis=M), sum(x * x, axis=M)\n}", dict(M=133, N=41)),
+    ("i8 sums", "kernel f(x: i8[M, N]) -> i64[N] { return sum(x, axis=M) }", dict(M=99, N=45)),
+    ("variance about mu", "kernel f(x: f16[M, N], mu: f32[N]) -> f32[N] {\n d = f32(x) - mu\n"
+     " return mean(d * d, axis=M)\n}", dict(M=150, N=37)),
+    ("sum over T", "kernel c(x: bf16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=3, T=101, C=29))],
+    ids=lambda v: str(v)[:20])
 @pytest.mark.parametrize("threads", [2, 4, 8, 16, 32])
 def test_short_columns_a_few_a_warp_run_right_on_the_host(label, src, extents, threads):
-    """columns.short_online_columns' schedule: 256 threads, `threads` down each column, neighbouring
-    lanes on neighbouring columns; columns no block's share divides, rows no lane count divides."""
+    """columns.short_columns' schedule: 256 threads, `threads` down each column, neighbouring
+    lanes on neighbouring columns (softmax's pair in one online pass); columns no block's share
+    divides, rows no lane count divides."""
     k = tiledsl.compile(src)
     s = Schedule("reduce_row", block=256, vec=1, items=0, row_threads=threads, online=True)
     _check(k, extents, {0: s})

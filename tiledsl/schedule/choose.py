@@ -107,7 +107,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     if pair is not None:    # softmax's statistics across memory: the default's splits, half and twice
         out += [replace(pair, splits=n) for n in dict.fromkeys((pair.splits, pair.splits // 2, 2 * pair.splits))
                 if 2 <= n <= columns.max_splits(p, pair.row_threads, pair.vec)]
-    short = columns.short_online_columns(p)
+    short = columns.short_columns(p)
     if short is not None:   # short columns a few a warp: the default's threads a column, half and twice
         out += [replace(short, row_threads=t) for t in dict.fromkeys((short.row_threads, short.row_threads // 2,
                                                                       2 * short.row_threads)) if 2 <= t <= 32]
@@ -231,9 +231,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             vec //= 2       # many inputs: narrower vectors rather than spills
         items = 2 if pointwise.held_words(p, vec, 2) <= pointwise.HELD_WORDS else 1
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
-    pair = columns.online_pair_split(p) or columns.short_online_columns(p)
-    if pair is not None and not fits(p, pair):
-        return pair
+    across = columns.online_pair_split(p) or columns.short_columns(p)     # (reductions across memory)
+    if across is not None and not fits(p, across):
+        return across
     tile = columns.column_tile_default(p) if not p.row_major() else None
     if tile is not None:
         return tile

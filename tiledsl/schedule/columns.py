@@ -171,35 +171,41 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     return replace(tile, splits=splits)
 
 
-SHORT_COLUMN_ROWS_A_THREAD = 64     # a lane's rows of a short column (short_online_columns)
+SHORT_COLUMN_ROWS_A_LANE = (64, 96)   # a lane's rows of a short column: online pair, other reductions
 
 
-def short_online_columns(p: Problem) -> Optional[Schedule]:
-    """Softmax's max and sum(exp(x - max)) over columns of 64 to 1023 rows (too short for
-    online_pair_split), streamed online a few columns a warp: 256 threads a block, t of them
-    down each column about SHORT_COLUMN_ROWS_A_THREAD rows apart, neighbouring lanes on
+def short_columns(p: Problem) -> Optional[Schedule]:
+    """Reductions over columns of 64 to 1023 rows (too short for a split) streamed a few
+    columns a warp: 256 threads a block, t of them down each column, neighbouring lanes on
     neighbouring columns, so a warp's load covers whole 32-byte sectors (t at most 8 x the
-    narrowest input's bytes: 8 columns of f32, 16 of f16); t doubled while the columns' threads
-    would not fill 2 blocks of 128 an SM. Before, a block walked down each column reading a
-    sector an element (f32 at 1/8 of its bytes, 16-bit at 1/16), or a split added a third
-    kernel. None for small problems (under 2^19 elements: the block a column is as fast).
+    narrowest input's bytes: 8 columns of f32, 16 of f16). A lane takes about 64 rows of
+    softmax's online max and sum(exp(x - max)), 96 of other reductions (a sum's add waits on
+    less than an exp); t doubled while the columns' threads would not fill 2 blocks of 128 an
+    SM. Before, a block walked down each column reading a sector an element (f32 at 1/8 of its
+    bytes, 16-bit at 1/16), or the pair's many columns took a split's third kernel. None for
+    small problems (under 2^19 elements: the block a column is as fast) and for other
+    reductions over 16896 columns or more (columns_split, not measured against this).
     H200 2026-12-02 (scripts/probe_short_columns.py; GPU us a call from CUDA graphs, the
-    default before / this rule): softmax f32 1000x3000 29.8 / 13.9 (t16), 512x8192 37.8 /
-    16.5 (t8), 256x16384 39.1 / 16.1 (t4), 128x65536 33.5 (split) / 30.6 (t2), 1000x1000
-    14.0 / 8.3 (t32); f16 768x4096 29.6 / 16.9 (t16); bf16 1000x8192 67.5 / 32.4 (t16),
-    200x32768 24.0 (split) / 22.5 (t4); logsumexp over T f32 64x512x512 24.2 (split) / 21.9
-    (t8), f16 32x256x1024 14.1 (split) / 13.3 (t4). A split's third kernel also costs the
-    host ~15 us a call (the same probe's event-timed calls)."""
-    if (p.row_major() or not online_pair_alone(p.group) or not 64 <= p.row_length < 1024
-            or p.rows * p.row_length < 1 << 19):
+    default before / this rule): softmax f32 1000x3000 28.8 / 13.9 (t16), 512x8192 37.6 /
+    16.5 (t8), 256x16384 39.2 / 16.1 (t4), 128x65536 33.3 (split) / 30.4 (t2), 1000x1000
+    14.7 / 8.3 (t32); f16 768x4096 29.3 / 16.7 (t16); bf16 1000x8192 67.9 / 32.3 (t16),
+    200x32768 24.0 (split) / 22.5 (t4); logsumexp over T f32 64x512x512 24.3 (split) / 22.1
+    (t8), f16 32x256x1024 14.0 (split) / 13.1 (t4). Column sums f32 1000x3000 21.8 / 12.6
+    (t16), 512x8192 29.0 / 7.0 (t8), 256x16384 31.0 / 6.2 (t4), 768x4096 23.9 / 7.2 (t8); f16
+    the same shapes 18.5 / 11.7, 27.7 / 6.4, 26.2 / 5.0, 23.0 / 6.5; bf16 maxima 18.6 / 11.7,
+    27.5 / 6.4, 26.3 / 5.1, 23.0 / 6.8; x - mean(x, axis=M) f32 25.8 / 20.7, 34.2 / 18.5,
+    36.5 / 14.9, 28.3 / 18.3 (t4 best at the last three: 17.2, 14.9, 17.1)."""
+    pair = online_pair_alone(p.group) is not None
+    if (p.row_major() or not 64 <= p.row_length < 1024 or p.rows * p.row_length < 1 << 19
+            or (not pair and p.rows >= 4 * p.sm_count * 32)):
         return None
     walking = streamed_column_inputs(p)
     widest = 8 * min((op.dtype.itemsize for op in walking), default=4)     # a sector of columns a warp
-    t = max(2, min(pow2_at_least(-(-p.row_length // SHORT_COLUMN_ROWS_A_THREAD)), widest))
+    per_lane = SHORT_COLUMN_ROWS_A_LANE[0 if pair else 1]
+    t = max(2, min(pow2_at_least(-(-p.row_length // per_lane)), widest))
     while p.rows * t < 2 * p.sm_count * 128 and 2 * t <= min(32, widest) and p.row_length >= 32 * t:
         t *= 2
-    return Schedule("reduce_row", block=256, vec=1, items=0, row_threads=t, online=True,
-                    index64=p.index64)
+    return Schedule("reduce_row", block=256, vec=1, items=0, row_threads=t, index64=p.index64)
 
 
 def columns_split(p: Problem) -> Optional[Schedule]:
