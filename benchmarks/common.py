@@ -121,6 +121,30 @@ def synchronize() -> None:
     cupy.cuda.Device().synchronize()
 
 
+def host_us_per_call(fn: Callable[[], Any], calls: int) -> float:
+    """Wall microseconds a call of fn() over `calls` calls issued back to back (after one
+    more, untimed), the launch queue drained before and after: the host's cost a call where
+    the GPU keeps up, else the GPU's."""
+    fn()
+    synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    synchronize()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def best_host_us(lines: list, calls: int, rounds: int) -> dict:
+    """label -> the best of `rounds` host_us_per_call(fn, calls) of each (label, fn) of
+    `lines`, the rounds going round-robin over the lines: a slow stretch of the host costs
+    every line a round, not one line its result."""
+    best = {label: float("inf") for label, _ in lines}
+    for _ in range(rounds):
+        for label, fn in lines:
+            best[label] = min(best[label], host_us_per_call(fn, calls))
+    return best
+
+
 def free_pools() -> None:
     cupy = import_cupy()
     synchronize()

@@ -13,26 +13,20 @@ a prebuilt argument block cost 9.2 us and cuda.bindings' 9.8 us, against
 the cheapest route from Python, so the fast path feeds it exactly that.
 """
 import ctypes
+import os
 import struct
+import sys
 import time
 
-import cupy as cp
-import numpy as np
+sys.path.insert(0, os.getcwd())     # (benchmarks/, from the repository's root)
+import cupy as cp  # noqa: E402
+import numpy as np  # noqa: E402
 
-import tiledsl
-from tiledsl.runtime.launcher import _warm_call
+import tiledsl  # noqa: E402
+from benchmarks.common import best_host_us  # noqa: E402
+from tiledsl.runtime.launcher import _warm_call  # noqa: E402
 
 N, ROUNDS = 20000, 5
-
-
-def loop(f):
-    f()
-    cp.cuda.runtime.deviceSynchronize()
-    t = time.perf_counter()
-    for _ in range(N):
-        f()
-    cp.cuda.runtime.deviceSynchronize()
-    return (time.perf_counter() - t) / N * 1e6
 
 
 LINES = []
@@ -153,10 +147,7 @@ def cycling(alloc):
 
 report("k(...) cycling 64 sizes, out=", lambda: cycling(False))
 report("k(...) cycling 64 sizes, allocating", lambda: cycling(True))
-best = {label: float("inf") for label, _ in LINES}
-for _ in range(ROUNDS):
-    for label, f in LINES:
-        best[label] = min(best[label], loop(f))
+best = best_host_us(LINES, N, ROUNDS)
 for label, _ in LINES:
     print(f"{label:44s} {best[label]:6.2f} us", flush=True)
 ok = all(bool(cp.allclose(outs[j], xs[j] + ys[j])) for j in range(64))

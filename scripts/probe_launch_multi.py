@@ -9,26 +9,16 @@ against ~5.4 for one pointwise kernel. Each line: the best of 5 rounds of 5000 c
 import os
 import re
 import sys
-import time
 
 sys.path.insert(0, os.getcwd())     # (the tree run from: device_pass.sh `ab` runs an old one too)
 import cupy as cp  # noqa: E402
 
 import tiledsl  # noqa: E402
+from benchmarks.common import best_host_us  # noqa: E402
 from tiledsl.runtime.launcher import _warm_call  # noqa: E402
 
 N, ROUNDS = 5000, 5
 LINES = []
-
-
-def loop(f):
-    f()
-    cp.cuda.runtime.deviceSynchronize()
-    t = time.perf_counter()
-    for _ in range(N):
-        f()
-    cp.cuda.runtime.deviceSynchronize()
-    return (time.perf_counter() - t) / N * 1e6
 
 
 def noop(*a, **kw):
@@ -65,9 +55,6 @@ for label, (src, n_in) in PROGRAMS.items():
     LINES.append((f"{label}: dispatch key", lambda kf=L._key_function(n_in), a=args, o=o: kf(a, o)))
 LINES.append(("cp.ndarray((200,), f32)", lambda: cp.ndarray((200,), cp.float32)))
 LINES.append(("cp.ndarray((1, 200), f32)", lambda: cp.ndarray((1, 200), cp.float32)))
-best = {label: float("inf") for label, _ in LINES}
-for _ in range(ROUNDS):
-    for label, f in LINES:
-        best[label] = min(best[label], loop(f))
+best = best_host_us(LINES, N, ROUNDS)
 for label, _ in LINES:
     print(f"{label:56s} {best[label]:6.2f} us", flush=True)

@@ -17,14 +17,13 @@ split reductions of vectors of columns (three kernels).
 import os
 import statistics
 import sys
-import time
 from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
 import cupy as cp  # noqa: E402
 
 import row_probe  # noqa: E402  (beside this script)
-from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
+from benchmarks.common import copy_bandwidth, host_us_per_call, time_cuda  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 from tiledsl.schedule import columns  # noqa: E402
 from tiledsl.schedule.choose import fits  # noqa: E402
@@ -69,13 +68,12 @@ def graph_us(case, stream) -> float:
 
 
 def host_us(case, calls: int = 200) -> float:
-    k, sets, out = case.kernel, case.sets, case.out
-    cp.cuda.Device().synchronize()
-    t0 = time.perf_counter()
-    for i in range(calls):
-        k(*sets[i % len(sets)], out=out)
-    cp.cuda.Device().synchronize()
-    return (time.perf_counter() - t0) * 1e6 / calls
+    k, sets, out, turn = case.kernel, case.sets, case.out, [0]
+
+    def call():
+        turn[0] += 1
+        k(*sets[turn[0] % len(sets)], out=out)
+    return host_us_per_call(call, calls)
 
 
 def variants_of(case, default) -> dict:
