@@ -29,9 +29,7 @@ from tiledsl.schedule import columns  # noqa: E402
 from tiledsl.schedule.choose import fits  # noqa: E402
 from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
-K = "kernel f"
-SOFTMAX = f"{K}(x: {{t}}[M, N]) -> {{t}}[M, N] {{{{\n e = exp(x - max(x, axis=M))\n return {{t}}(e / sum(e, axis=M))\n}}}}"
-LSE = f"{K}(x: {{t}}[B, T, C]) -> f32[B, C] {{{{\n m = max(f32(x), axis=T)\n return m + log(sum(exp(f32(x) - m), axis=T))\n}}}}"
+from probe_column_pairs import LSE, SOFTMAX  # noqa: E402  (beside this script)
 CASES = [("softmax f32 1000x3000", SOFTMAX.format(t="f32"), {"M": 1000, "N": 3000}),
          ("softmax f32 512x8192", SOFTMAX.format(t="f32"), {"M": 512, "N": 8192}),
          ("softmax f32 256x16384", SOFTMAX.format(t="f32"), {"M": 256, "N": 16384}),

@@ -273,13 +273,14 @@ def test_a_few_long_rows_are_planned_by_a_spread_launcher(monkeypatch):
 def test_a_warm_call_keeps_small_temporaries_per_thread_and_stream():
     """A program of two kernels and a temporary between them: the warm call allocates it at
     a thread's first call on a stream and hands the same pointer to every later call there
-    (stream order keeps calls apart); another stream or thread gets its own; temporaries over
-    KEPT_TEMP_BYTES are allocated every call, as before."""
+    (stream order keeps calls apart); another stream or thread gets its own, up to KEPT_PAIRS
+    of them, and past that every call allocates; temporaries over KEPT_TEMP_BYTES are allocated
+    every call, as before."""
     import ctypes
     import threading
     from types import SimpleNamespace as NS
     from tiledsl.dtypes import DTYPES
-    from tiledsl.runtime.launcher import KEPT_TEMP_BYTES, _FastCall
+    from tiledsl.runtime.launcher import KEPT_PAIRS, KEPT_TEMP_BYTES, _FastCall
     allocated, launched, stream = [], [], [NS(ptr=0x55)]
 
     def ndarray(shape, dtype):
@@ -318,6 +319,15 @@ def test_a_warm_call_keeps_small_temporaries_per_thread_and_stream():
     worker.start()
     worker.join()
     assert len(allocated) == 3 and set(seen[0]) != set(first)
+    for n in range(KEPT_PAIRS - 3):             # pairs up to the cap are kept; past it, allocated each call
+        stream[0] = NS(ptr=0x100 + n)
+        temp_pointers(fast, calls=2)
+    assert len(allocated) == KEPT_PAIRS
+    stream[0] = NS(ptr=0x999)
+    temp_pointers(fast, calls=3)
+    assert len(allocated) == KEPT_PAIRS + 3
+    stream[0] = NS(ptr=0x55)
+    assert temp_pointers(fast) == first[:2]     # the first stream's, still kept
     big = KEPT_TEMP_BYTES // 4 + 1
     fast = _FastCall(launcher, program(big), {0: NS(shape=(big,), dtype=np.dtype("float32"))}, 0, 1, True).__call__
     del allocated[:]

@@ -775,29 +775,34 @@ class _FastCall:
 # over M took the host 13.6 us a call, keeping them 9.5 (H200 host 2026-12-02, A/B of
 # scripts/probe_launch_multi.py).
 KEPT_TEMP_BYTES = 256 << 10
+KEPT_PAIRS = 8      # (thread, stream) pairs a warm call keeps temporaries for
 
 
 class _KeptTemps(dict):
     """(thread, stream) -> the pointers of that pair's temporaries, kept alive here. Reuse
     is safe within one stream: the next call's kernels run after this call's (stream order;
     each waits for the kernel before it at tdsl::follow_in_stream); each thread and stream has
-    its own, since two threads' calls on one stream interleave their launches. A graph that
-    captured a call holds these pointers: replayed on another stream while calls run on this
-    one, it would share them (as it would share any memory CuPy's pool handed out again)."""
+    its own, since two threads' calls on one stream interleave their launches. Past KEPT_PAIRS
+    pairs a call gets temporaries of its own (not kept: a dropped set might still be about to
+    launch on another thread), alive until the same thread's next such call has them. A graph
+    that captured a call holds these pointers: replayed on another stream while calls run on
+    this one, it would share them (as it would share any memory CuPy's pool handed out again)."""
 
     def __init__(self, cupy, shapes: list, dtypes: list):
         super().__init__()
         self._cupy, self._shapes, self._dtypes = cupy, shapes, dtypes
         self._arrays: dict = {}
+        self._unkept = threading.local()
 
     def make(self, key) -> tuple:
-        if len(self) >= 16:         # (threads come and go)
-            self.clear()
-            self._arrays.clear()
         arrays = [self._cupy.ndarray(shape, dtype) for shape, dtype in zip(self._shapes, self._dtypes)]
-        self._arrays[key] = arrays
-        self[key] = tuple(a.data.ptr for a in arrays)
-        return self[key]
+        pointers = tuple(a.data.ptr for a in arrays)
+        if len(self) < KEPT_PAIRS:
+            self._arrays[key] = arrays
+            self[key] = pointers
+        else:       # (this thread's last call has launched all it will: its arrays may go)
+            self._unkept.arrays = arrays
+        return pointers
 
 
 _WARM_CODE: dict = {}
