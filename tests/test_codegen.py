@@ -1907,6 +1907,7 @@ def test_short_columns_take_a_few_a_warp(kind):
     would not fill 2 blocks of 128 an SM; small problems, long columns and reductions over
     rows keep their rules, and so do other reductions over 16896 columns or more; no spills."""
     from tiledsl.schedule.columns import SHORT_COLUMN_ROWS_A_LANE, short_columns
+    from tiledsl.schedule.problem import pow2_at_least
     src = {"online pair": "kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=M))\n"
                           " return {t}(e / sum(e, axis=M))\n}}",
            "sum": "kernel c(x: {t}[M, N]) -> f32[N] {{ return sum(x, axis=M) }}",
@@ -1931,7 +1932,7 @@ def test_short_columns_take_a_few_a_warp(kind):
                 assert rule.online       # (one pass over the pair; other reductions have one anyway)
                 assert 256 // threads * itemsize >= 32, (t, m, n, threads)       # whole sectors a warp
                 assert 16 <= m / threads and (m / threads <= per_lane or threads == 2), (t, m, n, threads)
-                base = min(max(2, pow2(-(-m // per_lane))), 8 * itemsize)
+                base = min(max(2, pow2_at_least(-(-m // per_lane))), 8 * itemsize)
                 assert threads == base or (threads > base and n * threads // 2 < 2 * 132 * 128), (t, m, n)
     assert seen >= ({2, 4, 8, 16} if kind == "online pair" else {4, 8, 16})
     g, lay = _group(src.format(t="f32"))
@@ -1952,10 +1953,6 @@ def test_short_columns_take_a_few_a_warp(kind):
         ks = render(k.graph, g, lay, c, 1)
         usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
         assert usage.spill_stores == 0 and usage.spill_loads == 0, (c.tag, usage)
-
-
-def pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def _group(src):

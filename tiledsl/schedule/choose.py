@@ -237,7 +237,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     tile = columns.column_tile_default(p) if not p.row_major() else None
     if tile is not None:
         return tile
-    if not p.row_major() and p.rows >= 4 * p.sm_count * 32:
+    if columns.many_columns(p):
         return columns.columns_split(p) or Schedule("reduce_col", block=256, vec=1, items=0, row_threads=1,
                                             index64=p.index64)
     split = columns.split_schedule(p, columns.paired_columns(p))

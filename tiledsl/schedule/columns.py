@@ -197,7 +197,7 @@ def short_columns(p: Problem) -> Optional[Schedule]:
     36.5 / 14.9, 28.3 / 18.3 (t4 best at the last three: 17.2, 14.9, 17.1)."""
     pair = online_pair_alone(p.group) is not None
     if (p.row_major() or not 64 <= p.row_length < 1024 or p.rows * p.row_length < 1 << 19
-            or (not pair and p.rows >= 4 * p.sm_count * 32)):
+            or (not pair and many_columns(p))):
         return None
     walking = streamed_column_inputs(p)
     widest = 8 * min((op.dtype.itemsize for op in walking), default=4)     # a sector of columns a warp
@@ -206,6 +206,13 @@ def short_columns(p: Problem) -> Optional[Schedule]:
     while p.rows * t < 2 * p.sm_count * 128 and 2 * t <= min(32, widest) and p.row_length >= 32 * t:
         t *= 2
     return Schedule("reduce_row", block=256, vec=1, items=0, row_threads=t, index64=p.index64)
+
+
+def many_columns(p: Problem) -> bool:
+    """Whether a reduction across memory has 4 warps' worth of columns an SM or more: the
+    default gives them a thread a column (columns_split cuts their rows into chunks where
+    those threads would still leave the SMs short)."""
+    return not p.row_major() and p.rows >= 4 * p.sm_count * 32
 
 
 def columns_split(p: Problem) -> Optional[Schedule]:
