@@ -19,11 +19,8 @@ import torch  # noqa: E402
 from benchmarks import triton_peers  # noqa: E402
 from benchmarks.bench_memory import LAYERNORM16_TDSL  # noqa: E402
 from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
-from row_probe import error, prepare  # noqa: E402
-from tiledsl.errors import TdslError  # noqa: E402
-from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides  # noqa: E402
-from tiledsl.tune.compile import Compilation  # noqa: E402
-from tiledsl.tune.space import DeviceLimits, search_space  # noqa: E402
+from row_probe import fastest_candidates, prepare  # noqa: E402
+from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides  # noqa: E402
 
 SOURCES = {"softmax": "examples/softmax.tdsl", "rmsnorm": "examples/rmsnorm.tdsl",
            "layernorm": "examples/layernorm.tdsl",
@@ -67,36 +64,12 @@ def main() -> None:
             continue
         case = prepare(name, SOURCES[name], dict(M=m, N=n))
         k = case.kernel
-        [space] = search_space(k, case.extents, sm_count=_sm_count(0), limits=DeviceLimits.of_device(0),
-                               max_candidates=400, arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))
-        Compilation(k, [space], device_arch(0)).start().finish()
-        schedules = [c.schedule for c in space.candidates if c.status != "pruned"]
-        quick = []
-        for s in schedules:
-            set_overrides(k._launcher, {0: s})
-            try:
-                k(*case.sets[0], out=case.out)
-            except TdslError as e:
-                print(f"  {s.tag}: {str(e).splitlines()[0]}")
-                continue
-            t = time_cuda(lambda i: k(*case.sets[i], out=case.out), n_sets=len(case.sets), repeats=10,
-                          warmup_ms=5)
-            quick.append((t.median_us, s))
-        quick.sort(key=lambda r: r[0])
-        keep = []           # the six fastest that compute the right result (checked in rank order)
-        for _, s in quick:
-            if len(keep) == 6:
-                break
-            err = error(case, s)
-            if err <= TOLERANCE[name]:
-                keep.append(s)
-            else:
-                print(f"  {s.tag}: WRONG err {err:.1e}")
-        if space.default not in keep:
-            keep.append(space.default)
-        if space.default.blocks_per_sm:     # a persistent default: its grid at half and twice its blocks an SM
-            for per_sm in (space.default.blocks_per_sm // 2, space.default.blocks_per_sm * 2):
-                other = dataclasses.replace(space.default, blocks_per_sm=per_sm)
+        default, keep = fastest_candidates(case, 6, TOLERANCE[name])
+        if default not in keep:
+            keep.append(default)
+        if default.blocks_per_sm:     # a persistent default: its grid at half and twice its blocks an SM
+            for per_sm in (default.blocks_per_sm // 2, default.blocks_per_sm * 2):
+                other = dataclasses.replace(default, blocks_per_sm=per_sm)
                 if per_sm and other not in keep:
                     keep.append(other)
         plain = lambda i: k(*case.sets[i], out=case.out)   # noqa: E731
@@ -111,10 +84,10 @@ def main() -> None:
                 times[lab].append(time_cuda(fn, n_sets=len(case.sets), repeats=20, warmup_ms=20).median_us)
         set_overrides(k._launcher, {})
         tri = statistics.median(times["triton"])
-        print(f"## {label} ({len(quick)} candidates ran; {case.nbytes / 1e6:.0f} MB)", flush=True)
+        print(f"## {label} ({case.nbytes / 1e6:.0f} MB)", flush=True)
         for lab in sorted(times, key=lambda lab: statistics.median(times[lab])):
             us = statistics.median(times[lab])
-            mark = " <= default" if runs[lab][0] == space.default else ""
+            mark = " <= default" if runs[lab][0] == default else ""
             print(f"  {lab:40s} {us:8.1f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy "
                   f"{tri / us:5.3f}x triton  [{' '.join(f'{t:.1f}' for t in times[lab])}]{mark}", flush=True)
 

@@ -4,7 +4,8 @@ paths: median microseconds and the ratio of the bytes moved (inputs read once,
 the result written once) to copy. Each result is checked against the float64
 reference first; three interleaved rounds.
 
-    python scripts/probe_survey.py
+    python scripts/probe_survey.py [names to keep]
+    SURVEY_ALL=1 python scripts/probe_survey.py [names]   (also the 4 fastest of every tuner candidate)
 """
 import os
 import sys
@@ -78,9 +79,12 @@ def main() -> None:
                 case.variants[f"vec {v}"] = wide
                 case.variants.update({f"vec {v} unroll {u}": replace(wide, unroll=int(u))
                                       for u in os.environ.get("SURVEY_UNROLL", "").split()})
-        case.variants = row_probe.exact(case, case.variants)
+        if os.environ.get("SURVEY_ALL"):
+            _, fastest = row_probe.fastest_candidates(case, 4)
+            case.variants.update({f"cand {n}": s for n, s in enumerate(fastest) if s != d})
+        case.variants = row_probe.exact(case, row_probe.distinct(case.variants))
         cases.append(case)
-    row_probe.time_and_report(cases, copy, label_width=8)
+    row_probe.time_and_report(cases, copy, label_width=8, tag_width=40)
 
 
 if __name__ == "__main__":

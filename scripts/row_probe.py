@@ -21,6 +21,8 @@ from tiledsl.inputs import random_arguments, relative_error  # noqa: E402
 from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
 from tiledsl.schedule.problem import problem as group_problem  # noqa: E402
+from tiledsl.tune.compile import Compilation  # noqa: E402
+from tiledsl.tune.space import DeviceLimits, search_space  # noqa: E402
 
 
 @dataclass
@@ -88,6 +90,39 @@ def exact(case: RowCase, variants: dict, bound: float = 2e-3) -> dict:
     return kept
 
 
+def fastest_candidates(case: RowCase, keep: int = 6, bound: float = 2e-3) -> tuple:
+    """(the first group's default, the `keep` fastest of its tuner candidates that compute
+    the right result): every candidate compiled in parallel, timed once (10 calls), then
+    checked against the float64 reference in rank order."""
+    k = case.kernel
+    space = search_space(k, case.extents, sm_count=_sm_count(0), limits=DeviceLimits.of_device(0),
+                         max_candidates=400, arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))[0]
+    Compilation(k, [space], device_arch(0)).start().finish()
+    quick = []
+    for s in (c.schedule for c in space.candidates if c.status != "pruned"):
+        set_overrides(k._launcher, {0: s})
+        try:
+            k(*case.sets[0], out=case.out)
+        except TdslError as e:
+            print(f"  {s.tag}: {str(e).splitlines()[0]}")
+            continue
+        t = time_cuda(lambda i: k(*case.sets[i], out=case.out), n_sets=len(case.sets), repeats=10, warmup_ms=5)
+        quick.append((t.median_us, s))
+    set_overrides(k._launcher, {})
+    quick.sort(key=lambda r: r[0])
+    kept = []
+    for _, s in quick:
+        if len(kept) == keep:
+            break
+        err = error(case, s)
+        if err <= bound:
+            kept.append(s)
+        else:
+            print(f"  {s.tag}: WRONG err {err:.1e}")
+    print(f"{case.name}: {len(quick)} candidates ran", flush=True)
+    return space.default, kept
+
+
 def distinct(variants: dict) -> dict:
     """The variants with each schedule once, under its first label."""
     first_label: dict = {}
@@ -110,7 +145,8 @@ def time_and_report(cases: list, copy_gbps: float, rounds: int = 3, label_width:
         rows = []
         for label, s in case.variants.items():
             us = statistics.median(times[(n, s)])
-            rows.append(f"  {label:{label_width}s} {s.tag:{tag_width}s} {us:8.1f} us "
+            tag = s.tag + (f" s{s.splits}" if s.splits else "")
+            rows.append(f"  {label:{label_width}s} {tag:{tag_width}s} {us:8.1f} us "
                         f"{case.nbytes / us / 1e3 / copy_gbps:5.2f}x copy")
         print(f"{case.name} {'x'.join(map(str, case.extents.values()))}:\n" + "\n".join(rows), flush=True)
 
