@@ -1899,6 +1899,31 @@ def test_no_tile_of_columns_the_tuner_offers_spills(src, extents):
         assert usage.spill_stores == 0 and usage.spill_loads == 0, (s.tag, usage)
 
 
+def test_a_16_bit_result_is_rounded_once_where_only_stored():
+    """A cast to f16/bf16 that nothing in its kernel reads again is rounded by its store
+    alone (to_storage): rounding it first cost two conversions an element (sm_90a SASS of
+    the gelu: 16 f16 -> f32 HADD2 and 16 F2FP for 16 elements; bf16: 16 F2F). A cast that
+    other values read keeps its rounding."""
+    for t, convert in (("f16", "HADD2"), ("bf16", "F2F")):
+        k = tiledsl.compile(f"kernel f(x: {t}[N]) -> {t}[N] {{ return gelu(x) }}")
+        [g] = partition(k.graph)
+        lay = plan_layout(g, k.graph)
+        s = default(problem(g, lay, dict(N=1 << 26)))
+        ks, compiled, _ = _compile(k, g, lay, s, "sm_90a")
+        body = ks.source[ks.source.index('extern "C"'):]
+        assert f"round_{t}(" not in body and f"f32_to_{t}(v" in body, t
+        ops = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+        lanes = s.vec * s.items        # (f16 loads widen to f32 through HADD2 once a lane)
+        converts = sum(n for op, n in ops.items() if op == convert or op.startswith(convert + "."))
+        assert converts == (lanes if t == "f16" else 0), (t, ops)
+    reused = tiledsl.compile("kernel f(x: f32[N]) -> (f16[N], f32[N]) {\n y = f16(x * 3.0)\n"
+                             " return y, f32(y) + 1.0\n}")
+    [g] = partition(reused.graph)
+    lay = plan_layout(g, reused.graph)
+    ks = render(reused.graph, g, lay, default(problem(g, lay, dict(N=1000))), 1)
+    assert "tdsl::round_f16(" in ks.source[ks.source.index('extern "C"'):]
+
+
 @pytest.mark.parametrize("kind", ["online pair", "sum", "max", "mean"])
 def test_short_columns_take_a_few_a_warp(kind):
     """Reductions over M with 64 to 1023 rows (columns.short_columns): t threads down each
