@@ -1625,6 +1625,10 @@ def test_a_split_reduction_across_memory_takes_a_tile_of_columns(columns, thread
         assert s.row_threads == s.block, s
         return
     assert (s.block, s.row_threads) == (256, threads), s
+    # the splits fill 132 SMs with 2 blocks' worth of threads that have a column, however
+    # many of a tile's threads hang past the last one (33 columns: 132 of 256)
+    busy = columns * threads
+    assert (s.splits - 1) * busy < 2 * 132 * 256 <= s.splits * busy, (s.splits, busy)
     for arch in ARCHS:
         ks, _, usage = _compile(k, g, lay, s, arch)
         assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
@@ -1897,6 +1901,27 @@ def test_no_tile_of_columns_the_tuner_offers_spills(src, extents):
         ks = render(k.graph, g, lay, s, 1)
         usage = toolchain.compile_cuda(ks.source, arch="sm_90a").resources[ks.name]
         assert usage.spill_stores == 0 and usage.spill_loads == 0, (s.tag, usage)
+
+
+def test_many_16_bit_columns_take_a_tile_with_chunks_of_16_loads():
+    """Over 16896 columns or more (a middle axis: sums over T of f16 B x T x C), a thread a
+    column read 2 bytes a row; 16-bit columns take tiles of 8-column vectors there down to
+    chunks of 16 loads a thread (elsewhere 32), and compile without spills. f32 columns
+    and chunks shorter than that keep a thread a column."""
+    src = "kernel f(x: {t}[B, T, C]) -> f32[B, C] {{ return sum(x, axis=T) }}"
+    g, lay = _group(src.format(t="f16"))
+    s = default(problem(g, lay, dict(B=64, T=1024, C=512), frozenset(), 132, "sm_90a", 4800.0))
+    assert (s.kind, s.vec, s.block) == ("reduce_split", 8, 512), s.tag
+    assert 1024 // s.splits // s.row_threads == 16, (s.splits, s.row_threads)
+    k = tiledsl.compile(src.format(t="f16"))
+    [gk] = partition(k.graph)
+    ks, _, usage = _compile(k, gk, plan_layout(gk, k.graph), s, "sm_90a")
+    assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+    short = default(problem(g, lay, dict(B=64, T=512, C=512), frozenset(), 132, "sm_90a", 4800.0))
+    assert (short.kind, short.vec, short.row_threads) == ("reduce_split", 1, 1), short.tag
+    g32, lay32 = _group(src.format(t="f32"))
+    wide = default(problem(g32, lay32, dict(B=64, T=1024, C=512), frozenset(), 132, "sm_90a", 4800.0))
+    assert (wide.kind, wide.vec, wide.row_threads) == ("reduce_split", 1, 1), wide.tag
 
 
 def test_a_16_bit_result_is_rounded_once_where_only_stored():

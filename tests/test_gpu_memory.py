@@ -1250,6 +1250,8 @@ COLUMN_TILE_DEFAULTS = [
     ("kernel c(x: f16[M, N], s: f32) -> f16[N] { return f16(sum(x, axis=M) * s) }", dict(M=1000003, N=64)),
     ("kernel vm(x: f16[K], w: f16[K, N]) -> f32[N] { return x @ w }", dict(K=30011, N=2056)),
     ("kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=1031, N=65544)),
+    # many columns over a middle axis, chunks of 16 loads a thread (of 515 and 516 rows)
+    ("kernel c(x: f16[B, T, C]) -> f32[B, C] { return sum(x, axis=T) }", dict(B=33, T=1031, C=520)),
     # several reductions: registers for 1024 threads, one shared buffer in turn
     ("kernel c(x: bf16[M, N]) -> (f32[N], f32[N], f32[N]) {\n"
      " return sum(x, axis=M), max(x, axis=M), sum(x * x, axis=M)\n}", dict(M=70001, N=1000))]

@@ -37,6 +37,7 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
             return None
         block, tpr = 512, 512
         row_blocks = p.rows
+        busy = row_blocks * block
         vec = max_vector(p) if p.row_major() else 1
     else:   # across memory: a tile of columns (rows, to tiledsl), a column's threads a row apart
         block, vec = 256, column_vec
@@ -47,10 +48,14 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
             block = columns
         tpr = block // columns
         row_blocks = -(-(p.rows // vec) // columns)
+        busy = (p.rows // vec) * tpr        # the threads that have a column (of row_blocks * block)
     if row_blocks >= 2 * p.sm_count:
         return None
     per_sm = max(1, min(blocks_per_sm, blocks_per_sm * 256 // block))
-    splits = min(-(-per_sm * p.sm_count // row_blocks), max_splits(p, tpr, vec))
+    # threads a column has are what keep loads in flight: where the tiles hang past the last
+    # column (33 columns in a tile 64 wide: 132 of 256 threads idle), the splits make up
+    # for them (H200 2026-12-02, column sums f32 [2^20, 33]: 264 splits 55.5 us, 528 45.8)
+    splits = min(-(-per_sm * p.sm_count * block // busy), max_splits(p, tpr, vec))
     if splits < 2:
         return None
     return Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
@@ -137,9 +142,9 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     """The default for 16-bit columns across memory: tiles of 16 vectors of columns (32
     where 16 leave too few chunks for two), blocks of 512 with registers for 2048 threads
     (1024 where the accumulators would not fit: several reductions), and about 2 blocks an
-    SM, each walking a long chunk; None where they would not fill the
-    SMs so, or where each thread would load under 32 vectors (bf16 4096x4096: 19.8 us in
-    pairs of columns, 20.9-22.5 in tiles; the pairs of columns below). H100 2026-11-27
+    SM, each walking a long chunk; None where they would not fill the SMs so, or where
+    each thread would load under 32 vectors, 16 over many columns (bf16 4096x4096: 19.8 us
+    in pairs of columns, 20.9-22.5 in tiles; the pairs of columns below). H100 2026-11-27
     (scripts/probe_col_tiles.py SWEEP=1, us, the old default / this rule's tile and chunks
     / the best chunks): mean f16 65536x768 48.8 / 41.7 (s32; 44.6 in a wave of 4 blocks an
     SM), bf16 65536x1024 59.0 / 51.1, sum f16 16384x4096 52.5 / 49.6, 8192x8192 51.6 /
@@ -160,8 +165,12 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
         return None
     row_blocks = -(-(p.rows // 8) // (512 // tile.row_threads))
     splits = min(tile.splits, max(2, -(-2 * p.sm_count // row_blocks)))
-    if row_blocks * splits < 2 * p.sm_count or p.row_length < 32 * splits * tile.row_threads:
-        return None     # too few blocks, or chunks too short (under 32 loads a thread)
+    # many columns' other default reads 2 bytes a thread a row (columns_split), which chunks
+    # of 16 loads a thread beat (H200 2026-12-02, sums over T of f16 64x1024x512: 27.5 us,
+    # tiles of 16 vectors 32 deep in 2 chunks 23.1)
+    loads = 16 if many_columns(p) else 32
+    if row_blocks * splits < 2 * p.sm_count or p.row_length < loads * splits * tile.row_threads:
+        return None     # too few blocks, or chunks too short
     # one wave: blocks past what the SMs hold at once wait for a second one, and their rows
     # take the wave's time again (bn variance f16 16384x4096 at registers for 1024 threads:
     # 9 chunks, 288 blocks of 264 places)
