@@ -119,6 +119,7 @@ def fastest_candidates(case: RowCase, keep: int = 6, bound: float = 2e-3) -> tup
             kept.append(s)
         else:
             print(f"  {s.tag}: WRONG err {err:.1e}")
+    set_overrides(k._launcher, {})
     print(f"{case.name}: {len(quick)} candidates ran", flush=True)
     return space.default, kept
 

@@ -21,7 +21,7 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
     rows of a column sum over x[M, 8], where a block of 32 threads, a thread a
     column, left 24 idle and read 32 bytes an access: 486.4 -> 64.0 us at [2^22, 8]
     on an H100, 2026-11-25; [2^20, 33] 148.7 -> 78.1); the splits bring the grid to
-    about 2 blocks per SM, at most 512 threads. Measured 2026-11-22 (`tiledsl autotune`, 10 shapes: column
+    about 2 blocks per SM, at most 512 threads, counting only threads that have a column. Measured 2026-11-22 (`tiledsl autotune`, 10 shapes: column
     sums, x @ W, sums and dot products): the old 4 blocks per SM took 4-32% longer
     on 9 of them on an H100 and on 8 on an H200 (sum(x) 4096x4096: 45.5 against
     33.1 us, and 38.8 against 25.9 on the H200); 4 per SM won one shape by 4%
