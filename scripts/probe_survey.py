@@ -6,6 +6,7 @@ reference first; three interleaved rounds.
 
     python scripts/probe_survey.py [names to keep]
     SURVEY_ALL=1 python scripts/probe_survey.py [names]   (also the 4 fastest of every tuner candidate)
+    SURVEY_CLUSTERS=1 python scripts/probe_survey.py [names]   (a row also shared by a cluster's blocks)
 """
 import os
 import sys
@@ -14,7 +15,7 @@ from dataclasses import replace
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from tiledsl.schedule import columns  # noqa: E402
+from tiledsl.schedule import columns, rows  # noqa: E402
 
 K = "kernel f"
 CASES = [
@@ -79,6 +80,10 @@ def main() -> None:
                 case.variants[f"vec {v}"] = wide
                 case.variants.update({f"vec {v} unroll {u}": replace(wide, unroll=int(u))
                                       for u in os.environ.get("SURVEY_UNROLL", "").split()})
+        # SURVEY_CLUSTERS=1: a row's default beside its shares over a cluster's blocks
+        if os.environ.get("SURVEY_CLUSTERS") and d.kind == "reduce_row" and d.vec > 1:
+            case.variants.update({f"cl {s.cluster}x{s.block}": s
+                                  for s in rows.cluster_row_shares(case.problem, d.vec, peel=d.peel)})
         if os.environ.get("SURVEY_ALL"):
             _, fastest = row_probe.fastest_candidates(case, 4)
             case.variants.update({f"cand {n}": s for n, s in enumerate(fastest) if s != d})

@@ -574,6 +574,24 @@ def test_number_type_edges_on_the_gpu_match_the_reference(which, rng):
             np.testing.assert_array_equal(cupy.asnumpy(g), w)
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_a_16_bit_gelu_is_correctly_rounded_nearly_everywhere_on_the_gpu(dtype):
+    """gelu of every finite f16 and bf16 value, its output poisoned, against the float64
+    gelu rounded to the same type: as on the host (test_host_kernels), at most
+    GELU_16_MISSES results miss the correct rounding, each by one unit, now with the
+    hardware's approximate exp2 and reciprocal. Their flushing takes results below f32's
+    smallest normal (bf16 x near -13) to zero, which counts as right."""
+    import edge_values
+    k = fresh(edge_values.GELU_16.format(t=dtype))
+    x = edge_values.every_finite_16_bit(dtype)
+    out = poison((x.size,), dtype)
+    got = np.asarray(to_host(k(to_device(x), out=out))).astype(x.dtype)   # (torch's bf16 comes back as f32)
+    want = np.asarray(k.reference(x, compute="f64"), np.float64)
+    flushed = (np.abs(want) < np.finfo(np.float32).tiny) & (got.astype(np.float64) == 0)
+    misses, units = edge_values.rounding_misses(got, np.where(flushed, 0.0, want))
+    assert misses <= edge_values.GELU_16_MISSES and units <= 1, (misses, units)
+
+
 # ---- non-contiguous inputs -----------------------------------------------------------
 
 
