@@ -1729,6 +1729,32 @@ def _check_pinned(src: str, extents: dict, schedule) -> None:
     check(k, host_arguments(k, extents), extents, "out", label=schedule.tag)
 
 
+# Pointwise groups with an input without the outermost loop: every walk along that loop
+# (Schedule.outer) the tuner offers, at rows and vectors no block or item count divides
+OUTER_PROGRAMS = [
+    ("kernel f(x: f32[B, T, C], p: f32[T, C]) -> f32[B, T, C] { return x + p }", dict(B=13, T=33, C=1000)),
+    ("kernel f(x: bf16[A, B, C], p: f32[B, C], w: f16[C], s: f32) -> bf16[A, B, C] "
+     "{ return bf16(gelu(x * s + p) * w) }", dict(A=7, B=5, C=4104)),
+    ("kernel f(x: f32[M, N], p: f16[N]) -> (f32[M, N], f16[M, N]) {\n y = x * p\n return y, f16(y + 1.0)\n}",
+     dict(M=3, N=70001))]
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(OUTER_PROGRAMS, lambda s: s.outer)))
+def test_walks_along_the_outermost_loop(src, extents, schedule):
+    _check_pinned(src, extents, schedule)
+
+
+def test_a_large_broadcast_input_is_loaded_once_for_several_rows_by_default():
+    """x[8, 2^22 + 12] + p (p over 16 MiB, f32): by default each thread takes a vector of
+    all 8 rows and loads p's once (pointwise.outer_items); x[64, 2^17] + p (512 KiB) walks
+    flat. Both right at the GPU, outputs poisoned."""
+    src = "kernel f(x: f32[B, S], p: f32[S]) -> f32[B, S] { return x + p }"
+    for extents, outer in ((dict(B=8, S=(1 << 22) + 12), True), (dict(B=64, S=1 << 17), False)):
+        k, s = _default_here(src, extents)
+        assert s.outer == outer and (not outer or s.items == 8), s.tag
+        check(k, host_arguments(k, extents), extents, "out")
+
+
 def _needs_clusters():
     from tiledsl.runtime.launcher import device_arch
     if device_arch(0) != "sm_90a":

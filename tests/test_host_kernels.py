@@ -356,6 +356,30 @@ def test_vectors_of_columns_unrolled_past_a_chunk_run_right_on_the_host(vec, unr
     _check(k, extents, {0: replace(base, unroll=unroll)})
 
 
+# (label, source, extents): pointwise groups with an input without the outermost loop, where
+# a thread's items may walk that loop (Schedule.outer); rows and vectors that no block or
+# item count divides, and broadcasts inside the rest of the loops
+OUTER_WALKS = [
+    ("3-D bias", "kernel f(x: f32[B, T, C], p: f32[T, C]) -> f32[B, T, C] { return x + p }", dict(B=11, T=7, C=300)),
+    ("16-bit, a scalar, two broadcasts", "kernel f(x: f16[A, B, C], p: f32[B, C], w: bf16[C], s: f32) -> "
+     "f16[A, B, C] { return f16(relu(x * s + p) * w) }", dict(A=5, B=3, C=1000)),
+    ("odd rows, two results", "kernel f(x: f32[M, N], p: f16[N]) -> (f32[M, N], f16[M, N]) "
+     "{ y = x * p\n return y, f16(y + 1.0) }", dict(M=9, N=1001)),
+    ("two rows", "kernel f(x: f32[M, N], p: f32[N]) -> f32[M, N] { return x - p }", dict(M=2, N=4099)),
+]
+
+
+@pytest.mark.parametrize("label,src,extents", OUTER_WALKS, ids=[w[0] for w in OUTER_WALKS])
+def test_walks_along_the_outermost_loop_run_right_on_the_host(label, src, extents):
+    """Every outer walk of the tuner's space (items a row of the outermost loop apart, the
+    inputs without that loop loaded once) against the float64 reference, outputs poisoned."""
+    k, p = _problem(src, extents)
+    walks = [s for s in candidates(p, k.hints) if s.outer]
+    assert walks, "no outer walk offered"
+    for s in walks:
+        _check(k, extents, s)
+
+
 PER_PROGRAM = 20       # candidates a program, spread over its space (CI time: ~1 s a compile)
 
 

@@ -239,6 +239,7 @@ class _Renderer:
         self.column_tiles = False           # a split reduction across memory, a tile of columns (reduce())
         self.gathered: set[int] = set()     # id()s of a peeled row's operands read lane by lane (reduce())
         self.lane_held: dict[int, Value] = {}   # a vector of columns' values held a lane each (reduce())
+        self.once: set[int] = set()         # id()s of inputs loaded once for all items (pointwise outer)
         users, results = graph.users(), {v.id for v in graph.outputs}
         self.narrow = {v.id for v in group.values if v.op in _NARROW_FN and v.dtype.name == "f32"
                        and _rounds_to_16_bits(v, users, results, 0)}      # (every use a 16-bit cast)
@@ -320,6 +321,7 @@ class _Renderer:
         return f"tdsl::Vec<{S}, {self.vec}> {buf}{k}[{slots}]{init};"
 
     def lane_value(self, op: Operand, slot: str) -> str:
+        slot = "0" if id(op) in self.once else slot
         if self.mode(op) == "bcast":
             return to_reg(f"b{op.index}[{slot}]", op.dtype)
         return vector_lane(f"b{op.index}[{slot}]", op.dtype)
@@ -482,9 +484,27 @@ class _Renderer:
         available = lambda v: v.id in uniform_ids  # noqa: E731
         loops = list(range(len(self.layout.loops)))
         coords = self.coords(loops, "t * " + str(self.vec))
+        total = " * ".join(f"n{l}" for l in loops) or "1"
+        B, V = self.s.block, self.vec
+        if self.s.outer:    # items a row of the outermost loop apart; inputs without it loaded once
+            self.once = {id(op) for op in self.layout.inputs if 0 not in op.loops}
+            walk = [f"const idx_t inner = ({' * '.join(f'n{l}' for l in loops[1:])}) / {V};",
+                    f"const idx_t lane = (idx_t)blockIdx.x * {B} + threadIdx.x;",
+                    f"const idx_t row0 = (idx_t)blockIdx.y * {self.s.items};"]
+            item, guard = "", "lane < inner && row0 + j < n0"     # (no flat index t)
+            within = self.coords(loops[1:], f"lane * {V}")      # (the same for every item: no division by n0)
+            coords = within + ["const idx_t c0 = row0 + j;"]
+            once = ["if (lane < inner) {"] + within
+            for op in self.layout.inputs:
+                once += self.load_lines(op, "0") if id(op) in self.once else []
+            once.append("}")
+        else:
+            walk = [f"const idx_t total = ({total}) / {V};",
+                    f"const idx_t first = (idx_t)blockIdx.x * ({B} * {self.s.items}) + threadIdx.x;"]
+            item, guard, once = f"first + (idx_t)j * {B}", "t < total", []
         loads = []
         for op in self.layout.inputs:
-            loads += self.load_lines(op, "j")
+            loads += self.load_lines(op, "j") if id(op) not in self.once else []
         decl, lanes, stores = [], [], []
         for op in self.layout.outputs:
             d, l, s = self.store_lines(op, "j")
@@ -492,9 +512,9 @@ class _Renderer:
             lanes += l
             stores += s
         body = self.element_body(self.group.outputs, available, "j", lanes)
-        return dict(items=self.s.items, uniform=uniform,
-                    buffers=[self.buffer_decl(op, self.s.items) for op in self.layout.inputs],
-                    total=" * ".join(f"n{l}" for l in loops) or "1",
+        return dict(items=self.s.items, uniform=uniform, walk=walk, item=item, guard=guard, once=once,
+                    buffers=[self.buffer_decl(op, 1 if id(op) in self.once else self.s.items)
+                             for op in self.layout.inputs],
                     coords=coords, loads=loads, out_decls=decl, lanes=self.lane_loop(body),
                     stores=stores)
 

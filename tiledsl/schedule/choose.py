@@ -68,12 +68,16 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         for vec in sorted({max_vector(p, hints.vector), max(1, max_vector(p, hints.vector) // 2)}):
             for block in (128, 256, 512):
                 for items in (1, 2, 4, 8):
-                    # what a thread holds in flight must fit its registers
-                    if items * vec > MAX_ROW_ELEMENTS or (items > 1 and pointwise.held_words(p, vec, items)
-                                                          > pointwise.HELD_WORDS):
+                    if items * vec > MAX_ROW_ELEMENTS:
                         continue
-                    out.append(Schedule("pointwise", block=block, vec=vec, items=items,
-                                        index64=p.index64))
+                    # flat, and (outer) an input without the outermost loop loaded once for `items` rows of it
+                    for outer in ([False, True] if items > 1 and block <= 256 else [False]):
+                        # what a thread holds in flight must fit its registers
+                        if items > 1 and pointwise.held_words(p, vec, items, outer) > pointwise.HELD_WORDS:
+                            continue
+                        s = Schedule("pointwise", block=block, vec=vec, items=items, outer=outer,
+                                     index64=p.index64)
+                        out += [s] if not outer or not pointwise.outer_refusal(p, s) else []
         if transposed_loop(p) is not None:
             out += [Schedule("pointwise", block=block, vec=vec, tile=tile, index64=p.index64)
                     for vec in sorted({1, pointwise.tile_vector(p)})
@@ -229,6 +233,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         vec = max_vector(p, hints.vector)
         while not hints.vector and vec > 1 and pointwise.held_words(p, vec, 1) > pointwise.HELD_WORDS:
             vec //= 2       # many inputs: narrower vectors rather than spills
+        rows_once = pointwise.outer_items(p, vec)     # a large broadcast input loaded once for several rows
+        if rows_once:
+            return Schedule("pointwise", block=block, vec=vec, items=rows_once, outer=True, index64=p.index64)
         items = 2 if pointwise.held_words(p, vec, 2) <= pointwise.HELD_WORDS else 1
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
     across = columns.online_pair_split(p) or columns.short_columns(p)     # (reductions across memory)
@@ -352,6 +359,9 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
         if p.total == 0:
             return []
         grid = -(-(p.total // s.vec) // (s.block * s.items))
+        if s.outer:     # blocks along x over the vectors of one row, along y over groups of `items` rows
+            inner = p.total // p.loops[0] // s.vec
+            return [Launch(s, (max(1, min(MAX_GRID, -(-inner // s.block))), -(-p.loops[0] // s.items), 1), p.loops)]
         if s.tile:      # a block per tile of the two loops, for every coordinate of the others
             i, j = p.inner, transposed_loop(p)
             grid = (-(-p.loops[i] // s.tile[0]) * -(-p.loops[j] // s.tile[1])
@@ -386,6 +396,10 @@ def fits(p: Problem, s: Schedule) -> str:
     inner = p.inner
     if s.kind == "pointwise" and s.tile and transposed_loop(p) is None:
         return "a transposing tile needs an operand laid out across the innermost loop"
+    if s.outer:
+        why = pointwise.outer_refusal(p, s)
+        if why:
+            return why
     if s.wgmma and p.arch != "sm_90a":
         return "wgmma needs an sm_90a GPU (Hopper)"
     if s.tma and not matmul.tma_operands(p):

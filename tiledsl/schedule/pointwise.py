@@ -1,11 +1,12 @@
-"""The rules for pointwise groups: registers a thread holds, and the tiles of a
-transposing store (through shared memory, skinny where one side is short)."""
+"""The rules for pointwise groups: registers a thread holds, the tiles of a
+transposing store (through shared memory, skinny where one side is short), and
+walks along the outermost loop that load a broadcast input once for several rows."""
 from __future__ import annotations
 
 from typing import Optional
 
 from .layout import across_operands
-from .schedules import MAX_STATIC_SHARED
+from .schedules import MAX_GRID_Y, MAX_STATIC_SHARED
 from .problem import Problem, pow2_at_least, operand_words, transposed_loop
 
 HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
@@ -13,7 +14,7 @@ SKINNY_TILE_ELEMENTS = 4096   # a transposing tile with a short side: as many el
 SKINNY_MIN_LONG = 256         # ... where the long side is at least this long (else one tile or few)
 
 
-def held_words(p: "Problem", vec: int, items: int) -> float:
+def held_words(p: "Problem", vec: int, items: int, outer: bool = False) -> float:
     """4-byte registers a pointwise thread holds at once: each input's elements for
     `items` vectors (all loaded before any is computed), then each result vector
     stored along the innermost loop. A vector load packs 16-bit elements two to a
@@ -26,7 +27,8 @@ def held_words(p: "Problem", vec: int, items: int) -> float:
     Math in f64 over the walk holds 2 registers an element beyond the loads (GPU fuzz,
     2026-11-27: a bf16 and an f32 input compared with their sum with an f64 scalar, into
     bool, at vector 8 and items 2 spilled 16 bytes at 64 registers, counted at 30 words;
-    items 1 took 43 registers)."""
+    items 1 took 43 registers). Walking the outermost loop (`outer`), an input without
+    it is held once for all items."""
     inner = p.inner
 
     def words(op) -> float:
@@ -36,8 +38,9 @@ def held_words(p: "Problem", vec: int, items: int) -> float:
     stored = [op for op in p.layout.outputs if inner is not None and op.loops and op.loops[-1] == inner]
     walked = set(p.layout.loops[inner]) if inner is not None else set()
     f64_math = any(v.dtype.name == "f64" and v.op != "param" and set(v.dims) & walked for v in p.group.values)
-    return (items * (sum(words(op) for op in p.layout.inputs) + (2 * vec if f64_math else 0))
-            + sum(words(op) for op in stored))
+    once = [op for op in p.layout.inputs if outer and 0 not in op.loops]
+    return (items * (sum(words(op) for op in p.layout.inputs if op not in once) + (2 * vec if f64_math else 0))
+            + sum(words(op) for op in once) + sum(words(op) for op in stored))
 
 
 def transposing_tile(p: Problem) -> Optional[tuple]:
@@ -93,3 +96,48 @@ def tile_vector(p: Problem) -> int:
     while vec > 1 and (j is None or p.loops[p.inner] % vec or p.loops[j] % vec or p.misaligned):
         vec //= 2
     return vec
+
+
+# Where the inputs without the outermost loop (a bias p of x[B, S] + p[S]) take this many
+# bytes or more, a flat walk reads them again for each row of that loop after the row between
+# (x's row read, the result's written: about three times p's bytes) has pushed them out of
+# L2. H200 2026-12-02 (scripts/probe_l2_order.py), f32 x[B, S] + p[S], us, flat / p loaded
+# once for 2, 4, 8 rows: p 16 MiB, B 8: 94.9 / 82.5, 76.5, 73.8 (0.71x -> 0.91x copy); p 4
+# MiB, B 32: 70.8 / 71.1, 74.0, 74.4; p 512 KiB, B 256: 68.0 / 67.8, 68.9, 69.5.
+OUTER_REUSE_BYTES = 8 << 20
+OUTER_ITEMS = 8         # rows of the outermost loop a thread takes (the probe's best at 16 MiB)
+
+
+def reused_inputs(p: Problem) -> list:
+    """The inputs a walk along the outermost loop loads once for all its rows: those with
+    loops, but not that one (a pointwise group of two loops or more)."""
+    if len(p.loops) < 2:
+        return []
+    return [op for op in p.layout.inputs if op.loops and 0 not in op.loops]
+
+
+def outer_refusal(p: Problem, s) -> str:
+    """'' where schedule `s` (outer=True) can walk this group's items along its outermost loop."""
+    if not reused_inputs(p) or p.loops[0] < 2:
+        return ("walking the outermost loop (outer) pays only for an input without that loop, which it loads "
+                "once for several of its rows")
+    if transposed_loop(p) is not None:
+        return "a group with a transposed operand walks in tiles, not along its outermost loop"
+    if -(-p.loops[0] // s.items) > MAX_GRID_Y:
+        return f"the outermost loop of {p.loops[0]} makes more than {MAX_GRID_Y} groups of {s.items} rows"
+    return ""
+
+
+def outer_items(p: Problem, vec: int) -> Optional[int]:
+    """Rows of the outermost loop a thread takes by default (Schedule.outer), where the
+    inputs without that loop take OUTER_REUSE_BYTES or more, else None: OUTER_ITEMS, fewer
+    where the loop is shorter or a thread's registers would not hold them (held_words)."""
+    reused = reused_inputs(p)
+    if not reused or transposed_loop(p) is not None:
+        return None
+    if sum(p.size(op.loops) * op.dtype.itemsize for op in reused) < OUTER_REUSE_BYTES:
+        return None
+    items = min(OUTER_ITEMS, p.loops[0])
+    while items > 1 and held_words(p, vec, items, outer=True) > HELD_WORDS:
+        items //= 2
+    return items if items > 1 and -(-p.loops[0] // items) <= MAX_GRID_Y else None

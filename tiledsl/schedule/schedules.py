@@ -14,6 +14,13 @@ of it: one compiled kernel serves every size of its class.
                                         bytes an access, so both sides of the
                                         transpose move in whole lines (x.T of
                                         4096^2 f16: 285 -> 37 us)
+    pointwise  outer=True items=8       x[8, 2^22] + p[2^22] (p 16 MiB): a thread
+               block=128 vec=4 (tag _o) takes one vector of every row of the
+                                        outermost loop (8 items a row apart) and
+                                        loads p's vector once for all 8, where a
+                                        flat walk re-read p for each row after
+                                        the rows between had pushed it out of L2
+                                        (f32 94.9 -> 73.8 us on an H200)
     reduce_row row_threads=256 items=4   a row of 4096 f32 lives in registers:
                                         read from HBM once, reduced twice
     reduce_row row_threads=32 vec=8     softmax over rows of 512 f16: a block of 64
@@ -174,7 +181,8 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
                "min_blocks", "unroll", "cluster")
 _BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel",
-                "specialized")
+                "specialized", "outer")
+MAX_GRID_Y = 65535          # a launch's blocks along y (pointwise outer: groups of the outermost loop)
 
 
 def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
@@ -303,6 +311,9 @@ class Schedule:
                                 # so B crosses from L2 once a pair (tag _c2); reduce_row (sm_90): 2, 4 or 8
                                 # blocks share each row, each holding its part in registers, and combine
                                 # each reduction through their shared memory (tag _c<n>)
+    outer: bool = False         # pointwise (not tiled): a thread's items step along the outermost loop (a row
+                                # of it apart, blocks along y take `items` rows each), and the inputs without
+                                # that loop are loaded once for all of them, not once an item (tag _o)
 
     def __post_init__(self):
         why = self.invalid()
@@ -365,6 +376,8 @@ class Schedule:
                         f"for {R40_THREADS} or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
         elif self.min_blocks != 1 and self.kind != "matmul":
             return "only row and split reductions and GEMMs choose the blocks per SM their registers are budgeted for"
+        if self.outer and (self.kind != "pointwise" or self.tile):
+            return "only an untiled pointwise kernel walks its items along the outermost loop (outer)"
         if self.kind == "reduce_row":
             if self.row_threads not in (1, 2, 4, 8, 16, 32, self.block):
                 return "row_threads must be 1, 2, 4, 8, 16, 32 (a row a part of a warp) or the block size"
@@ -506,6 +519,8 @@ class Schedule:
                  f"b{self.block}", f"v{self.vec}", f"i{self.items}"]
         if self.kind == "pointwise" and self.tile:
             parts.append(f"t{self.tile[0]}x{self.tile[1]}")
+        if self.outer:
+            parts.append("o")
         if self.kind == "reduce_split":
             parts.append(f"t{self.row_threads}")
             if self.min_blocks > 1:
