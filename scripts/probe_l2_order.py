@@ -10,7 +10,8 @@ timed with hand-written kernels (outside the compiler) beside tiledsl's defaults
    tiledsl's pointwise kernel walks it, against each thread loading its vector of p once
    for R rows of x.
 
-    python scripts/probe_l2_order.py [columns]     (columns: the column softmax too)
+    python scripts/probe_l2_order.py [columns]     (columns: the column softmax too;
+                                                    L2ORDER_HAND=1: the hand-written adds too)
 """
 import os
 import statistics
@@ -124,8 +125,8 @@ def column_softmax(m: int, n: int, copy: float) -> None:
 
 
 def broadcast_add(b: int, s: int, copy: float, dtype=np.float32) -> None:
-    """x[B, S] + p[S]: the hand-written kernels, then tiledsl's default and its flat and outer
-    walks pinned (Schedule.outer: the compiler's form of the reuse above)."""
+    """x[B, S] + p[S]: tiledsl's default and its flat and outer walks pinned (Schedule.outer:
+    the compiler's form of the reuse above), and with L2ORDER_HAND set the hand-written kernels."""
     from dataclasses import replace
     from tiledsl.runtime.launcher import set_overrides
     rng = np.random.default_rng()
@@ -150,15 +151,15 @@ def broadcast_add(b: int, s: int, copy: float, dtype=np.float32) -> None:
             set_overrides(km._launcher, {0: schedule})
         return lambda i: km(*sets[i], out=out)
     runs = {label: pinned(n, sch) for n, (label, sch) in enumerate(pins.items())}
-    if dtype == np.float32:
+    if dtype == np.float32 and os.environ.get("L2ORDER_HAND"):     # the hand-written kernels too
         mod = cp.RawModule(code=BIAS, options=("-std=c++17",))
         total, svecs = b * s // 4, s // 4
         runs["flat (hand)"] = lambda i: mod.get_function("flat")(((total + 255) // 256,), (128,),
                                                                  (*sets[i], out, np.int64(total), np.int64(svecs)))
         for r in (2, 4, 8):
-            fn = mod.get_function(f"reuse{r}")
-            runs[f"p once for {r} rows (hand)"] = (lambda fn: lambda i: fn(
-                ((svecs + 127) // 128, -(-b // r)), (128,), (*sets[i], out, np.int32(b), np.int64(svecs))))(fn)
+            runs[f"p once for {r} rows (hand)"] = (lambda fn, r: lambda i: fn(
+                ((svecs + 127) // 128, -(-b // r)), (128,),
+                (*sets[i], out, np.int32(b), np.int64(svecs))))(mod.get_function(f"reuse{r}"), r)
     want = (sets[0][0].astype(cp.float64) + sets[0][1].astype(cp.float64)).astype(dtype)
     for label, fn in runs.items():
         out.fill(cp.nan)
