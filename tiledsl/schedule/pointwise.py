@@ -101,9 +101,10 @@ def tile_vector(p: Problem) -> int:
 # Where the inputs without the outermost loop (a bias p of x[B, S] + p[S]) take this many
 # bytes or more, a flat walk reads them again for each row of that loop after the row between
 # (x's row read, the result's written: about three times p's bytes) has pushed them out of
-# L2. H200 2026-12-02 (scripts/probe_l2_order.py), f32 x[B, S] + p[S], us, flat / p loaded
-# once for 2, 4, 8 rows: p 16 MiB, B 8: 94.9 / 82.5, 76.5, 73.8 (0.71x -> 0.91x copy); p 4
-# MiB, B 32: 70.8 / 71.1, 74.0, 74.4; p 512 KiB, B 256: 68.0 / 67.8, 68.9, 69.5.
+# L2. H200 2026-12-02 (scripts/probe_l2_order.py), f32 x[B, S] + p[S], us, flat / walks of
+# 2, 4, 8 rows: p 16 MiB, B 8: 94.8 / 82.3, 75.6, 73.7 (0.71x -> 0.92x copy); p 32 MiB, B 4:
+# 96.2 / 82.2, 76.0; p 8 MiB, B 16, 32, 64 and f16 B 8, 16: 2-4% faster at 8 rows; p 4 MiB, B 32:
+# 71.1 / 71.3, 73.3, 74.1; p 512 KiB, B 256: 68.3 / 67.9, 68.1, 69.0.
 OUTER_REUSE_BYTES = 8 << 20
 OUTER_ITEMS = 8         # rows of the outermost loop a thread takes (the probe's best at 16 MiB)
 
