@@ -483,8 +483,6 @@ class _Renderer:
         uniform, uniform_ids = self.uniform_lines()
         available = lambda v: v.id in uniform_ids  # noqa: E731
         loops = list(range(len(self.layout.loops)))
-        coords = self.coords(loops, "t * " + str(self.vec))
-        total = " * ".join(f"n{l}" for l in loops) or "1"
         B, V = self.s.block, self.vec
         if self.s.outer:    # items a row of the outermost loop apart; inputs without it loaded once
             self.once = {id(op) for op in self.layout.inputs if 0 not in op.loops}
@@ -498,10 +496,11 @@ class _Renderer:
             for op in self.layout.inputs:
                 once += self.load_lines(op, "0") if id(op) in self.once else []
             once.append("}")
-        else:
-            walk = [f"const idx_t total = ({total}) / {V};",
+        else:               # items a block apart over the flat index t
+            walk = [f"const idx_t total = ({' * '.join(f'n{l}' for l in loops) or '1'}) / {V};",
                     f"const idx_t first = (idx_t)blockIdx.x * ({B} * {self.s.items}) + threadIdx.x;"]
             item, guard, once = f"first + (idx_t)j * {B}", "t < total", []
+            coords = self.coords(loops, f"t * {V}")
         loads = []
         for op in self.layout.inputs:
             loads += self.load_lines(op, "j") if id(op) not in self.once else []
