@@ -77,7 +77,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                             continue
                         s = Schedule("pointwise", block=block, vec=vec, items=items, outer=outer,
                                      index64=p.index64)
-                        out += [s] if not outer or not pointwise.outer_refusal(p, s) else []
+                        out += [s] if not outer or not pointwise.outer_refusal(p, items) else []
         if transposed_loop(p) is not None:
             out += [Schedule("pointwise", block=block, vec=vec, tile=tile, index64=p.index64)
                     for vec in sorted({1, pointwise.tile_vector(p)})
@@ -397,7 +397,7 @@ def fits(p: Problem, s: Schedule) -> str:
     if s.kind == "pointwise" and s.tile and transposed_loop(p) is None:
         return "a transposing tile needs an operand laid out across the innermost loop"
     if s.outer:
-        why = pointwise.outer_refusal(p, s)
+        why = pointwise.outer_refusal(p, s.items)
         if why:
             return why
     if s.wgmma and p.arch != "sm_90a":

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .layout import across_operands
-from .schedules import MAX_GRID_Y, MAX_STATIC_SHARED
-from .problem import Problem, pow2_at_least, operand_words, transposed_loop
+from .schedules import MAX_STATIC_SHARED
+from .problem import MAX_GRID_Y, Problem, pow2_at_least, operand_words, transposed_loop
 
 HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
 SKINNY_TILE_ELEMENTS = 4096   # a transposing tile with a short side: as many elements as 64x64
@@ -38,7 +38,7 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False) -> float
     stored = [op for op in p.layout.outputs if inner is not None and op.loops and op.loops[-1] == inner]
     walked = set(p.layout.loops[inner]) if inner is not None else set()
     f64_math = any(v.dtype.name == "f64" and v.op != "param" and set(v.dims) & walked for v in p.group.values)
-    once = [op for op in p.layout.inputs if outer and 0 not in op.loops]
+    once = reused_inputs(p) if outer else []
     return (items * (sum(words(op) for op in p.layout.inputs if op not in once) + (2 * vec if f64_math else 0))
             + sum(words(op) for op in once) + sum(words(op) for op in stored))
 
@@ -117,15 +117,15 @@ def reused_inputs(p: Problem) -> list:
     return [op for op in p.layout.inputs if op.loops and 0 not in op.loops]
 
 
-def outer_refusal(p: Problem, s) -> str:
-    """'' where schedule `s` (outer=True) can walk this group's items along its outermost loop."""
+def outer_refusal(p: Problem, items: int) -> str:
+    """'' where a walk of `items` rows along this group's outermost loop (Schedule.outer) can run."""
     if not reused_inputs(p) or p.loops[0] < 2:
         return ("walking the outermost loop (outer) pays only for an input without that loop, which it loads "
                 "once for several of its rows")
     if transposed_loop(p) is not None:
         return "a group with a transposed operand walks in tiles, not along its outermost loop"
-    if -(-p.loops[0] // s.items) > MAX_GRID_Y:
-        return f"the outermost loop of {p.loops[0]} makes more than {MAX_GRID_Y} groups of {s.items} rows"
+    if -(-p.loops[0] // items) > MAX_GRID_Y:
+        return f"the outermost loop of {p.loops[0]} makes more than {MAX_GRID_Y} groups of {items} rows"
     return ""
 
 
@@ -133,12 +133,9 @@ def outer_items(p: Problem, vec: int) -> Optional[int]:
     """Rows of the outermost loop a thread takes by default (Schedule.outer), where the
     inputs without that loop take OUTER_REUSE_BYTES or more, else None: OUTER_ITEMS, fewer
     where the loop is shorter or a thread's registers would not hold them (held_words)."""
-    reused = reused_inputs(p)
-    if not reused or transposed_loop(p) is not None:
-        return None
-    if sum(p.size(op.loops) * op.dtype.itemsize for op in reused) < OUTER_REUSE_BYTES:
+    if sum(p.size(op.loops) * op.dtype.itemsize for op in reused_inputs(p)) < OUTER_REUSE_BYTES:
         return None
     items = min(OUTER_ITEMS, p.loops[0])
     while items > 1 and held_words(p, vec, items, outer=True) > HELD_WORDS:
         items //= 2
-    return items if items > 1 and -(-p.loops[0] // items) <= MAX_GRID_Y else None
+    return items if items > 1 and not outer_refusal(p, items) else None

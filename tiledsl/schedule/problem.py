@@ -15,6 +15,7 @@ from .schedules import Schedule
 
 INDEX32_LIMIT = 2 ** 31 - 1
 MAX_GRID = 2 ** 31 - 1
+MAX_GRID_Y = 65535          # a launch's blocks along y (pointwise outer: groups of the outermost loop)
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,6 @@ _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits"
                "min_blocks", "unroll", "cluster")
 _BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel",
                 "specialized", "outer")
-MAX_GRID_Y = 65535          # a launch's blocks along y (pointwise outer: groups of the outermost loop)
 
 
 def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
