@@ -1,8 +1,8 @@
 """Probe (device run): softmax over rows too long for two of them to sit in an SM's
-registers (vocab logits: f16 4096x50257 is 100 KB a row). tiledsl holds such a row in
+registers (vocab logits: f16 4096x50257 is 100 KB a row). tiledsl held such a row in
 the registers of one block of 1024 threads, one block an SM, so an SM's load, its two
-reductions and its stores follow one another and HBM idles between (0.69x copy,
-H200 2026-12-02). Here a hand-written softmax copies each thread's share of its row
+reductions and its stores followed one another and HBM idled between (0.69x copy,
+H200 2026-12-02). With --hand, a hand-written softmax copies each thread's share of its row
 into shared memory (cp.async, 16-byte vectors, in CH groups so the max starts on the
 first) and reads it back in each phase; no barrier but the reductions', as every thread
 reads only what it copied. Rows of 100 KB leave room for two blocks an SM, so one
@@ -11,8 +11,18 @@ fastest tuner candidate at that shape, torch.softmax, Triton's textbook softmax 
 copy of the same bytes; three interleaved rounds, median microseconds, each result
 checked against float64 first.
 
-    python scripts/probe_long_rows.py [names to keep]      (on the GPU)
+    python scripts/probe_long_rows.py --hand [names to keep]    (on the GPU)
     python scripts/probe_long_rows.py --check-only          (NVRTC, no GPU: registers, spills)
+
+Without --hand, the compiler's own form (Schedule.shared_row, rows.shared_row_schedule) at
+row lengths around the rule's threshold: the default before the rule (the rule turned off),
+the default now, and every row copied into shared memory that the tuner offers (no explicit
+unroll), each checked against float64 first (scripts/row_probe.py).
+
+H200 2026-12-02: by hand (11:30), f16 4096x50257 263.8 us held -> 213.8 copied at 512
+threads (0.91x copy; torch 349.5, Triton 663.5); the compiler's own (11:51) 222.7. The
+rule's reach at 2048 rows (11:42): BENCHMARKS.md, "Rows too long to hold two an SM,
+copied into shared memory".
 """
 import os
 import statistics
@@ -269,5 +279,38 @@ def reference(t, a):
     return e / e.sum(axis=1, keepdims=True)
 
 
+SOFTMAX = "kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}}"
+COMPILER_CASES = (
+    [(f"softmax f16 {n}", SOFTMAX.format(t="f16"), {"M": 2048, "N": n}) for n in (32000, 36000, 40000, 45000, 50257)]
+    + [(f"softmax f32 {n}", SOFTMAX.format(t="f32"), {"M": 2048, "N": n}) for n in (18000, 20000, 25000, 28000)]
+    + [("softmax bf16 50257", SOFTMAX.format(t="bf16"), {"M": 2048, "N": 50257}),
+       ("layernorm bf16 40000", "kernel n(x: bf16[M, N], w: f32[N], b: f32[N]) -> bf16[M, N] {\n m = mean(x, axis=N)\n"
+        " d = x - m\n return bf16(d * rsqrt(mean(d * d, axis=N) + 1e-5) * w + b)\n}", {"M": 2048, "N": 40000}),
+       ("rmsnorm f16 50000", "kernel r(x: f16[M, N], w: f16[N]) -> f16[M, N] "
+        "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", {"M": 2048, "N": 50000}),
+       ("logsumexp f16 50257", "kernel l(x: f16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n"
+        " return m + log(sum(exp(f32(x) - m), axis=N))\n}", {"M": 2048, "N": 50257})])
+
+
+def compiler_main():
+    from scripts import row_probe
+    from tiledsl.schedule import choose, rows
+
+    def variants_of(case, d):
+        with row_probe.constants(rows, SHARED_ROW_HELD_BYTES=1 << 40):
+            before = choose.default(case.problem, case.kernel.hints)
+        out = {"before": before, "default": d}
+        for s in choose.candidates(case.problem, case.kernel.hints):
+            if s.shared_row and not s.unroll:
+                out[f"shared {s.block}{'' if s.online else ' 2p'}"] = s
+        return out
+    row_probe.run(COMPILER_CASES, variants_of, label_width=16)
+
+
 if __name__ == "__main__":
-    check_only() if "--check-only" in sys.argv else main()
+    if "--check-only" in sys.argv:
+        check_only()
+    elif "--hand" in sys.argv:
+        main()
+    else:
+        compiler_main()

@@ -380,6 +380,16 @@ inline void cp_async_commit_ordered() {}
 template <int pending> inline void cp_async_wait_ordered() {}
 #endif
 
+// The block's dynamic shared memory (its size set by the launch: a row copied there).
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned char* dynamic_shared() {
+    extern __shared__ __align__(16) unsigned char tdsl_dynamic_shared[];
+    return tdsl_dynamic_shared;
+}
+#else   // (tests/host_cuda: the launch's buffer)
+inline unsigned char* dynamic_shared() { return TDSL_HOST_DYNAMIC_SHARED(); }
+#endif
+
 // Output tile `pid` (launch order) of a tiles_m x tiles_n grid: row-major, or where
 // `group` > 0 in bands of `group` tile rows, column by column within a band, so that
 // blocks running together share their A rows and B columns in L2.

@@ -110,7 +110,27 @@ def _pipelined_variants():
                     yield pytest.param(k, g, lay, s, 1, arch, id=f"{name}-rows-{s.tag}-ps{s.blocks_per_sm}-{arch}")
 
 
-VARIANTS = list(_variants()) + list(_pipelined_variants())
+def _shared_row_variants():
+    """Looped rows copied into shared memory (Schedule.shared_row): rows too long to hold
+    twice in an SM's registers, peeled and whole, with weights and with two per-row inputs."""
+    for src, extents in (("kernel s(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n"
+                          " return e / sum(e, axis=N)\n}", dict(M=4096, N=50257)),
+                         ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16"), dict(M=4096, N=40000)),
+                         ("kernel d(x: f16[M, N], y: f16[M, N]) -> f32[M] { return sum(f32(x) * f32(y), axis=N) }",
+                          dict(M=300, N=30001))):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        for arch in ARCHS:
+            seen = set()
+            for s in candidates(problem(g, lay, extents, arch=arch)):
+                if s.shared_row and s.code not in seen:
+                    seen.add(s.code)
+                    yield pytest.param(k, g, lay, s, 1, arch, id=f"{k.graph.name}-{extents['N']}-{s.tag}-{arch}")
+
+
+SHARED_ROW_VARIANTS = list(_shared_row_variants())
+VARIANTS = list(_variants()) + list(_pipelined_variants()) + SHARED_ROW_VARIANTS
 
 
 def _compile(k, g, lay, s, arch, stage=1):
@@ -126,6 +146,9 @@ def test_every_variant_compiles_without_spills(k, g, lay, s, stage, arch):
     assert usage.spill_stores == 0 and usage.spill_loads == 0, usage
     assert usage.local_bytes == 0, usage
     assert usage.registers <= 255
+    if s.shared_row:    # the row's vectors come in by cp.async, 16 bytes each, and are read from shared memory
+        sass = toolchain.sass(compiled.cubin)
+        assert toolchain.has_instruction(sass, "LDGSTS.E.BYPASS.128") and toolchain.has_instruction(sass, "LDS.128")
     if s.wgmma:     # the warpgroup path really runs on wgmma, fed by cp.async or by TMA
         sass = toolchain.sass(compiled.cubin)
         assert toolchain.has_instruction(sass, "HGMMA")
@@ -2102,6 +2125,42 @@ RMSNORM_BF16 = "kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] { return x * r
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_many_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_memory(arch):
+    """rows.shared_row_schedule: many rows whose per-row inputs take more than 64 KB, two of
+    which fit an SM's shared memory (sm_90a 228 KB, sm_80 164), are copied there by blocks of
+    512 threads (two passes for max and sum(exp)); the launch asks for the row's vectors (bf16
+    rows of 40000 fit two an SM on sm_80 too, f16 rows of 50257 do not), and
+    the kernel copies them by cp.async without spills. Not rows of 64 KB (held by 512 threads),
+    few rows, rows two of which overflow the SM, nor peeled rows whose f32 weights outweigh them."""
+    from tiledsl.schedule.choose import launches
+    ln_bf16 = (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16")
+    big = arch == "sm_90a"
+    cases = [(SOFTMAX_F16, dict(M=4096, N=50257), big), (SOFTMAX_F16, dict(M=2048, N=36000), True),
+             (SOFTMAX_F16, dict(M=2048, N=32768), False), (SOFTMAX_F16, dict(M=500, N=50257), False),
+             ("examples/softmax.tdsl", dict(M=2048, N=28000), big),
+             ("examples/softmax.tdsl", dict(M=2048, N=30000), False),
+             (ln_bf16, dict(M=2048, N=40000), True), (RMSNORM_BF16, dict(M=2048, N=40001), True),
+             ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=4096, N=40001), False)]
+    for src, extents, copied in cases:
+        src = open(src).read() if src.endswith(".tdsl") else src
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        p = problem(g, lay, extents, arch=arch)
+        s = default(p)
+        assert s.shared_row == copied, (extents, s.tag)
+        if not copied:
+            continue
+        assert (s.block, s.items, s.online) == (512, 0, "max(" not in src), s.tag
+        [launch] = launches(p, s)
+        assert launch.shared_bytes == len(lay.row_inputs) * (p.row_length // s.vec) * 16
+        assert launch.grid[0] == p.rows
+        ks, compiled, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+        assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "LDGSTS.E.BYPASS.128"), s.tag
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_a_row_whose_length_breaks_alignment_is_held_peeled_in_registers(arch):
     """Rows of 1536 elements or more whose length breaks 16-byte alignment are held in
     registers peeled to aligned vectors (rows.long_row_schedule) by the fewest threads
@@ -2114,8 +2173,9 @@ def test_a_row_whose_length_breaks_alignment_is_held_peeled_in_registers(arch):
              (SOFTMAX_F16, dict(M=16384, N=3001), (64, 6, 8, 1), 3),
              ("examples/softmax.tdsl", dict(M=8192, N=4097), (128, 8, 4, 1), 3),
              (SOFTMAX_F16, dict(M=8192, N=10001), (256, 5, 8, 1), 3),
-             (SOFTMAX_F16, dict(M=4096, N=50257), (1024, 7, 8, 1), 3),
-             (RMSNORM_BF16, dict(M=2048, N=40001), (1024, 5, 8, 1), 2),
+             # (few rows: many are copied into shared memory, rows.shared_row_schedule)
+             (SOFTMAX_F16, dict(M=500, N=50257), (1024, 7, 8, 1), 3),
+             (RMSNORM_BF16, dict(M=500, N=40001), (1024, 5, 8, 1), 2),
              ("examples/softmax.tdsl", dict(M=1024, N=65537), (512, 8, 4, 4) if arch == "sm_90a" else None, 3)]
     for src, extents, want, passes in cases:
         k = tiledsl.compile(open(src).read() if src.endswith(".tdsl") else src)
@@ -2161,7 +2221,8 @@ def test_a_long_16_bit_row_without_weights_is_held_by_the_fewest_threads_it_fits
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
     for n, want in ((4096, (128, 4)), (8192, (128, 8)), (10000, (256, 5)), (32000, (512, 8)), (50304, (1024, 7))):
-        s = default(problem(g, lay, dict(M=4096, N=n), arch=arch))
+        # (rows of 50304, 100 KB: few of them; many are copied into shared memory, rows.shared_row_schedule)
+        s = default(problem(g, lay, dict(M=4096 if n < 50304 else 500, N=n), arch=arch))
         assert (s.block, s.items, s.vec, s.keep, s.min_blocks, s.cluster) == (*want, 8, False, 1, 1), (n, s.tag)
         if n in (8192, 32000):
             usage = _compile(k, g, lay, s, arch)[2]
@@ -2229,8 +2290,9 @@ def test_a_16_bit_row_in_vectors_holds_up_to_64_elements_a_thread(arch):
     1024 threads, without spills and keeping nothing between phases (kept values are f32:
     at 40 elements they spilled). Layernorm f16 over 65536 holds 64 with its f32 weights
     loaded late (hoisted they spilled 660 bytes)."""
-    k, g, lay, p = _rows("softmax_f16_long", dict(M=1024, N=50304))
-    s = default(problem(g, lay, dict(M=1024, N=50304), arch=arch))
+    # (500 rows: many rows of 100 KB are copied into shared memory, rows.shared_row_schedule)
+    k, g, lay, p = _rows("softmax_f16_long", dict(M=500, N=50304))
+    s = default(problem(g, lay, dict(M=500, N=50304), arch=arch))
     assert (s.block, s.items, s.vec, s.cluster, s.keep) == (1024, 7, 8, 1, False), s.tag
     ks, compiled, usage = _compile(k, g, lay, s, arch)
     assert usage.spill_stores == 0 and usage.local_bytes == 0

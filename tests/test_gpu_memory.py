@@ -1755,6 +1755,40 @@ def test_a_large_broadcast_input_is_loaded_once_for_several_rows_by_default():
         check(k, host_arguments(k, extents), extents, "out")
 
 
+# Looped rows copied into shared memory (Schedule.shared_row): every such candidate the tuner
+# offers (256 to 1024 threads, one pass or two, explicit unrolls), at rows peeled (lengths no
+# vector divides) and whole, with weights read from global memory, two per-row inputs, and
+# rows of 100 KB, two blocks an SM
+SHARED_ROW_PROGRAMS = [
+    ("kernel s(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+     dict(M=67, N=50257)),
+    ("kernel s(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+     dict(M=5, N=25000)),
+    ("kernel n(x: bf16[M, N], w: f32[N], b: f32[N]) -> bf16[M, N] {\n m = mean(x, axis=N)\n d = x - m\n"
+     " return bf16(d * rsqrt(mean(d * d, axis=N) + 1e-5) * w + b)\n}", dict(M=9, N=40000)),
+    ("kernel d(x: f16[M, N], y: f16[M, N]) -> f32[M] { return sum(f32(x) * f32(y), axis=N) }",
+     dict(M=300, N=30001)),
+]
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(SHARED_ROW_PROGRAMS, lambda s: s.shared_row)))
+def test_rows_copied_into_shared_memory(src, extents, schedule):
+    _check_pinned(src, extents, schedule)
+
+
+def test_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_memory_by_default():
+    """The vocab softmax, f16 [4096, 50257] (100 KB rows, each block copying its row into
+    shared memory, two blocks an SM), and many bf16 layernorm rows of 40000 (80 KB),
+    right at the GPU with their outputs poisoned; rows of 64 KB stay held in registers."""
+    cases = ((SHARED_ROW_PROGRAMS[0][0], dict(M=4096, N=50257), True),
+             (SHARED_ROW_PROGRAMS[2][0], dict(M=1200, N=40000), True),
+             (SHARED_ROW_PROGRAMS[0][0], dict(M=2000, N=32000), False))
+    for src, extents, copied in cases:
+        k, s = _default_here(src, extents)
+        assert s.shared_row == copied, (extents, s.tag)
+        check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 def _needs_clusters():
     from tiledsl.runtime.launcher import device_arch
     if device_arch(0) != "sm_90a":

@@ -555,3 +555,61 @@ def test_a_peeled_row_starts_its_vectors_aligned_in_every_operand_it_shares_a_he
     assert "const idx_t head_gap = (8 - ((c0) * n1 + 0) % 8) % 8;" in text
     assert text.count("tdsl::load<unsigned short, 8>(in0 + (c0) * n1 + c1)") == 3      # max, sum, output
     assert text.count("for (idx_t c = lane; c < ragged; c += TPR)") == 3
+
+
+# Looped rows copied into shared memory (Schedule.shared_row): each thread's vectors of the
+# per-row inputs copied there once, every phase reading them there. Peeled rows (the head and
+# tail from global memory) and whole ones, one pass or two, weights read from global memory,
+# two per-row inputs, rows shorter than a vector, and a persistent grid whose blocks copy row
+# after row into the same slots.
+SHARED_ROWS = [(label, src, extents) for label, src, extents in PEELED_PROGRAMS
+               if label != "mixed widths with a row input"] + [
+    ("softmax f32 whole vectors", SOFTMAX.format(t="f32"), dict(M=7, N=1000)),
+    ("layernorm whole vectors", LAYERNORM_ODD, dict(M=5, N=2048)),
+    ("two per-row inputs", "kernel m(x: f16[M, N], y: bf16[M, N]) -> f16[M, N] "
+     "{ z = f32(x) * f32(y)\n return f16(z - mean(z, axis=N)) }", dict(M=6, N=1032)),
+]
+
+
+def _shared_rows():
+    from tiledsl.schedule.choose import fits
+    from tiledsl.schedule.problem import max_vector
+    from tiledsl.schedule.rows import peel_vector
+    for label, src, extents in SHARED_ROWS:
+        k, p = _problem(src, extents)
+        vec, peel = max_vector(p), False
+        if vec == 1:
+            vec, peel = peel_vector(p), True
+        assert vec > 1, label
+        for block, online, per_sm in ((32, True, 0), (64, False, 0), (128, True, 1)):
+            s = Schedule("reduce_row", block=block, vec=vec, items=0, row_threads=block, peel=peel,
+                         online=online, shared_row=True, blocks_per_sm=per_sm, index64=p.index64)
+            assert not fits(p, s), (label, fits(p, s))
+            yield pytest.param(label, src, extents, s, id=f"{label}-{s.tag}-ps{per_sm}")
+
+
+@pytest.mark.parametrize("label,src,extents,schedule", list(_shared_rows()))
+def test_rows_copied_into_shared_memory_run_right_on_the_host(label, src, extents, schedule):
+    _check(tiledsl.compile(src), extents, schedule)
+
+
+def test_a_row_is_copied_into_shared_memory_only_where_it_can_be():
+    """Refused (with the reason) where a per-row input moves in vectors other than 16 bytes
+    (f16 beside f32) and where the row outgrows a block's shared memory; the kernel reads
+    the row's vectors from global memory once, into shared memory."""
+    from tiledsl.codegen.cuda import render
+    from tiledsl.schedule.choose import fits
+    mixed = next(src for label, src, _ in PEELED_PROGRAMS if label == "mixed widths with a row input")
+    k, p = _problem(mixed, dict(M=6, N=1024))
+    s = Schedule("reduce_row", block=256, vec=4, items=0, row_threads=256, shared_row=True)
+    assert "16-byte vectors" in fits(p, s)      # (x's vectors of 4 f16 take 8 bytes)
+    k, p = _problem(SOFTMAX.format(t="f32"), dict(M=6, N=60000))
+    s = Schedule("reduce_row", block=256, vec=4, items=0, row_threads=256, shared_row=True, online=False)
+    assert "234 KB of shared memory, more than the 226 KB" in fits(p, s)
+    k = tiledsl.compile(SOFTMAX.format(t="f16"))
+    [g] = partition(k.graph)
+    text = render(k.graph, g, plan_layout(g, k.graph), Schedule("reduce_row", block=512, vec=8, items=0,
+                  row_threads=512, shared_row=True, online=False, peel=True)).source
+    assert text.count("in0 + (c0) * n1 + c1") == 1          # copied once ...
+    assert text.count("b0[0] = srow0[c];") == 3             # ... read by max, sum and the output
+    assert "tdsl::cp_async_wait_ordered<0>();" in text

@@ -68,8 +68,9 @@ def _library(source: str, name: str, decls: list[str]) -> ctypes.CDLL:
         casts = ", ".join(_argument_cast(d, i) for i, d in enumerate(decls))
         text = (source + "\n\nstatic void tdsl_body(void* p) {\n    void** a = (void**)p;\n"
                 f"    {name}({casts});\n}}\n"
-                'extern "C" int tdsl_run(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned threads) {\n'
-                "    return tdsl_host::launch(tdsl_host::Dim3{gx, gy, gz}, threads, tdsl_body, args);\n}\n")
+                'extern "C" int tdsl_run(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned threads, '
+                'unsigned shared) {\n'
+                "    return tdsl_host::launch(tdsl_host::Dim3{gx, gy, gz}, threads, shared, tdsl_body, args);\n}\n")
         _BUILD.mkdir(parents=True, exist_ok=True)       # (a cleaner of /tmp may have taken it)
         src, out = _BUILD / f"{key}.cpp", _BUILD / f"{key}.so"
         src.write_text(text)
@@ -111,12 +112,12 @@ class Buffers:
         return all((g == 0xA5).all() for g in self.guards)
 
 
-def _launch(lib, pointers, grid, threads: int, name: str) -> None:
-    """One launch, in a child process."""
+def _launch(lib, pointers, grid, threads: int, name: str, shared: int = 0) -> None:
+    """One launch, in a child process (`shared`: its dynamic shared memory, bytes)."""
     pid = os.fork()
     if pid == 0:
         faulthandler.disable()      # a crash is the parent's to report
-        os._exit(lib.tdsl_run(pointers, *grid, threads))
+        os._exit(lib.tdsl_run(pointers, *grid, threads, shared))
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sig = signal.Signals(os.WTERMSIG(status))
@@ -193,7 +194,8 @@ def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int
                 else:
                     raise Unsupported(f"a {kind} argument")
             pointers = (ctypes.c_void_p * len(keep))(*[a.ctypes.data for a in keep])
-            _launch(_library(text.source, text.name, decls), pointers, launch.grid, schedule.block, text.name)
+            _launch(_library(text.source, text.name, decls), pointers, launch.grid, schedule.block, text.name,
+                    launch.shared_bytes)
             if not buffers.intact():
                 raise RuntimeError(f"{text.name} wrote out of bounds (a guard region changed)")
     # a result that is a parameter, or a value returned twice: as the launcher copies them

@@ -51,6 +51,9 @@ inline void* body_args = nullptr;
 constexpr uint64_t POISON = 0x7ff8deadbeef0000ull;  // what a finished lane offers a shuffle (NaN)
 constexpr size_t STACK_BYTES = 128 * 1024;
 
+inline std::vector<unsigned char> dynamic_shared;    // the launch's dynamic shared memory (one block at a time)
+#define TDSL_HOST_DYNAMIC_SHARED() (tdsl_host::dynamic_shared.data())
+
 inline void yield() { swapcontext(&current->context, &scheduler); }
 
 inline void entry() {
@@ -62,7 +65,8 @@ inline void entry() {
 inline void sync_warp() { current->state = AT_WARP_BARRIER; yield(); }
 
 // Runs every block of the grid; 0, or 1 where a barrier could never complete.
-inline int launch(Dim3 grid, unsigned threads, void (*kernel)(void*), void* args) {
+inline int launch(Dim3 grid, unsigned threads, unsigned shared, void (*kernel)(void*), void* args) {
+    dynamic_shared.assign(shared + 16, 0xA5);     // (never empty: data() is an address)
     body = kernel;
     body_args = args;
     grid_dim = grid;

@@ -688,8 +688,14 @@ class _Renderer:
         branchless = (self.s.kind == "reduce_row" and cached and self.vec == 1 and tpr < 32 and not peel
                       and kv == 1 and not self.s.prefetch and self.s.stages == 1
                       and branchless_elements(self.group, bool(late)))
+        # A row copied into shared memory (looped): each thread's vectors of its per-row inputs
+        # go there by cp.async once, and every phase reads them there, not from global memory.
+        shared_row = [op for op in per_row if set(op.loops) & kept_loops] if self.s.shared_row else []
+        if self.s.shared_row:
+            self.check_shared_row(shared_row, cached)
         # loaded with the row (cached), or by every phase as it streams the row (looped)
-        per_row_loads = [line for op in per_row for line in self.load_lines(op, slot)]
+        per_row_loads = [line for op in per_row for line in (
+            [f"b{op.index}[0] = srow{op.index}[c];"] if op in shared_row else self.load_lines(op, slot))]
         late_loads = lambda used: [line for op in late if op.value.id in used  # noqa: E731
                                    for line in self.load_lines(op, slot)]
         # A peeled row's head and tail: an element at a time, loaded again by each phase (from
@@ -903,6 +909,13 @@ class _Renderer:
             prefetch_loads=[line for op in per_row for line in self.load_lines(op, slot, "p")] if prefetch else [],
             prefetch_moves=[f"b{op.index}[j] = p{op.index}[j];" for op in per_row] if prefetch else [],
             staged=staged, stages=self.s.stages,
+            shared_row=bool(shared_row),
+            shared_row_decls=[f"tdsl::Vec<{storage_type(op.dtype)}, {self.vec}>* const srow{op.index} = "
+                              f"reinterpret_cast<tdsl::Vec<{storage_type(op.dtype)}, {self.vec}>*>"
+                              f"(tdsl::dynamic_shared()) + (idx_t){n} * ({'rvec / %d' % self.vec if peel else 'rvec'});"
+                              for n, op in enumerate(shared_row)],
+            shared_row_issues=[f"tdsl::cp_async16_ordered(&srow{op.index}[c], in{op.index} + {self.offset(op)});"
+                               for op in shared_row],
             ring_decls=[f"__shared__ tdsl::Vec<{storage_type(op.dtype)}, {self.vec}> "
                         f"ring{op.index}[{self.s.stages}][{self.s.items}][{self.s.block}];"
                         for op in ringed] if staged else [],
@@ -913,6 +926,16 @@ class _Renderer:
             has_full_outputs=bool(full_outs) and not split,
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores, out_loads=out_late if cached else per_row_loads,
             row_stores=row_stores)
+
+    def check_shared_row(self, ops: list[Operand], cached: bool) -> None:
+        """A guard for schedules given by hand: a row copied into shared memory, as `fits()` checks it
+        (rows.shared_row_refusal); the launch sizes its shared memory (rows.shared_row_bytes)."""
+        if cached or self.s.kind != "reduce_row" or not ops:
+            raise TdslCompileError(f"schedule {self.s.tag}: only a looped row reduction with per-row inputs "
+                                   f"copies its rows into shared memory")
+        if any(self.mode(op) != "vec" or op.dtype.itemsize * self.vec != 16 for op in ops):
+            raise TdslCompileError(f"schedule {self.s.tag}: a row copied into shared memory moves in 16-byte "
+                                   f"vectors of every per-row input, each along the row")
 
     def check_ring(self, ringed: list[Operand]) -> None:
         """A guard for schedules given by hand: the ring's limits, as `fits()` checks them."""

@@ -164,7 +164,9 @@ class Launcher:
                 arch = device_arch(device)
                 binary = self.binary(index, schedule, launch.stage, arch)
                 name = schedule.kernel_name(self.graph.name, index, launch.stage)
-                fn = (_load(binary.cubin, name, device, launch.shared_bytes),
+                usage = binary.resources.get(name)
+                static = (usage.shared_bytes if usage else 4096) if schedule.shared_row else None
+                fn = (_load(binary.cubin, name, device, launch.shared_bytes, static),
                       kernel_params(group, layout, schedule, launch.stage)[1])
                 self._functions[key] = fn
                 message = spill_message(name, binary.resources.get(name), arch, schedule.tag,
@@ -612,20 +614,25 @@ def hbm_bandwidth(device: int) -> float:
     return _HBM_GBPS[device]
 
 
-def _load(cubin: bytes, name: str, device: int, shared_bytes: int = 0):
+def _load(cubin: bytes, name: str, device: int, shared_bytes: int = 0, sized_beside: Optional[int] = None):
     """Load a cubin with CuPy's module loader (what cupy.RawModule uses inside);
-    a kernel that asks for more than 48 KB of dynamic shared memory opts in."""
+    a kernel that asks for more than 48 KB of dynamic shared memory opts in. One
+    whose shared memory follows from the sizes (a row copied there; `sized_beside`:
+    its static shared bytes) opts in to all a block can have beside those, as one
+    function serves every size."""
     cupy = _cupy()
     with cupy.cuda.Device(device):
         module = cupy.cuda.function.Module()
         module.load(cubin)
         fn = module.get_function(name)
-        if shared_bytes > 48 * 1024:
+        sized = sized_beside is not None
+        if shared_bytes > 48 * 1024 or sized:
             limit = cupy.cuda.runtime.deviceGetAttribute(97, device)   # cudaDevAttrMaxSharedMemoryPerBlockOptin
             if shared_bytes > limit:
                 raise TdslRuntimeError(f"kernel {name} needs {shared_bytes // 1024} KB of shared memory; "
                                        f"this GPU gives a block at most {limit // 1024} KB")
-            cupy.cuda.driver.funcSetAttribute(fn.ptr, 8, shared_bytes)  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            cupy.cuda.driver.funcSetAttribute(fn.ptr, 8, limit - sized_beside if sized else shared_bytes)
         return fn
 
 

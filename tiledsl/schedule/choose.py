@@ -196,6 +196,9 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                 together = [replace(looped, cluster=c, online=not online_pairs(p.group))
                             for c in rows.streamed_clusters(p, tpr, vec) if vec == vecs[0]]
                 out += [looped] + [s for s in together if not fits(p, s)]     # (sm_90a, values a cluster posts)
+    # looped rows in 16-byte vectors, a block a row, copied into shared memory once (rows.shared_row_schedule)
+    out += [t for s in out if s.kind == "reduce_row" and s.items == 0 and s.vec > 1 and s.cluster == 1
+            and s.row_threads == s.block for t in [replace(s, shared_row=True)] if not fits(p, t)]
     return _with_unrolls(p, out)
 
 
@@ -260,6 +263,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
                   if s.cluster == hints.cluster and hints.threads in (None, s.block)]
         if pinned:
             return pinned[0]
+    staged = rows.shared_row_schedule(p, hints)     # rows too long to hold two an SM in registers
+    if staged is not None:
+        return staged
     held = rows.long_row_schedule(p, vec, hints, clusters)
     if held is not None:
         return held
@@ -380,7 +386,7 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
         grid = min(grid, p.sm_count * s.blocks_per_sm)
     if s.cluster > 1:       # a cluster a row (a whole number of clusters: they loop over the rest)
         return [Launch(s, (min(MAX_GRID // s.cluster, grid) * s.cluster, 1, 1), p.loops)]
-    return [Launch(s, (max(1, min(MAX_GRID, grid)), 1, 1), p.loops)]
+    return [Launch(s, (max(1, min(MAX_GRID, grid)), 1, 1), p.loops, sized_shared=rows.shared_row_bytes(p, s))]
 
 
 def fits(p: Problem, s: Schedule) -> str:
@@ -454,6 +460,10 @@ def fits(p: Problem, s: Schedule) -> str:
         return "the row does not fit the threads and items"
     if s.kind == "reduce_row" and s.stages > 1:
         why = rows.ring_problem(p, s)
+        if why:
+            return why
+    if s.shared_row:
+        why = rows.shared_row_refusal(p, s)
         if why:
             return why
     if s.kind == "reduce_split" and not p.splittable():

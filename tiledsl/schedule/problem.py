@@ -24,12 +24,13 @@ class Launch:
     grid: tuple[int, int, int]         # blocks in x, y (splits of a split reduction), z (matmul batch)
     loop_extents: tuple[int, ...]
     stage: int = 1                     # 2: a split reduction's (or split-K GEMM's) combining kernel
+    sized_shared: int = 0              # dynamic shared memory that follows from the sizes (a row copied there)
 
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory this launch asks for: a split-K GEMM's combining
         kernel uses none of its pipeline's."""
-        return self.schedule.shared_bytes if self.stage == 1 else 0
+        return self.schedule.shared_bytes + self.sized_shared if self.stage == 1 else 0
 
 
 @dataclass(frozen=True)

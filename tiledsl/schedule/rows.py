@@ -10,7 +10,7 @@ from typing import Optional
 from .hints import Hints
 from .layout import peeled_operands
 from .partition import online_pairs, reduction_levels
-from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
+from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
                         R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements, computes_f64_math, costly_elements,
                         resident_blocks, ring_refusal, stream_unroll_rule, stream_words)
 from .problem import Problem, operand_words, pow2_at_least, pow2_at_most, max_vector
@@ -703,6 +703,76 @@ def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
     rule = stream_unroll_rule(s, words, wide)
     return sorted({n for n in (pow2_at_most(16 / words), pow2_at_most(32 / words), rule // 2, rule // 4)
                    if 2 <= n <= 16 and n != rule})
+
+
+# Shared memory an SM gives its blocks (sm_90: 228 KB, a block at most 227; sm_80: 164 and 163),
+# and what a block takes besides a row copied there (its reductions' slots; the KB the driver
+# keeps a block).
+SHARED_PER_SM = {"sm_80": 164 << 10}
+SHARED_PER_SM_DEFAULT = 228 << 10
+SHARED_ROW_RESERVE = 2 << 10
+# Rows whose per-row inputs take more than this are copied into shared memory by default
+# (shared_row_schedule): up to it, 512 threads hold a row in registers (64 packed 16-bit
+# values or 32 f32 a thread), two blocks an SM.
+SHARED_ROW_HELD_BYTES = 64 << 10
+SHARED_ROW_THREADS = 512
+
+
+def shared_row_bytes(p: Problem, s: Schedule) -> int:
+    """Dynamic shared memory a row copied there takes (Schedule.shared_row): every
+    per-row input's whole vectors of 16 bytes (a peeled row has no more than these)."""
+    return len(p.layout.row_inputs) * (p.row_length // s.vec) * 16 if s.shared_row else 0
+
+
+def shared_row_refusal(p: Problem, s: Schedule) -> str:
+    """'' when a looped row can be copied into shared memory (Schedule.shared_row), else why not."""
+    ops = p.layout.row_inputs
+    if not ops:
+        return "a row copied into shared memory carries per-row inputs, and this reduction has none"
+    if not p.row_major() or any(op.loops[-1] != p.inner for op in ops):
+        return "a row copied into shared memory lies along the innermost dim in every per-row input"
+    if any(op.dtype.itemsize * s.vec != 16 for op in ops):
+        return "a row copied into shared memory moves in 16-byte vectors of every per-row input"
+    limit = min(MAX_SHARED_BYTES, SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT) - SHARED_ROW_RESERVE)
+    need = shared_row_bytes(p, s)
+    if need > limit:
+        return (f"the row takes {need // 1024} KB of shared memory, more than the {limit // 1024} KB "
+                f"a block can have")
+    return ""
+
+
+def shared_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
+    """Many rows too long for an SM's registers to hold two of them, copied into shared
+    memory by blocks of 512 threads (Schedule.shared_row), two blocks an SM: where the
+    per-row inputs take more than SHARED_ROW_HELD_BYTES and two such rows fit the SM's
+    shared memory (sm_90: rows up to 112 KB; sm_80, not measured: 80 KB); max and
+    sum(exp) in two passes over it. Held in registers, such a row takes a block of 1024
+    threads, one an SM, whose load, reductions and stores follow one another.
+    H200 2026-12-02 (scripts/probe_long_rows.py, 2048 rows, us, held / copied): softmax f16
+    36000 104.2 / 79.7, 40000 109.9 / 87.9, 45000 119.6 / 100.4, 50257 139.1 / 119.0, bf16
+    50257 143.7 / 117.7; f32 18000 87.4 / 78.1, 20000 93.0 / 85.4, 25000 112.2 / 107.7,
+    28000 121.1 / 119.6; layernorm bf16 (f32 weight and bias) 40000 125.5 / 110.1; rmsnorm
+    f16 50000 118.0 / 112.0; logsumexp f16 50257 92.2 / 80.1. At 64 KB, held by 512
+    threads, level: softmax f16 32000 71.4 / 70.9. One pass for max and sum(exp) over the
+    copy lost to two everywhere (f16 50257: 135.3), as did 1024 threads (159.2); 256 were
+    within 3% of 512. Hand-written first, 4096 rows: f16 50257 263.8 / 213.8 (0.73x ->
+    0.91x copy; torch.softmax 349.5, Triton 663.5)."""
+    if (hints.threads or hints.warps or hints.stages or hints.cluster or hints.vector or not p.row_major()
+            or p.rows < 4 * p.sm_count):
+        return None
+    vec, peel = max_vector(p), False
+    if vec == 1:
+        vec = peel_vector(p)
+        peel = vec > 1 and peel_weights_fit(p)
+        if not peel:
+            return None
+    s = Schedule("reduce_row", block=SHARED_ROW_THREADS, vec=vec, items=0, row_threads=SHARED_ROW_THREADS,
+                 shared_row=True, online=not online_pairs(p.group), peel=peel, index64=p.index64)
+    need = shared_row_bytes(p, s)
+    if (shared_row_refusal(p, s) or (peel and peel_refusal(p, s)) or need <= SHARED_ROW_HELD_BYTES
+            or 2 * (need + SHARED_ROW_RESERVE) > SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT)):
+        return None
+    return s
 
 
 def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:

@@ -181,7 +181,7 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
                "min_blocks", "unroll", "cluster")
 _BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel",
-                "specialized", "outer")
+                "specialized", "outer", "shared_row")
 
 
 def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
@@ -313,6 +313,11 @@ class Schedule:
     outer: bool = False         # pointwise (not tiled): a thread's items step along the outermost loop (a row
                                 # of it apart, blocks along y take `items` rows each), and the inputs without
                                 # that loop are loaded once for all of them, not once an item (tag _o)
+    shared_row: bool = False    # reduce_row, looped (items=0), a block a row: each thread copies its vectors
+                                # of the row's per-row inputs into shared memory once (cp.async, 16 bytes
+                                # each), and every phase reads them there; no barrier, each thread reading
+                                # only what it copied. For rows too long to hold twice in an SM's registers:
+                                # two blocks an SM stage theirs and overlap (tag _sr)
 
     def __post_init__(self):
         why = self.invalid()
@@ -375,6 +380,11 @@ class Schedule:
                         f"for {R40_THREADS} or for all {THREADS_PER_SM} (min_blocks {THREADS_PER_SM // self.block})")
         elif self.min_blocks != 1 and self.kind != "matmul":
             return "only row and split reductions and GEMMs choose the blocks per SM their registers are budgeted for"
+        if self.shared_row and not (self.kind == "reduce_row" and self.items == 0 and self.vec > 1
+                                    and self.row_threads == self.block and self.row_threads >= 32
+                                    and self.cluster == 1):
+            return ("only a looped row reduction (items=0) read in vectors, a block a row, copies its rows "
+                    "into shared memory (shared_row)")
         if self.outer and (self.kind != "pointwise" or self.tile):
             return "only an untiled pointwise kernel walks its items along the outermost loop (outer)"
         if self.kind == "reduce_row":
@@ -538,6 +548,8 @@ class Schedule:
                 parts.append(f"r{self.register_cap}")
             if self.cluster > 1:        # a row shared by a cluster's blocks
                 parts.append(f"c{self.cluster}")
+            if self.shared_row:         # the row copied into shared memory once, every phase reading it there
+                parts.append("sr")
         if self.unroll:
             parts.append(f"u{self.unroll}")
         if not self.online:
