@@ -170,13 +170,9 @@ def main():
     from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth, set_overrides
     from tiledsl.schedule import choose
     from tiledsl.schedule.problem import problem as group_problem
-    sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
     import torch
-    try:
-        import triton_peers
-        ok, _ = triton_peers.available()
-    except Exception:
-        ok = False
+    from benchmarks import triton_peers     # (its Triton import is guarded: available() says)
+    ok = triton_peers.available()[0]
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s", flush=True)
     only = [a for a in sys.argv[1:] if not a.startswith("-")]

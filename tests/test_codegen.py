@@ -2067,8 +2067,10 @@ def test_16_bit_math_takes_the_hardwares_approximations_only_where_rounded_to_16
 def test_exps_that_reach_16_bit_results_through_sums_and_quotients_take_the_approximation():
     """A 16-bit softmax's exp feeds the sum and the quotient, both rounded to 16 bits at the
     end: it runs on ex2.approx without flushing (tdsl::exp_approx; 5 instructions, not expf's
-    8). An exp any of whose uses is an f32 result, a difference, or a sum that is not only of
-    exps' positive values (whose cancellation would magnify the error), keeps expf."""
+    8), and where its argument is x - max(x) over the row, flushing (tdsl::exp_narrow, 2: each
+    row holds a 1, so no sum is of subnormals alone). An exp any of whose uses is an f32
+    result, a difference, or a sum that is not only of exps' positive values (whose
+    cancellation would magnify the error), keeps expf."""
     def body(src, shape=(64, 100)):
         k = tiledsl.compile(src)
         dt = {"f16": np.float16, "f32": np.float32}[src.split("x: ")[1][:3]]
@@ -2076,7 +2078,12 @@ def test_exps_that_reach_16_bit_results_through_sums_and_quotients_take_the_appr
         return text, text[text.index('extern "C"'):]
     sm = "kernel sm(x: {t}[M, N]) -> {t}[M, N] {{ e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N) }}"
     text, b = body(sm.format(t="f16"))
-    assert b.count("tdsl::exp_approx(") >= 1 and "tdsl::exp(" not in b
+    assert b.count("tdsl::exp_narrow(") >= 1 and "tdsl::exp(" not in b and "tdsl::exp_approx(" not in b
+    unshifted = body("kernel sm(x: f16[M, N]) -> f16[M, N] { e = exp(x)\n return e / sum(e, axis=N) }")[1]
+    assert "tdsl::exp_approx(" in unshifted and "tdsl::exp_narrow(" not in unshifted      # (sums of subnormals)
+    other = body("kernel sm(x: f16[M, N]) -> f16[M, N] { e = exp(x - max(x * 2.0, axis=N))\n"
+                 " return e / sum(e, axis=N) }")[1]
+    assert "tdsl::exp_approx(" in other and "tdsl::exp_narrow(" not in other      # (the max of another value)
     for arch in ARCHS:
         assert toolchain.compile_cuda(text, arch=arch).cubin
     ops = toolchain.sass_opcodes(toolchain.sass(toolchain.compile_cuda(text, arch="sm_90a").cubin))

@@ -1599,17 +1599,19 @@ def test_16_bit_functions_round_every_value_within_an_ulp(fn, dtype):
 @pytest.mark.parametrize("shift", ["max subtracted", "none, values near -90"])
 def test_16_bit_softmax_exps_on_the_approximation_stay_within_tolerance(dtype, shift, rng):
     """A 16-bit softmax's exps feed the sum and the quotient before the 16-bit rounding:
-    they run on ex2.approx without flushing subnormals (tdsl::exp_approx). Rows of widths
-    that break alignment and of the 4096x16384 benchmark's width, against float64. Written
-    without subtracting the max, over inputs near -90, every exp is an f32 subnormal
-    (exp(-90) = 8.2e-40, still 17 bits): had they been flushed, the sum would be 0 and
-    every result NaN. (Near -100 they keep 5 bits: expf's results miss the tolerance too.)"""
+    they run on ex2.approx, flushing subnormals where the max is subtracted (each row holds
+    a 1: tdsl::exp_narrow), else not (tdsl::exp_approx). Rows of widths that break alignment
+    and of the 4096x16384 benchmark's width, against float64. Written without subtracting
+    the max, over inputs near -90, every exp is an f32 subnormal (exp(-90) = 8.2e-40, still
+    17 bits): had they been flushed, the sum would be 0 and every result NaN. (Near -100
+    they keep 5 bits: expf's results miss the tolerance too.)"""
     body = "e = exp(x - max(x, axis=N))" if shift == "max subtracted" else "e = exp(x)"
     k = compiled(f"kernel sm(x: {dtype}[M, N]) -> {dtype}[M, N] {{ {body}\n"
                  f"return e / sum(e, axis=N) }}")
     npt = np.float16 if dtype == "f16" else bf16_numpy()
     for m, n in ((33, 777), (7, 16384), (300, 24)):
-        assert "tdsl::exp_approx(" in k.cuda_source(np.zeros((m, n), npt))
+        fn = "exp_narrow" if shift == "max subtracted" else "exp_approx"
+        assert f"tdsl::{fn}(" in k.cuda_source(np.zeros((m, n), npt))
         x = rng.standard_normal((m, n)) * (3 if shift == "max subtracted" else 0.5)
         x = (x - (90 if shift != "max subtracted" else 0)).astype(npt)
         want = np.asarray(k.reference(x, compute="f64"), np.float64)
@@ -1756,7 +1758,7 @@ def test_a_large_broadcast_input_is_loaded_once_for_several_rows_by_default():
 
 
 # Looped rows copied into shared memory (Schedule.shared_row): every such candidate the tuner
-# offers (256 to 1024 threads, one pass or two, explicit unrolls), at rows peeled (lengths no
+# offers (256 to 1024 threads, one pass or two), at rows peeled (lengths no
 # vector divides) and whole, with weights read from global memory, two per-row inputs, and
 # rows of 100 KB, two blocks an SM
 SHARED_ROW_PROGRAMS = [

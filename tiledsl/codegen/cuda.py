@@ -215,6 +215,15 @@ def _rounds_to_16_bits(v: Value, users: dict, results: set, steps: int) -> bool:
     return True
 
 
+def _below_row_max(v: Value, group: Group) -> bool:
+    """Whether `v` is exp(a - max(a)), the max over all of the group's reduced axes."""
+    if v.op != "exp" or v.operands[0].op != "sub" or not group.axes:
+        return False
+    a, m = v.operands[0].operands
+    return (m.op == "reduce" and m.attr("kind") == "max" and m.operands[0].id == a.id
+            and set(m.attr("axes")) == set(group.axes))
+
+
 def _reads(vals: list[Value], roots) -> set[int]:
     """Ids of what computing `vals` (the closure of `roots`) reads, and the roots."""
     return {o.id for v in vals for o in v.operands} | {r.id for r in roots}
@@ -245,6 +254,12 @@ class _Renderer:
                        and _rounds_to_16_bits(v, users, results, 0)}      # (every use a 16-bit cast)
         self.approx = {v.id for v in group.values if v.op == "exp" and v.dtype.name == "f32"
                        and v.id not in self.narrow and _rounds_to_16_bits(v, users, results, APPROX_STEPS)}
+        # exp(a - max(a)) over the group's whole row: each row holds a 1, so its sums lose nothing
+        # where results below f32's normal range are flushed, and those results, below 1.2e-38,
+        # are zeros in f16 and next to a 1 in bf16: ex2.approx.ftz (tdsl::exp_narrow), 2
+        # instructions where exp_approx keeps them for 5 (a copied vocab softmax, f16
+        # 4096x50257: 222.7 us against 214.7 by hand with ftz; BENCHMARKS.md)
+        self.below_row_max = {v.id for v in group.values if v.id in self.approx and _below_row_max(v, group)}
         # 16-bit casts of float registers that nothing in this group reads: only stored, and a
         # store rounds (to_storage), so rounding here too cost two conversions an element
         # (an f16 gelu: 32 of 424 SASS instructions for 16 elements).
@@ -334,7 +349,8 @@ class _Renderer:
         if v.id in self.rounded_by_store:
             return f"const float v{v.id} = v{v.operands[0].id};"
         if v.id in self.approx:     # rounded to 16 bits after products and reductions
-            return f"const float v{v.id} = tdsl::exp_approx(v{v.operands[0].id});" + self.reciprocal_of(v)
+            fn = "exp_narrow" if v.id in self.below_row_max else "exp_approx"
+            return f"const float v{v.id} = tdsl::{fn}(v{v.operands[0].id});" + self.reciprocal_of(v)
         line = f"const {reg_type(v.dtype)} v{v.id} = {expression(v, self.coord_of)};"
         return line + self.reciprocal_of(v)
 

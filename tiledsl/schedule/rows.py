@@ -697,8 +697,8 @@ def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
     (the default) is best for most (H100: column sums 37.7 against 40.5 us unrolled);
     x @ W, a column split, took 96.8 against 108.1 us with 16 iterations
     (BENCHMARKS.md, "Products with a vector")."""
-    if not s.streamed:
-        return []
+    if not s.streamed or s.shared_row:     # (a row copied into shared memory reads it there: no loads to
+        return []                          # keep in flight, and unrolled 8 deep ptxas spilled it)
     words, wide = stream_words(s, p.layout)
     rule = stream_unroll_rule(s, words, wide)
     return sorted({n for n in (pow2_at_most(16 / words), pow2_at_most(32 / words), rule // 2, rule // 4)
