@@ -2165,6 +2165,14 @@ def test_many_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_me
         ks, compiled, usage = _compile(k, g, lay, s, arch)
         assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
         assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "LDGSTS.E.BYPASS.128"), s.tag
+    # sm_86 (and sm_89, sm_120) give an SM 100 KB: no two rows of more than 64 KB, and a block 98
+    k = tiledsl.compile(SOFTMAX_F16)
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    assert not default(problem(g, lay, dict(M=4096, N=36000), arch="sm_86")).shared_row
+    s = Schedule("reduce_row", block=512, vec=8, items=0, row_threads=512, shared_row=True, online=False)
+    assert "more than the 98 KB" in fits(problem(g, lay, dict(M=4096, N=50264), arch="sm_86"), s)
+    assert not fits(problem(g, lay, dict(M=4096, N=50264), arch=arch), s)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

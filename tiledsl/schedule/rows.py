@@ -10,9 +10,10 @@ from typing import Optional
 from .hints import Hints
 from .layout import peeled_operands
 from .partition import online_pairs, reduction_levels
-from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_SHARED_BYTES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
-                        R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements, computes_f64_math, costly_elements,
-                        resident_blocks, ring_refusal, stream_unroll_rule, stream_words)
+from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
+                        MAX_SHARED_BYTES, R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements,
+                        computes_f64_math, costly_elements, resident_blocks, ring_refusal, stream_unroll_rule,
+                        stream_words)
 from .problem import Problem, operand_words, pow2_at_least, pow2_at_most, max_vector
 
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
@@ -705,11 +706,12 @@ def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
                    if 2 <= n <= 16 and n != rule})
 
 
-# Shared memory an SM gives its blocks (sm_90: 228 KB, a block at most 227; sm_80: 164 and 163),
-# and what a block takes besides a row copied there (its reductions' slots; the KB the driver
-# keeps a block).
-SHARED_PER_SM = {"sm_80": 164 << 10}
-SHARED_PER_SM_DEFAULT = 228 << 10
+# Shared memory an SM gives its blocks (sm_90, sm_100: 228 KB, a block at most 227; sm_80, sm_87:
+# 164 and 163; else, as sm_86, sm_89 and sm_120, 100 and 99), and what a block takes besides a
+# row copied there (its reductions' slots; the KB the driver keeps a block).
+SHARED_PER_SM = {"sm_80": 164 << 10, "sm_87": 164 << 10, "sm_90": 228 << 10, "sm_90a": 228 << 10,
+                 "sm_100": 228 << 10, "sm_100a": 228 << 10}
+SHARED_PER_SM_DEFAULT = 100 << 10
 SHARED_ROW_RESERVE = 2 << 10
 # Rows whose per-row inputs take more than this are copied into shared memory by default
 # (shared_row_schedule): up to it, 512 threads hold a row in registers (64 packed 16-bit
