@@ -23,7 +23,8 @@ from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, g
                                peeled_operands, row_major, transposed_loop)
 from ..schedule.partition import Group, online_pair_alone, online_pairs, reduction_levels
 from ..schedule.schedules import (COSTLY_OPS, Schedule, column_vector, branchless_elements,
-                                  resident_blocks, ring_refusal, stream_unroll_rule, stream_words)
+                                  resident_blocks, ring_refusal, shared_row_operand_refusal, stream_unroll_rule,
+                                  stream_words)
 from .params import kernel_params, reg_bytes, reg_type, staged_columns, storage_type, tma_stored_result
 
 
@@ -708,7 +709,7 @@ class _Renderer:
         # go there by cp.async once, and every phase reads them there, not from global memory.
         shared_row = [op for op in per_row if set(op.loops) & kept_loops] if self.s.shared_row else []
         if self.s.shared_row:
-            self.check_shared_row(shared_row, cached)
+            self.check_shared_row(shared_row)
         # loaded with the row (cached), or by every phase as it streams the row (looped)
         per_row_loads = [line for op in per_row for line in (
             [f"b{op.index}[0] = srow{op.index}[c];"] if op in shared_row else self.load_lines(op, slot))]
@@ -943,15 +944,12 @@ class _Renderer:
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores, out_loads=out_late if cached else per_row_loads,
             row_stores=row_stores)
 
-    def check_shared_row(self, ops: list[Operand], cached: bool) -> None:
+    def check_shared_row(self, ops: list[Operand]) -> None:
         """A guard for schedules given by hand: a row copied into shared memory, as `fits()` checks it
         (rows.shared_row_refusal); the launch sizes its shared memory (rows.shared_row_bytes)."""
-        if cached or self.s.kind != "reduce_row" or not ops:
-            raise TdslCompileError(f"schedule {self.s.tag}: only a looped row reduction with per-row inputs "
-                                   f"copies its rows into shared memory")
-        if any(self.mode(op) != "vec" or op.dtype.itemsize * self.vec != 16 for op in ops):
-            raise TdslCompileError(f"schedule {self.s.tag}: a row copied into shared memory moves in 16-byte "
-                                   f"vectors of every per-row input, each along the row")
+        why = shared_row_operand_refusal(self.s, [(op.dtype.itemsize, self.mode(op) == "vec") for op in ops])
+        if why:
+            raise TdslCompileError(f"schedule {self.s.tag}: {why}")
 
     def check_ring(self, ringed: list[Operand]) -> None:
         """A guard for schedules given by hand: the ring's limits, as `fits()` checks them."""

@@ -12,8 +12,8 @@ from .layout import peeled_operands
 from .partition import online_pairs, reduction_levels
 from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
                         MAX_SHARED_BYTES, R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements,
-                        computes_f64_math, costly_elements, resident_blocks, ring_refusal, stream_unroll_rule,
-                        stream_words)
+                        computes_f64_math, costly_elements, resident_blocks, ring_refusal,
+                        shared_row_operand_refusal, stream_unroll_rule, stream_words)
 from .problem import Problem, operand_words, pow2_at_least, pow2_at_most, max_vector
 
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
@@ -728,13 +728,10 @@ def shared_row_bytes(p: Problem, s: Schedule) -> int:
 
 def shared_row_refusal(p: Problem, s: Schedule) -> str:
     """'' when a looped row can be copied into shared memory (Schedule.shared_row), else why not."""
-    ops = p.layout.row_inputs
-    if not ops:
-        return "a row copied into shared memory carries per-row inputs, and this reduction has none"
-    if not p.row_major() or any(op.loops[-1] != p.inner for op in ops):
-        return "a row copied into shared memory lies along the innermost dim in every per-row input"
-    if any(op.dtype.itemsize * s.vec != 16 for op in ops):
-        return "a row copied into shared memory moves in 16-byte vectors of every per-row input"
+    why = shared_row_operand_refusal(s, [(op.dtype.itemsize, p.row_major() and op.loops[-1] == p.inner)
+                                         for op in p.layout.row_inputs])
+    if why:
+        return why
     limit = min(MAX_SHARED_BYTES, SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT) - SHARED_ROW_RESERVE)
     need = shared_row_bytes(p, s)
     if need > limit:

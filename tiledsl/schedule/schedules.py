@@ -257,6 +257,17 @@ def ring_refusal(s: "Schedule", ringed: list) -> str:
     return ""
 
 
+def shared_row_operand_refusal(s: "Schedule", copied: list) -> str:
+    """'' when a row copied into shared memory (Schedule.shared_row) can carry these
+    per-row inputs, given as (bytes per element, contiguous along the row) pairs: each
+    moved in 16-byte cp.async vectors; else why not. (Its size: rows.shared_row_refusal.)"""
+    if not copied:
+        return "a row copied into shared memory carries per-row inputs, and this reduction has none"
+    if any(not contiguous or itemsize * s.vec != 16 for itemsize, contiguous in copied):
+        return "a row copied into shared memory moves in 16-byte vectors of every per-row input, each along the row"
+    return ""
+
+
 def _padded_tile(rows: int, bk: int) -> int:
     """16-bit values an mma.sync operand tile takes in shared memory, rows padded
     by 8: [rows][BK + 8] (contiguous along K) or [BK][rows + 8] (along M or N)."""
