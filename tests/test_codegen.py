@@ -2108,15 +2108,21 @@ def test_a_row_too_long_for_a_block_is_shared_by_a_cluster_on_sm_90a():
     shared memory, counted by a barrier there: no cluster barrier, and so no MEMBAR.ALL.GPU
     (which waited for the last row's stores), but at the start (the barriers set up) and the
     end (no block leaves while another may still write to it). On sm_80 the row streams."""
-    k, g, lay, p = _rows("softmax", dict(M=1024, N=65536))
+    k, g, lay, p = _rows("softmax", dict(M=200, N=65536))
     s = default(p)
     assert (s.cluster, s.block, s.items, s.vec) == (4, 512, 8, 4), s.tag
-    assert "_c4_" in s.tag and launches(p, s)[0].grid == (4096, 1, 1)
+    assert "_c4_" in s.tag and launches(p, s)[0].grid == (800, 1, 1)
+    # (from 2 rows an SM, the blocks of a cluster copy their shares into shared memory)
+    many = default(_rows("softmax", dict(M=1024, N=65536))[3])
+    assert (many.cluster, many.block, many.shared_row) == (8, 256, True), many.tag
     assert default(problem(g, lay, dict(M=1024, N=65536), arch="sm_80")).items == 0
     assert default(p, clusters=False).items == 0
     # the tuner's space: every share that fits (2, 4 and 8 blocks of 512 and 1024), none on sm_80
-    shares = {(c.cluster, c.block) for c in candidates(p) if c.cluster > 1}
+    shares = {(c.cluster, c.block) for c in candidates(p) if c.cluster > 1 and not c.shared_row}
     assert shares == {(4, 512), (8, 512), (2, 1024), (4, 1024), (8, 1024)}
+    # ... and copies of its shares in shared memory (256 KB a row: a block's copy takes 64 or 32 KB)
+    copied = {(c.cluster, c.block) for c in candidates(p) if c.cluster > 1 and c.shared_row}
+    assert copied == {(c, b) for c in (4, 8) for b in (256, 512, 1024)}
     assert not any(c.cluster > 1 for c in candidates(problem(g, lay, dict(M=1024, N=65536), arch="sm_80")))
     ks, compiled, usage = _compile(k, g, lay, s, "sm_90a")
     assert usage.spill_stores == 0 and usage.local_bytes == 0
@@ -2173,6 +2179,46 @@ def test_many_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_me
     s = Schedule("reduce_row", block=512, vec=8, items=0, row_threads=512, shared_row=True, online=False)
     assert "more than the 98 KB" in fits(problem(g, lay, dict(M=4096, N=50264), arch="sm_86"), s)
     assert not fits(problem(g, lay, dict(M=4096, N=50264), arch=arch), s)
+
+
+def test_a_vocabulary_s_rows_are_copied_into_shared_memory_by_the_blocks_of_a_cluster():
+    """rows.shared_cluster_schedule: the softmax (and log-softmax) of rows that no block of
+    1024 threads holds and two of whose copies overflow an SM (a language model's vocabulary,
+    from 2 rows an SM) are copied into shared memory by the 8 blocks of a cluster, 256
+    threads each, on sm_90a: a block's launch asks for its share's stretches alone, and the
+    kernel copies them by cp.async, reads them back (LDS.128) and exchanges each reduction
+    (STAS) without spills. Not the norms, rows a block of 1024 holds, few rows, nor sm_80;
+    a logsumexp of such rows streams them in one pass (its results one a row)."""
+    lse = ("kernel l(x: bf16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n"
+           " return m + log(sum(exp(f32(x) - m), axis=N))\n}")
+    softmax_bf16 = SOFTMAX_F16.replace("f16", "bf16")
+    cases = [(softmax_bf16, dict(M=1024, N=128256), True), (softmax_bf16, dict(M=300, N=151936), True),
+             ("examples/softmax.tdsl", dict(M=512, N=128256), True), (SOFTMAX_F16, dict(M=300, N=131075), True),
+             (softmax_bf16, dict(M=200, N=128256), False), (SOFTMAX_F16, dict(M=2048, N=60000), False),
+             (RMSNORM_BF16, dict(M=1024, N=131072), False), (lse, dict(M=1024, N=128256), False)]
+    for src, extents, copied in cases:
+        src = open(src).read() if src.endswith(".tdsl") else src
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        p = problem(g, lay, extents, arch="sm_90a")
+        s = default(p)
+        assert (s.shared_row and s.cluster > 1) == copied, (extents, s.tag)
+        assert not default(problem(g, lay, extents, arch="sm_80")).cluster > 1
+        if src == lse:
+            assert (s.items, s.cluster, s.online) == (0, 1, True), s.tag
+        if not copied:
+            continue
+        assert (s.cluster, s.block, s.items, s.online) == (8, 256, 0, False), s.tag
+        [launch] = launches(p, s)
+        stretches = -(-(p.row_length // s.vec) // (8 * 256))
+        assert launch.shared_bytes == stretches * 256 * 16 and launch.grid[0] == 8 * p.rows
+        ks, compiled, usage = _compile(k, g, lay, s, "sm_90a")
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+        assert "c / TPR * 256 + threadIdx.x" in ks.source
+        sass = toolchain.sass(compiled.cubin)
+        for op in ("LDGSTS.E.BYPASS.128", "LDS.128", "STAS"):
+            assert toolchain.has_instruction(sass, op), (s.tag, op)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -1773,9 +1773,48 @@ SHARED_ROW_PROGRAMS = [
 ]
 
 
-@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(SHARED_ROW_PROGRAMS, lambda s: s.shared_row)))
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(SHARED_ROW_PROGRAMS, lambda s: s.shared_row and s.cluster == 1)))
 def test_rows_copied_into_shared_memory(src, extents, schedule):
     _check_pinned(src, extents, schedule)
+
+
+# Rows too long for two copies in an SM's shared memory, copied there by the blocks of a
+# cluster, each its share (Schedule.shared_row, cluster > 1): every such candidate, whole and
+# peeled, with weights, two per-row inputs, and a reduction alone; stretches of the last
+# share partial
+CLUSTER_SHARED_ROW_PROGRAMS = [
+    ("kernel s(x: bf16[M, N]) -> bf16[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+     dict(M=67, N=128256)),
+    ("kernel s(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+     dict(M=5, N=131075)),
+    (SHARED_ROW_PROGRAMS[2][0], dict(M=9, N=120000)),
+    ("kernel d(x: f16[M, N], y: f16[M, N]) -> f32[M] { return sum(f32(x) * f32(y), axis=N) }",
+     dict(M=300, N=70001)),
+    ("kernel l(x: bf16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n"
+     " return m + log(sum(exp(f32(x) - m), axis=N))\n}", dict(M=7, N=128256)),
+]
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(
+    CLUSTER_SHARED_ROW_PROGRAMS, lambda s: s.shared_row and s.cluster > 1)))
+def test_rows_copied_into_shared_memory_by_the_blocks_of_a_cluster(src, extents, schedule):
+    _needs_clusters()
+    _check_pinned(src, extents, schedule)
+
+
+def test_a_vocabulary_s_rows_are_copied_into_shared_memory_by_a_cluster_by_default():
+    """Softmax over a language model's vocabulary, bf16 [300, 128256] (256 KB rows: no block
+    holds two an SM) and the log-softmax of f16 [270, 151936]: by default the 8 blocks of a
+    cluster, 256 threads each, copy a row's shares into their shared memory; right at the GPU
+    with outputs poisoned."""
+    _needs_clusters()
+    log_softmax = ("kernel f(x: f16[M, N]) -> f16[M, N] {\n m = max(f32(x), axis=N)\n"
+                   " return f16(f32(x) - m - log(sum(exp(f32(x) - m), axis=N)))\n}")
+    for src, extents in ((CLUSTER_SHARED_ROW_PROGRAMS[0][0], dict(M=300, N=128256)),
+                         (log_softmax, dict(M=270, N=151936))):
+        k, s = _default_here(src, extents)
+        assert s.shared_row and (s.cluster, s.block) == (8, 256), (extents, s.tag)
+        check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
 def test_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_memory_by_default():
@@ -1804,10 +1843,10 @@ def test_rows_shared_by_the_blocks_of_a_cluster(src, extents, schedule):
 
 
 def test_long_rows_are_shared_by_a_cluster_by_default_and_reuse_their_barriers():
-    """The default for softmax over rows of 65536 f32 on sm_90a: 4 blocks of 512 threads a
-    row; 2000 rows take each cluster through about 30 rows (both sets of slots, both
-    phases of their barriers, many times). Rows 44 longer take 8 blocks (a quarter of
-    them would be 36 elements a thread, over the 32 it may hold)."""
+    """The default for softmax over rows of 65536 f32 on sm_90a: fewer than 2 rows an SM,
+    4 blocks of 512 threads a row, each holding its share; rows 44 longer take 8 blocks (a
+    quarter of them would be 36 elements a thread, over the 32 it may hold). 2000 rows are
+    copied into shared memory by 8 blocks of 256 (rows.shared_cluster_schedule)."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import _sm_count, device_arch
     from tiledsl.schedule.choose import default
@@ -1815,10 +1854,12 @@ def test_long_rows_are_shared_by_a_cluster_by_default_and_reuse_their_barriers()
     _needs_clusters()
     k = fresh("softmax.tdsl")
     k._launcher = launcher_for(k)
-    for extents, blocks in ((dict(M=2000, N=65536), 4), (dict(M=7, N=65536 + 44), 8)):
+    for extents, blocks, copied in ((dict(M=200, N=65536), 4, False), (dict(M=7, N=65536 + 44), 8, False),
+                                    (dict(M=2000, N=65536), 8, True)):
         p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0),
                     device_arch(0))
-        assert default(p, k.hints).cluster == blocks
+        s = default(p, k.hints)
+        assert (s.cluster, s.shared_row) == (blocks, copied), s.tag
         check(k, host_arguments(k, extents), extents, "out")
 
 

@@ -712,7 +712,8 @@ class _Renderer:
             self.check_shared_row(shared_row)
         # loaded with the row (cached), or by every phase as it streams the row (looped)
         per_row_loads = [line for op in per_row for line in (
-            [f"b{op.index}[0] = srow{op.index}[c];"] if op in shared_row else self.load_lines(op, slot))]
+            [f"b{op.index}[0] = srow{op.index}[{self.shared_row_slot()}];"] if op in shared_row
+            else self.load_lines(op, slot))]
         late_loads = lambda used: [line for op in late if op.value.id in used  # noqa: E731
                                    for line in self.load_lines(op, slot)]
         # A peeled row's head and tail: an element at a time, loaded again by each phase (from
@@ -929,10 +930,10 @@ class _Renderer:
             shared_row=bool(shared_row),
             shared_row_decls=[f"tdsl::Vec<{storage_type(op.dtype)}, {self.vec}>* const srow{op.index} = "
                               f"reinterpret_cast<tdsl::Vec<{storage_type(op.dtype)}, {self.vec}>*>"
-                              f"(tdsl::dynamic_shared()) + (idx_t){n} * ({'rvec / %d' % self.vec if peel else 'rvec'});"
+                              f"(tdsl::dynamic_shared()) + (idx_t){n} * {self.shared_row_span(peel)};"
                               for n, op in enumerate(shared_row)],
-            shared_row_issues=[f"tdsl::cp_async16_ordered(&srow{op.index}[c], in{op.index} + {self.offset(op)});"
-                               for op in shared_row],
+            shared_row_issues=[f"tdsl::cp_async16_ordered(&srow{op.index}[{self.shared_row_slot()}], "
+                               f"in{op.index} + {self.offset(op)});" for op in shared_row],
             ring_decls=[f"__shared__ tdsl::Vec<{storage_type(op.dtype)}, {self.vec}> "
                         f"ring{op.index}[{self.s.stages}][{self.s.items}][{self.s.block}];"
                         for op in ringed] if staged else [],
@@ -943,6 +944,17 @@ class _Renderer:
             has_full_outputs=bool(full_outs) and not split,
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores, out_loads=out_late if cached else per_row_loads,
             row_stores=row_stores)
+
+    def shared_row_slot(self) -> str:
+        """Where vector c of a row copied into shared memory lies in this block's copy: at c
+        (a block a row); a cluster's block, whose threads take a stretch of `block` vectors of
+        every TPR (the cluster's threads), at its stretch's number times `block` plus its thread."""
+        return "c" if self.s.cluster == 1 else f"c / TPR * {self.s.block} + threadIdx.x"
+
+    def shared_row_span(self, peel: bool) -> str:
+        """Vectors a per-row input's copy takes in this block's shared memory (rows.shared_row_bytes)."""
+        vectors = f"rvec / {self.vec}" if peel else "rvec"
+        return f"({vectors})" if self.s.cluster == 1 else f"(({vectors} + TPR - 1) / TPR * {self.s.block})"
 
     def check_shared_row(self, ops: list[Operand]) -> None:
         """A guard for schedules given by hand: a row copied into shared memory, as `fits()` checks it

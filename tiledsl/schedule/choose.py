@@ -197,8 +197,11 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                             for c in rows.streamed_clusters(p, tpr, vec) if vec == vecs[0]]
                 out += [looped] + [s for s in together if not fits(p, s)]     # (sm_90a, values a cluster posts)
     # looped rows in 16-byte vectors, a block a row, copied into shared memory once (rows.shared_row_schedule)
-    out += [t for s in out if s.kind == "reduce_row" and s.items == 0 and s.vec > 1 and s.cluster == 1
-            and s.row_threads == s.block for t in [replace(s, shared_row=True)] if not fits(p, t)]
+    looped = [s for s in out if s.kind == "reduce_row" and s.items == 0 and s.vec > 1 and s.cluster == 1
+              and s.row_threads == s.block]
+    out += [t for s in looped for t in [replace(s, shared_row=True)] if not fits(p, t)]
+    # ... and rows too long for two such copies an SM, by a cluster's blocks, each its share
+    out += [t for s in looped for t in rows.shared_row_clusters(p, s) if not fits(p, t)]
     return _with_unrolls(p, out)
 
 
@@ -263,7 +266,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
                   if s.cluster == hints.cluster and hints.threads in (None, s.block)]
         if pinned:
             return pinned[0]
-    staged = rows.shared_row_schedule(p, hints)     # rows too long to hold two an SM in registers
+    staged = rows.shared_row_schedule(p, hints, clusters)     # rows too long to hold two an SM in registers
     if staged is not None:
         return staged
     held = rows.long_row_schedule(p, vec, hints, clusters)
@@ -385,7 +388,8 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
     if s.blocks_per_sm:
         grid = min(grid, p.sm_count * s.blocks_per_sm)
     if s.cluster > 1:       # a cluster a row (a whole number of clusters: they loop over the rest)
-        return [Launch(s, (min(MAX_GRID // s.cluster, grid) * s.cluster, 1, 1), p.loops)]
+        return [Launch(s, (min(MAX_GRID // s.cluster, grid) * s.cluster, 1, 1), p.loops,
+                       sized_shared=rows.shared_row_bytes(p, s))]
     return [Launch(s, (max(1, min(MAX_GRID, grid)), 1, 1), p.loops, sized_shared=rows.shared_row_bytes(p, s))]
 
 

@@ -718,12 +718,22 @@ SHARED_ROW_RESERVE = 2 << 10
 # values or 32 f32 a thread), two blocks an SM.
 SHARED_ROW_HELD_BYTES = 64 << 10
 SHARED_ROW_THREADS = 512
+# ... and rows too long for two such copies an SM: the blocks of a cluster, each its share
+SHARED_ROW_CLUSTER = 8
+SHARED_ROW_CLUSTER_THREADS = 256
 
 
 def shared_row_bytes(p: Problem, s: Schedule) -> int:
-    """Dynamic shared memory a row copied there takes (Schedule.shared_row): every
-    per-row input's whole vectors of 16 bytes (a peeled row has no more than these)."""
-    return len(p.layout.row_inputs) * (p.row_length // s.vec) * 16 if s.shared_row else 0
+    """Dynamic shared memory a block's copy of a row takes (Schedule.shared_row): every
+    per-row input's whole vectors of 16 bytes (a peeled row has no more than these); a
+    cluster's block, its share: the cluster's threads stride the row, a block's threads
+    a stretch of `block` vectors of every `block * cluster` (codegen, shared_row_slot)."""
+    if not s.shared_row:
+        return 0
+    vectors = p.row_length // s.vec
+    if s.cluster > 1:
+        vectors = -(-vectors // (s.block * s.cluster)) * s.block
+    return len(p.layout.row_inputs) * vectors * 16
 
 
 def shared_row_refusal(p: Problem, s: Schedule) -> str:
@@ -740,7 +750,7 @@ def shared_row_refusal(p: Problem, s: Schedule) -> str:
     return ""
 
 
-def shared_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
+def shared_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Optional[Schedule]:
     """Many rows too long for an SM's registers to hold two of them, copied into shared
     memory by blocks of 512 threads (Schedule.shared_row), two blocks an SM: where the
     per-row inputs take more than SHARED_ROW_HELD_BYTES and two such rows fit the SM's
@@ -755,9 +765,12 @@ def shared_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     threads, level: softmax f16 32000 71.4 / 70.9. One pass for max and sum(exp) over the
     copy lost to two everywhere (f16 50257: 135.3), as did 1024 threads (159.2); 256 were
     within 3% of 512. Hand-written first, 4096 rows: f16 50257 263.8 / 213.8 (0.73x ->
-    0.91x copy; torch.softmax 349.5, Triton 663.5)."""
+    0.91x copy; torch.softmax 349.5, Triton 663.5).
+    Rows longer than that (a language model's vocabulary) are copied by the 8 blocks of
+    a cluster of 256 threads each (sm_90a, `clusters`), where their shares fit two blocks
+    an SM, from 2 rows an SM: see shared_cluster_schedule."""
     if (hints.threads or hints.warps or hints.stages or hints.cluster or hints.vector or not p.row_major()
-            or p.rows < 4 * p.sm_count):
+            or p.rows < 2 * p.sm_count):
         return None
     vec, peel = max_vector(p), False
     if vec == 1:
@@ -768,10 +781,56 @@ def shared_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     s = Schedule("reduce_row", block=SHARED_ROW_THREADS, vec=vec, items=0, row_threads=SHARED_ROW_THREADS,
                  shared_row=True, online=not online_pairs(p.group), peel=peel, index64=p.index64)
     need = shared_row_bytes(p, s)
-    if (shared_row_refusal(p, s) or (peel and peel_refusal(p, s)) or need <= SHARED_ROW_HELD_BYTES
-            or 2 * (need + SHARED_ROW_RESERVE) > SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT)):
+    if need <= SHARED_ROW_HELD_BYTES or (peel and peel_refusal(p, s)):
+        return None
+    if 2 * (need + SHARED_ROW_RESERVE) <= SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT):
+        return None if shared_row_refusal(p, s) or p.rows < 4 * p.sm_count else s
+    return shared_cluster_schedule(p, s) if clusters else None
+
+
+def shared_cluster_schedule(p: Problem, alone: Schedule) -> Optional[Schedule]:
+    """Rows too long for two copies in an SM's shared memory (`alone`, a block a row, would
+    not fit twice), copied there by the SHARED_ROW_CLUSTER blocks of a cluster of
+    SHARED_ROW_CLUSTER_THREADS threads each (sm_90a), where those shares fit two blocks an
+    SM. Held in registers, such rows took the blocks of a cluster too (cluster_row_schedule),
+    two blocks of 512 an SM. H200 2026-12-02 (scripts/probe_vocab.py), us, held / copied by
+    8 blocks of 256: softmax bf16 1024x128256 167.2 / 143.4 (0.74x -> 0.87x copy; torch
+    292.5), f32 512x128256 162.1 / 152.7, bf16 1024x151936 231.4 / 169.8 (0.64x -> 0.87x),
+    bf16 512x256000 173.9 / 154.7; log-softmax bf16 1024x128256 171.6 / 151.8; softmax
+    bf16 300x128256 54.9 / 48.8, f32 1024x65536 155.9 / 148.1. 4 blocks of 256 were level at
+    128256 (153.4) and behind at 151936 (211.9); 512 threads level or behind, 1024 at half
+    the speed. Taken for max and sum(exp) with results over the row (softmax, log-softmax)
+    where no block of 1024 holds the row: the norms lost (rmsnorm bf16 1024x131072 177.8 /
+    196.0, layernorm bf16 with f32 weight and bias 1024x100000 170.9 / 176.4), and so did
+    softmax f16 2048x60000, which 1024 threads hold (138.5 / 163.7); logsumexp streams
+    (cluster_row_schedule)."""
+    if (p.arch != "sm_90a" or SHARED_ROW_CLUSTER == 1 or not cluster_values_fit(p)
+            or not (online_pairs(p.group) and full_outputs(p))
+            or held_row_share(p, alone.vec, 1024, peel=alone.peel) is not None):
+        return None
+    s = replace(alone, block=SHARED_ROW_CLUSTER_THREADS, row_threads=SHARED_ROW_CLUSTER_THREADS,
+                cluster=SHARED_ROW_CLUSTER)
+    sm = SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT)
+    if shared_row_refusal(p, s) or 2 * (shared_row_bytes(p, s) + SHARED_ROW_RESERVE) > sm:
         return None
     return s
+
+
+def shared_row_clusters(p: Problem, looped: Schedule) -> list[Schedule]:
+    """A looped row (a block a row, in 16-byte vectors) too long for two copies in an SM's
+    shared memory, copied there by the blocks of a cluster instead, each its share
+    (Schedule.shared_row, cluster 2, 4 or 8; sm_90a): those whose shares fit two blocks an SM
+    or more. Max and sum(exp) in two passes, as every row a cluster streams."""
+    sm = SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT)
+    alone = replace(looped, shared_row=True)
+    if p.arch != "sm_90a" or 2 * (shared_row_bytes(p, alone) + SHARED_ROW_RESERVE) <= sm:
+        return []
+    out = []
+    for c in ROW_CLUSTERS:
+        s = replace(alone, cluster=c, online=not online_pairs(p.group))
+        if 2 * (shared_row_bytes(p, s) + SHARED_ROW_RESERVE) <= sm and not shared_row_refusal(p, s):
+            out.append(s)
+    return out
 
 
 def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
@@ -879,14 +938,18 @@ def packed_keeps_pay(p: Problem, held: Schedule) -> bool:
             and (held.block < 512 or held.block == 512 and rows_are(p, lambda t: t.name == "bf16")))
 
 
+def full_outputs(p: Problem) -> bool:
+    """Whether a result runs over the whole row (softmax's), not one value a row (a sum's)."""
+    return any(set(op.loops) & set(p.layout.reduced_loops) for op in p.layout.outputs)
+
+
 def streamed_reads(p: Problem) -> int:
     """Times a looped row (a block a row, streaming it) reads its row: once a reduction
     level, max and sum(exp(x - max)) in one pass where the default takes one
     (online_pays), and once more for results over the whole row."""
     levels = len(set(reduction_levels(p.group).values()))
     merged = len(online_pairs(p.group)) if online_pays(p, 1024) else 0
-    full = any(set(op.loops) & set(p.layout.reduced_loops) for op in p.layout.outputs)
-    return levels - merged + full
+    return levels - merged + full_outputs(p)
 
 
 def cluster_row_shares(p: Problem, vec: int, peel: bool = False) -> list[Schedule]:
@@ -967,6 +1030,12 @@ def cluster_row_schedule(p: Problem, vec: int, peel: bool = False) -> Optional[S
     f32 256x262144 (one pass: 94.4 / 143.9). Shares of 32 16-bit elements a thread
     lost (softmax f16 4096x50304 381.8 / 437.7 at 4 of 512): half the bytes in flight."""
     if streamed_reads(p) < 2:
+        return None
+    if online_pairs(p.group) and not full_outputs(p) and p.rows >= 4 * p.sm_count:
+        # max and sum(exp) alone (logsumexp): held, a row's blocks load it and then wait on
+        # two exchanges; streamed, many rows' loads are in flight. H200 2026-12-02
+        # (scripts/probe_vocab.py), bf16 1024x128256, us: 4 blocks of 512 holding it 119.6;
+        # streamed by 512 threads in one pass 87.1 (256: 83.0)
         return None
     shares = cluster_row_shares(p, vec, peel)
     return shares[0] if shares else None

@@ -70,6 +70,18 @@ of it: one compiled kernel serves every size of its class.
                                         read again by each phase (element by
                                         element before: 16384 rows, 162.0 ->
                                         95.2 us on an H100)
+    reduce_row items=0 shared_row=True  softmax over rows of 50257 f16 (100 KB):
+               block=512 (tag _sr)      a block of 1024 held each row, one an SM,
+                                        HBM idle through its reductions -> each
+                                        block of 512 copies its row into shared
+                                        memory once and reads it there, two an SM
+                                        (4096 rows: 263.8 -> 222.7 us on an H200)
+    reduce_row items=0 shared_row=True  softmax over rows of 128256 bf16 (256 KB):
+               cluster=8 block=256      4 blocks of 512 held a row's shares in
+               (tag _c8_sr)             registers, two an SM -> 8 blocks of 256
+                                        each copy their stretches of it into
+                                        shared memory, six an SM (1024 rows:
+                                        167.8 -> 142.4 us on an H200)
     reduce_col                          a thread per kept element, for
                                         reductions over outer dims
     reduce_split vec=2 row_threads=1    batch mean of f16 [65536, 768]: a thread
@@ -328,7 +340,8 @@ class Schedule:
                                 # of the row's per-row inputs into shared memory once (cp.async, 16 bytes
                                 # each), and every phase reads them there; no barrier, each thread reading
                                 # only what it copied. For rows too long to hold twice in an SM's registers:
-                                # two blocks an SM stage theirs and overlap (tag _sr)
+                                # two blocks an SM stage theirs and overlap (tag _sr); rows too long for
+                                # one SM's shared memory: a cluster's blocks each copy their share (_c8_sr)
 
     def __post_init__(self):
         why = self.invalid()
@@ -392,10 +405,9 @@ class Schedule:
         elif self.min_blocks != 1 and self.kind != "matmul":
             return "only row and split reductions and GEMMs choose the blocks per SM their registers are budgeted for"
         if self.shared_row and not (self.kind == "reduce_row" and self.items == 0 and self.vec > 1
-                                    and self.row_threads == self.block and self.row_threads >= 32
-                                    and self.cluster == 1):
-            return ("only a looped row reduction (items=0) read in vectors, a block a row, copies its rows "
-                    "into shared memory (shared_row)")
+                                    and self.row_threads == self.block and self.row_threads >= 32):
+            return ("only a looped row reduction (items=0) read in vectors, a block (or a cluster's blocks) "
+                    "a row, copies its rows into shared memory (shared_row)")
         if self.outer and (self.kind != "pointwise" or self.tile):
             return "only an untiled pointwise kernel walks its items along the outermost loop (outer)"
         if self.kind == "reduce_row":
