@@ -63,7 +63,7 @@ def main() -> None:
     for case, d in row_probe.prepared(CASES, sys.argv[1:]):
         case.variants = {"default": d}
         if os.environ.get("VOCAB_BEFORE"):     # the default before rows.shared_cluster_schedule
-            with row_probe.constants(rows, SHARED_ROW_CLUSTER=1):
+            with row_probe.constants(rows, shared_cluster_schedule=lambda p, alone: None):
                 case.variants["before"] = choose.default(case.problem, case.kernel.hints)
         # VOCAB_MATCH="regex": every tuner candidate whose tag matches it, beside the default
         if os.environ.get("VOCAB_MATCH"):

@@ -197,11 +197,11 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                             for c in rows.streamed_clusters(p, tpr, vec) if vec == vecs[0]]
                 out += [looped] + [s for s in together if not fits(p, s)]     # (sm_90a, values a cluster posts)
     # looped rows in 16-byte vectors, a block a row, copied into shared memory once (rows.shared_row_schedule)
-    looped = [s for s in out if s.kind == "reduce_row" and s.items == 0 and s.vec > 1 and s.cluster == 1
-              and s.row_threads == s.block]
-    out += [t for s in looped for t in [replace(s, shared_row=True)] if not fits(p, t)]
+    vector_rows = [s for s in out if s.kind == "reduce_row" and s.items == 0 and s.vec > 1 and s.cluster == 1
+                   and s.row_threads == s.block]
+    out += [t for s in vector_rows for t in [replace(s, shared_row=True)] if not fits(p, t)]
     # ... and rows too long for two such copies an SM, by a cluster's blocks, each its share
-    out += [t for s in looped for t in rows.shared_row_clusters(p, s) if not fits(p, t)]
+    out += [t for s in vector_rows for t in rows.shared_row_clusters(p, s) if not fits(p, t)]
     return _with_unrolls(p, out)
 
 

@@ -736,6 +736,11 @@ def shared_row_bytes(p: Problem, s: Schedule) -> int:
     return len(p.layout.row_inputs) * vectors * 16
 
 
+def shared_rows_fit_twice(p: Problem, s: Schedule) -> bool:
+    """Whether two blocks' copies of a row (Schedule.shared_row) fit an SM's shared memory."""
+    return 2 * (shared_row_bytes(p, s) + SHARED_ROW_RESERVE) <= SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT)
+
+
 def shared_row_refusal(p: Problem, s: Schedule) -> str:
     """'' when a looped row can be copied into shared memory (Schedule.shared_row), else why not."""
     why = shared_row_operand_refusal(s, [(op.dtype.itemsize, p.row_major() and op.loops[-1] == p.inner)
@@ -783,7 +788,7 @@ def shared_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Opti
     need = shared_row_bytes(p, s)
     if need <= SHARED_ROW_HELD_BYTES or (peel and peel_refusal(p, s)):
         return None
-    if 2 * (need + SHARED_ROW_RESERVE) <= SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT):
+    if shared_rows_fit_twice(p, s):
         return None if shared_row_refusal(p, s) or p.rows < 4 * p.sm_count else s
     return shared_cluster_schedule(p, s) if clusters else None
 
@@ -804,16 +809,13 @@ def shared_cluster_schedule(p: Problem, alone: Schedule) -> Optional[Schedule]:
     196.0, layernorm bf16 with f32 weight and bias 1024x100000 170.9 / 176.4), and so did
     softmax f16 2048x60000, which 1024 threads hold (138.5 / 163.7); logsumexp streams
     (cluster_row_schedule)."""
-    if (p.arch != "sm_90a" or SHARED_ROW_CLUSTER == 1 or not cluster_values_fit(p)
+    if (p.arch != "sm_90a" or not cluster_values_fit(p)
             or not (online_pairs(p.group) and full_outputs(p))
             or held_row_share(p, alone.vec, 1024, peel=alone.peel) is not None):
         return None
     s = replace(alone, block=SHARED_ROW_CLUSTER_THREADS, row_threads=SHARED_ROW_CLUSTER_THREADS,
                 cluster=SHARED_ROW_CLUSTER)
-    sm = SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT)
-    if shared_row_refusal(p, s) or 2 * (shared_row_bytes(p, s) + SHARED_ROW_RESERVE) > sm:
-        return None
-    return s
+    return None if shared_row_refusal(p, s) or not shared_rows_fit_twice(p, s) else s
 
 
 def shared_row_clusters(p: Problem, looped: Schedule) -> list[Schedule]:
@@ -821,16 +823,11 @@ def shared_row_clusters(p: Problem, looped: Schedule) -> list[Schedule]:
     shared memory, copied there by the blocks of a cluster instead, each its share
     (Schedule.shared_row, cluster 2, 4 or 8; sm_90a): those whose shares fit two blocks an SM
     or more. Max and sum(exp) in two passes, as every row a cluster streams."""
-    sm = SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT)
     alone = replace(looped, shared_row=True)
-    if p.arch != "sm_90a" or 2 * (shared_row_bytes(p, alone) + SHARED_ROW_RESERVE) <= sm:
+    if p.arch != "sm_90a" or shared_rows_fit_twice(p, alone):
         return []
-    out = []
-    for c in ROW_CLUSTERS:
-        s = replace(alone, cluster=c, online=not online_pairs(p.group))
-        if 2 * (shared_row_bytes(p, s) + SHARED_ROW_RESERVE) <= sm and not shared_row_refusal(p, s):
-            out.append(s)
-    return out
+    shares = [replace(alone, cluster=c, online=not online_pairs(p.group)) for c in ROW_CLUSTERS]
+    return [s for s in shares if shared_rows_fit_twice(p, s) and not shared_row_refusal(p, s)]
 
 
 def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
