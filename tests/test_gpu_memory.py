@@ -1817,6 +1817,36 @@ def test_a_vocabulary_s_rows_are_copied_into_shared_memory_by_a_cluster_by_defau
         check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+# A residual add returned beside the norm of its sum (vLLM's fused_add_rms_norm, and the same
+# with layernorm): the row kernel stores both (partition.rows_reading_its_inputs). Every row
+# candidate, held and looped, at rows no block or vector divides, and rows copied into shared
+# memory; each output poisoned and checked
+RESIDUAL_NORM_PROGRAMS = [
+    ("kernel f(x: bf16[M, N], r: bf16[M, N], w: bf16[N]) -> (bf16[M, N], bf16[M, N]) {\n"
+     " h = x + r\n return h, h * rsqrt(mean(h * h, axis=N) + 1e-6) * w\n}", dict(M=1001, N=4100)),
+    ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
+     " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}",
+     dict(M=67, N=40003)),
+]
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(
+    RESIDUAL_NORM_PROGRAMS, lambda s: s.kind == "reduce_row" and s.cluster == 1)))
+def test_a_residual_add_is_stored_by_the_row_kernel_of_its_norm(src, extents, schedule):
+    _check_pinned(src, extents, schedule)
+
+
+def test_a_residual_add_and_its_norm_run_as_one_kernel_by_default():
+    """At 4096 x 8192 and 16384 x 4096 (and a few long rows, spread over the GPU: there the
+    sum is stored by the pointwise kernel that writes the norm), both results right with
+    outputs poisoned."""
+    for src in (RESIDUAL_NORM_PROGRAMS[0][0], RESIDUAL_NORM_PROGRAMS[1][0]):
+        for extents in (dict(M=4096, N=8192), dict(M=16384, N=4096), dict(M=2, N=1 << 19)):
+            k, s = _default_here(src, extents)
+            assert len(k._launcher.groups) == 1
+            check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 def test_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_memory_by_default():
     """The vocab softmax, f16 [4096, 50257] (100 KB rows, each block copying its row into
     shared memory, two blocks an SM), and many bf16 layernorm rows of 40000 (80 KB),

@@ -59,6 +59,13 @@ PROGRAMS = [
     ("layernorm", (EXAMPLES / "layernorm.tdsl").read_text(), dict(M=19, N=1000)),
     ("rmsnorm bf16", "kernel r(x: bf16[M, N], w: bf16[N]) -> bf16[M, N] "
      "{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }", dict(M=23, N=520)),
+    # a residual add stored by its norm's row kernel (partition.rows_reading_its_inputs), held and looped
+    ("residual add beside its rmsnorm", "kernel f(x: bf16[M, N], r: bf16[M, N], w: bf16[N]) -> "
+     "(bf16[M, N], bf16[M, N]) {\n h = x + r\n return h, h * rsqrt(mean(h * h, axis=N) + 1e-6) * w\n}",
+     dict(M=23, N=1000)),
+    ("residual add beside its layernorm, looped", "kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> "
+     "(f16[M, N], f16[M, N]) {\n h = x + r\n c = h - mean(h, axis=N)\n"
+     " return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}", dict(M=3, N=20011)),
     ("column sums", "kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=77)),
     ("column sums, few", "kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=9001, N=5)),
     ("column sums weighted by idx", "kernel c(x: f16[M, N]) -> f32[N] {\n"

@@ -227,24 +227,28 @@ class _Partitioner:
         anchors and stored values other groups read."""
         outputs_of: dict = {key: [] for key in members}
         pointwise: dict = {}        # dim set -> outputs
+        loose = []      # outputs no anchor feeds, placed once the groups' own outputs are known
         for out in dict.fromkeys(self.graph.outputs):   # an output value may be returned twice
             anchors = self.anchors_feeding([out])
+            if not anchors:
+                loose.append(out)
+                continue
             keys = {self.group_key(a) for a in anchors}
             if len(keys) == 1:
                 key = next(iter(keys))
-                # a reduce group writes per-row outputs and outputs over whole rows; one over
-                # some of the reduced dims only (mean(x) * y[N] after reducing M and N) is
-                # written by a pointwise group reading the statistic
-                if key[0][0] == "reduce" and set(out.dims) <= key[0][1] | key[0][2] \
-                        and set(out.dims) - key[0][1] in (set(), set() if self.spread else set(key[0][2])) \
-                        and not self.stored_across_rows(out, key, members) \
-                        and not (set(out.dims) & key[0][2] and walks_across(members[key][0])):
+                if key[0][0] == "reduce" and self.written_over_rows(out, key, members):
                     outputs_of[key].append(out)
                     continue
                 if key[0][0] in ("matmul", "operand") and set(out.dims) <= set(members[key][0].dims):
                     outputs_of[key].append(out)
                     continue
             pointwise.setdefault(frozenset(out.dims), []).append(out)
+        for out in loose:
+            key = self.rows_reading_its_inputs(out, members, outputs_of)
+            if key is not None:
+                outputs_of[key].append(out)
+            else:
+                pointwise.setdefault(frozenset(out.dims), []).append(out)
 
         # Anchors read by another group are stored as temporaries.
         needed_by: dict[int, set] = {}
@@ -258,6 +262,53 @@ class _Partitioner:
             note_reads(None, outs)
 
         return outputs_of, pointwise, needed_by
+
+    def written_over_rows(self, out: Value, key, members: dict) -> bool:
+        """Whether reduce group `key` writes `out`: per-row outputs and outputs over whole
+        rows; one over some of the reduced dims only (mean(x) * y[N] after reducing M and
+        N) is written by a pointwise group reading the statistic."""
+        kept, reduced = key[0][1], key[0][2]
+        return (set(out.dims) <= kept | reduced
+                and set(out.dims) - kept in (set(), set() if self.spread else set(reduced))
+                and not self.stored_across_rows(out, key, members)
+                and not (set(out.dims) & reduced and walks_across(members[key][0])))
+
+    def rows_reading_its_inputs(self, out: Value, members: dict, outputs_of: dict):
+        """For an output that no reduction feeds, the key of the first reduce group (in
+        launch order) that already writes an output over whole rows of the same dims and
+        reads every tensor `out` is computed from; else None. Its row kernel holds or
+        streams those elements anyway and stores `out` beside its own result, where a
+        pointwise kernel would read them all again. (A group writing per-row values only
+        keeps them so: those may split their rows over the GPU.) Before/after for a
+        residual add beside an rmsnorm of it, `h = x + r; return h, rmsnorm(h)`: [reduce
+        writes rmsnorm(h); pointwise reads x, r and writes h] -> [reduce reads x, r and
+        writes both]."""
+        reads = self.params_read([out])
+        if self.spread or not reads:
+            return None
+        for key in sorted(members, key=lambda k: (k[1], min(a.id for a in members[k]))):
+            if (key[0][0] == "reduce" and set(out.dims) == key[0][1] | key[0][2]
+                    and any(set(o.dims) == set(out.dims) for o in outputs_of[key])
+                    and reads <= self.params_read([o for a in members[key] for o in a.operands])
+                    and self.written_over_rows(out, key, members)):
+                return key
+        return None
+
+    def params_read(self, roots) -> set:
+        """Ids of the tensor parameters `roots` read through elementwise values (not
+        through anchors or stored values)."""
+        found, stack, seen = set(), list(roots), set()
+        while stack:
+            v = stack.pop()
+            if v.id in seen or _is_anchor(v) or v.id in self.stored:
+                continue
+            seen.add(v.id)
+            if v.op == "param":
+                if v.dims:
+                    found.add(v.id)
+            else:
+                stack.extend(v.operands)
+        return found
 
     def stored_across_rows(self, out: Value, key, members: dict) -> bool:
         """Whether an output over whole rows is stored along the dim that the reduce
