@@ -59,7 +59,11 @@ def torch_peer(name, args):
     the CuPy arrays), or None where this torch lacks the op."""
     import torch
     import torch.nn.functional as F
-    t = [torch.as_tensor(a, device="cuda") if isinstance(a, cp.ndarray) else a for a in args]
+    def tensor(a):      # CuPy holds bf16 as 2-byte voids: torch takes their bits
+        if a.dtype.kind == "V":
+            return torch.as_tensor(a.view("uint16"), device="cuda").view(torch.bfloat16)
+        return torch.as_tensor(a, device="cuda")
+    t = [tensor(a) if isinstance(a, cp.ndarray) else a for a in args]
     if name.startswith("add rmsnorm"):
         x, r, w = t
         def run():

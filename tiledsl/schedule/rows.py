@@ -286,9 +286,12 @@ def halved_late_share(p: Problem, vec: int, threads: int, items: int) -> int:
 def late_share_fits(p: Problem, vec: int, threads: int, rows_per_sm: int) -> int:
     """`threads` where a block a row of them (64 or more) holds a 16-bit row in vectors of 8
     with its weights loaded late, packed within its registers, on a GPU with much HBM bandwidth
-    per SM and at least `rows_per_sm` rows an SM (late_wide_share, halved_late_share); else 0."""
+    per SM and at least `rows_per_sm` rows an SM (late_wide_share, halved_late_share); else 0.
+    One input over the row only: a row value computed from two (a residual add, x + r) is
+    held in f32, not packed, and such a share of 32 elements a thread spilled 8 bytes at 64
+    registers on the H200's compiler (add and layernorm f16 16384x4096, 2026-12-02)."""
     if not (vec == 8 and threads >= 64 and narrow_rows(p) and much_bandwidth_per_sm(p)
-            and p.rows >= rows_per_sm * p.sm_count):
+            and len(p.layout.row_inputs) == 1 and p.rows >= rows_per_sm * p.sm_count):
         return 0
     return threads if row_share_fits(p, row_share(p.row_length // vec, threads), vec, hoisted=False,
                                      packed=True) else 0
