@@ -180,12 +180,13 @@ def main() -> None:
         print(f"{name} {ext}: {c.groups} kernel(s), err {err:.1e}", flush=True)
         c.impls = {"tiledsl": c.call()}
         if os.environ.get("LLM_BEFORE"):
+            print("  partitioned as before:", flush=True)
             old = Case(name, src, ext, before=True)
             if old.groups != c.groups:
                 print(f"  before: {old.groups} kernel(s), err {old.check():.1e}", flush=True)
                 c.impls["tiledsl before"] = old.call()
         try:
-            peer = torch_peer(name, c.sets[0])
+            peer = torch_peer(name, c.sets[0]) if os.environ.get("LLM_TORCH", "1") != "0" else None
         except Exception as e:          # noqa: BLE001 - a peer that cannot run is reported, not fatal
             peer = None
             print(f"  torch: {type(e).__name__}: {e}")
