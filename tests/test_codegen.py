@@ -174,6 +174,26 @@ def test_default_schedules_use_128_bit_loads_and_stores(name, arch):
     assert not toolchain.has_instruction(sass, "LDL") and not toolchain.has_instruction(sass, "STL")
 
 
+@pytest.mark.parametrize("src,extents", [
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return gelu(x + b) }", dict(M=8192, N=16384)),
+    ("kernel f(x: f32[B, T, C], p: f32[T, C], s: f32[B]) -> f32[B, T, C] { return x * s + p }",
+     dict(B=3, T=100, C=1000)),
+])
+def test_a_flat_walk_addresses_operands_over_every_loop_by_the_flat_index(src, extents):
+    """CudaGen.offset: in a flat pointwise walk, the operands over every loop (x and the
+    result) sit at the walk's own index; only a broadcast operand's address needs the
+    coordinates, so the store's loop divides by no extent. Before, the store recomputed
+    every coordinate: 520 SASS instructions for 16 elements of the bias and gelu, 448 now
+    (ptxas sm_90a)."""
+    k = tiledsl.compile(src)
+    [ks] = sources_for(k, extents)
+    assert ks.schedule.kind == "pointwise" and not ks.schedule.outer, ks.name
+    store_loop = ks.source[ks.source.rindex("#pragma unroll"):]
+    assert "in0 + t * " in ks.source and "(out0 + t * " in store_loop, ks.source
+    stored = [line for line in store_loop.splitlines() if "out0" in line]
+    assert stored and all("c0" not in line and "c1" not in line for line in stored), stored
+
+
 def test_few_long_rows_use_a_split_reduction():
     for src, extents in (PROGRAMS["column_sum_split"], PROGRAMS["total_split"]):
         k = tiledsl.compile(src)
