@@ -86,6 +86,27 @@ template <class T, class F> __device__ __forceinline__ T to_int(F x) {
     if (x >= past_hi) return IntRange<T>::hi;
     return (T)x;
 }
+#ifdef __CUDA_ARCH__
+// From f32, the hardware's own conversion is that cast in one instruction: PTX's cvt.rzi
+// to an integer clamps to the destination's range and takes NaN to 0 (the GPU test of
+// casts checks every edge). The compares above cost 4 instructions an element (an int8
+// quantization of bf16 rows: 912 SASS instructions for 32 elements).
+template <> __device__ __forceinline__ signed char to_int<signed char, float>(float x) {
+    short r; asm("cvt.rzi.s8.f32 %0, %1;" : "=h"(r) : "f"(x)); return (signed char)r;
+}
+template <> __device__ __forceinline__ unsigned char to_int<unsigned char, float>(float x) {
+    unsigned short r; asm("cvt.rzi.u8.f32 %0, %1;" : "=h"(r) : "f"(x)); return (unsigned char)r;
+}
+template <> __device__ __forceinline__ short to_int<short, float>(float x) {
+    short r; asm("cvt.rzi.s16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r;
+}
+template <> __device__ __forceinline__ int to_int<int, float>(float x) {
+    int r; asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r;
+}
+template <> __device__ __forceinline__ unsigned int to_int<unsigned int, float>(float x) {
+    unsigned r; asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r;
+}
+#endif
 
 // The four f32 at a shared-memory address rounded to TF32 in place, to nearest
 // (cvt.rna): wgmma would truncate them.

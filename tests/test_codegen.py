@@ -194,6 +194,23 @@ def test_a_flat_walk_addresses_operands_over_every_loop_by_the_flat_index(src, e
     assert stored and all("c0" not in line and "c1" not in line for line in stored), stored
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_float_cast_to_a_narrow_integer_is_one_hardware_conversion(arch):
+    """tdsl::to_int from f32 is PTX's cvt.rzi, which saturates to the destination's range and
+    takes NaN to 0 (the GPU test of casts checks every edge): one F2I.S8 an element of an
+    int8 quantization, no compares. Before, the generic cast's range checks took 96 FSETP for
+    32 elements (912 SASS instructions against 624; H200 16384x4096 58.2 -> 51.2 us)."""
+    src = ("kernel f(x: bf16[M, N]) -> (i8[M, N], f32[M]) {\n scale = max(abs(x), axis=N) / 127\n"
+           " return i8(x / scale), scale\n}")
+    k = tiledsl.compile(src)
+    [ks] = sources_for(k, dict(M=16384, N=4096))
+    sass = toolchain.sass(toolchain.compile_cuda(ks.source, arch=arch).cubin)
+    elements = ks.schedule.items * ks.schedule.vec
+    conversions = [line for line in sass.splitlines() if "F2I" in line]
+    assert len(conversions) == elements and all("F2I.S8" in line for line in conversions), conversions[:2]
+    assert sass.count("FSETP") < elements // 4, sass.count("FSETP")
+
+
 def test_few_long_rows_use_a_split_reduction():
     for src, extents in (PROGRAMS["column_sum_split"], PROGRAMS["total_split"]):
         k = tiledsl.compile(src)
