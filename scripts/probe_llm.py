@@ -8,7 +8,6 @@ computed and checked against the float64 reference first; then the implementatio
 are timed in interleaved rounds (median µs a call, CUDA events).
 
     python scripts/probe_llm.py [names to keep]
-    LLM_ALL=1 python scripts/probe_llm.py [names]   (single-group programs: the tuner's 4 fastest too)
     LLM_BEFORE=1 python scripts/probe_llm.py [names]   (also each program partitioned as before
         2026-12-02 16:00: an output no reduction feeds in a pointwise kernel of its own)
 """
@@ -23,7 +22,6 @@ import numpy as np  # noqa: E402
 import tiledsl  # noqa: E402
 from benchmarks.common import copy_bandwidth, input_sets_needed, time_cuda  # noqa: E402
 from tiledsl.inputs import random_arguments, relative_error  # noqa: E402
-from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 
 ADD_RMSNORM = """kernel f(x: bf16[M, N], r: bf16[M, N], w: bf16[N]) -> (bf16[M, N], bf16[M, N]) {
     h = x + r
@@ -143,28 +141,16 @@ class Case:
         self.outs = got if isinstance(got, tuple) else (got,)
         self.groups = len(k._launcher.groups)
 
-    def check(self, schedule=None) -> float:
+    def check(self) -> float:
         """The worst relative error of the results, every output poisoned first."""
-        if schedule is not None:
-            set_overrides(self.kernel._launcher, {0: schedule})
         for o in self.outs:
             o.fill(-1 if o.dtype.kind in "iu" else float("nan"))
-        k = self.kernel
-        k(*self.sets[0], out=self.outs if len(self.outs) > 1 else self.outs[0])
-        errs = [relative_error(cp.asnumpy(o).astype(np.float64), w) for o, w in zip(self.outs, self.want)]
-        set_overrides(k._launcher, {})
-        return max(errs)
+        self.call()(0)
+        return max(relative_error(cp.asnumpy(o).astype(np.float64), w) for o, w in zip(self.outs, self.want))
 
-    def call(self, schedule=None):
+    def call(self):
         k, outs = self.kernel, self.outs if len(self.outs) > 1 else self.outs[0]
-        if schedule is None:
-            return lambda i: k(*self.sets[i], out=outs)
-
-        def run(i):
-            set_overrides(k._launcher, {0: schedule})
-            k(*self.sets[i], out=outs)
-        return run
-
+        return lambda i: k(*self.sets[i], out=outs)
 
 def main() -> None:
     only = sys.argv[1:]
@@ -176,7 +162,6 @@ def main() -> None:
             continue
         c = Case(name, src, ext)
         err = c.check()
-        ks = c.kernel._launcher
         print(f"{name} {ext}: {c.groups} kernel(s), err {err:.1e}", flush=True)
         c.impls = {"tiledsl": c.call()}
         if os.environ.get("LLM_BEFORE"):
@@ -192,17 +177,6 @@ def main() -> None:
             print(f"  torch: {type(e).__name__}: {e}")
         if peer is not None:
             c.impls["torch"] = lambda i, f=peer: f()
-        if os.environ.get("LLM_ALL") and c.groups == 1:
-            import row_probe
-            rc = row_probe.RowCase(name, ext, c.kernel, None, c.sets, c.outs[0], c.want[0], c.nbytes)
-            from tiledsl.schedule.problem import problem as group_problem
-            from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth
-            rc.problem = group_problem(ks.groups[0], ks.layouts[0], ext, sm_count=_sm_count(0),
-                                       arch=device_arch(0), hbm_gbps=hbm_bandwidth(0))
-            _, fastest = row_probe.fastest_candidates(rc, 4)
-            for s in fastest:
-                if c.check(s) <= 2e-3:
-                    c.impls[f"cand {s.tag}"] = c.call(s)
         same = copy_bandwidth(c.nbytes // 2, repeats=10, rotate=True)
         c.same_copy_us = 2 * same["bytes"] / same["gbps"] / 1e3
         cases.append(c)

@@ -91,21 +91,15 @@ template <class T, class F> __device__ __forceinline__ T to_int(F x) {
 // to an integer clamps to the destination's range and takes NaN to 0 (the GPU test of
 // casts checks every edge). The compares above cost 4 instructions an element (an int8
 // quantization of bf16 rows: 912 SASS instructions for 32 elements).
-template <> __device__ __forceinline__ signed char to_int<signed char, float>(float x) {
-    short r; asm("cvt.rzi.s8.f32 %0, %1;" : "=h"(r) : "f"(x)); return (signed char)r;
-}
-template <> __device__ __forceinline__ unsigned char to_int<unsigned char, float>(float x) {
-    unsigned short r; asm("cvt.rzi.u8.f32 %0, %1;" : "=h"(r) : "f"(x)); return (unsigned char)r;
-}
-template <> __device__ __forceinline__ short to_int<short, float>(float x) {
-    short r; asm("cvt.rzi.s16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r;
-}
-template <> __device__ __forceinline__ int to_int<int, float>(float x) {
-    int r; asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r;
-}
-template <> __device__ __forceinline__ unsigned int to_int<unsigned int, float>(float x) {
-    unsigned r; asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r;
-}
+#define TDSL_TO_INT_RZI(T, R, C, ptx) \
+    template <> __device__ __forceinline__ T to_int<T, float>(float x) { \
+        R r; asm("cvt.rzi." ptx ".f32 %0, %1;" : "=" C(r) : "f"(x)); return (T)r; }
+TDSL_TO_INT_RZI(signed char, short, "h", "s8")
+TDSL_TO_INT_RZI(unsigned char, unsigned short, "h", "u8")
+TDSL_TO_INT_RZI(short, short, "h", "s16")
+TDSL_TO_INT_RZI(int, int, "r", "s32")
+TDSL_TO_INT_RZI(unsigned int, unsigned, "r", "u32")
+#undef TDSL_TO_INT_RZI
 #endif
 
 // The four f32 at a shared-memory address rounded to TF32 in place, to nearest

@@ -180,7 +180,7 @@ def test_default_schedules_use_128_bit_loads_and_stores(name, arch):
      dict(B=3, T=100, C=1000)),
 ])
 def test_a_flat_walk_addresses_operands_over_every_loop_by_the_flat_index(src, extents):
-    """CudaGen.offset: in a flat pointwise walk, the operands over every loop (x and the
+    """codegen.cuda._Renderer.offset: in a flat pointwise walk, the operands over every loop (x and the
     result) sit at the walk's own index; only a broadcast operand's address needs the
     coordinates, so the store's loop divides by no extent. Before, the store recomputed
     every coordinate: 520 SASS instructions for 16 elements of the bias and gelu, 448 now

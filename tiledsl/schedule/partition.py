@@ -198,7 +198,7 @@ class _Partitioner:
                 break
             candidates = alone
 
-        order = sorted(members, key=lambda k: (k[1], k[0][0], min(a.id for a in members[k])))
+        order = launch_order(members)
         groups = []
         for key in order:
             anchors = members[key]
@@ -286,7 +286,7 @@ class _Partitioner:
         reads = self.params_read([out])
         if self.spread or not reads:
             return None
-        for key in sorted(members, key=lambda k: (k[1], min(a.id for a in members[k]))):
+        for key in launch_order(members):
             if (key[0][0] == "reduce" and set(out.dims) == key[0][1] | key[0][2]
                     and any(set(o.dims) == set(out.dims) for o in outputs_of[key])
                     and reads <= self.params_read([o for a in members[key] for o in a.operands])
@@ -345,6 +345,11 @@ class _Partitioner:
         inputs = tuple(v for v in self.graph.values if v.id in reads)
         outputs = tuple(dict.fromkeys(writes))
         return Group(kind, index, values, inputs, outputs, tuple(kept), tuple(axes))
+
+
+def launch_order(members: dict) -> list:
+    """Group keys in the order their kernels launch: by epoch, then kind, then first anchor."""
+    return sorted(members, key=lambda k: (k[1], k[0][0], min(a.id for a in members[k])))
 
 
 def walks_across(reduction: Value) -> bool:
