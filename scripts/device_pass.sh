@@ -107,6 +107,7 @@ for phase in "$@"; do
     survey) timeout 300 python3 scripts/probe_survey.py $SURVEY ;;   # SURVEY="names to keep"
     vocab) timeout 500 python3 scripts/probe_vocab.py $VOCAB ;;   # VOCAB="names to keep"; VOCAB_ALL=1: the tuner's fastest too
     llm) timeout 550 python3 -X faulthandler scripts/probe_llm.py $LLM ;;   # LLM="names to keep"; LLM_BEFORE=1: the partition before too
+    masked) timeout 550 python3 -X faulthandler scripts/probe_masked.py $MASKED ;;   # MASKED="names to keep": index masks four ways
     longrows) timeout 500 python3 scripts/probe_long_rows.py $LONGROWS ;;   # LONGROWS="names to keep"
     gelu) timeout 300 python3 scripts/probe_gelu.py $GELU ;;   # GELU="names to keep"
     l2order) timeout 300 python3 scripts/probe_l2_order.py $L2ORDER ;;   # L2ORDER="columns": the column softmax too

@@ -8,8 +8,9 @@ computed and checked against the float64 reference first; then the implementatio
 are timed in interleaved rounds (median µs a call, CUDA events).
 
     python scripts/probe_llm.py [names to keep]
-    LLM_BEFORE=1 python scripts/probe_llm.py [names]   (also each program partitioned as before
-        2026-12-02 16:00: an output no reduction feeds in a pointwise kernel of its own)
+    LLM_BEFORE=1 python scripts/probe_llm.py [names]   (also each program compiled as before
+        2026-12-02 16:00, an output no reduction feeds in a pointwise kernel of its own, and
+        before 17:00: every vector read whatever its mask, no chain of element work kept)
 """
 import os
 import statistics
@@ -106,6 +107,8 @@ CASES = [
     ("swiglu bf16", SWIGLU, {"M": 8192, "N": 14336}),
     ("bias gelu bf16", BIAS_GELU, {"M": 8192, "N": 16384}),
     ("masked softmax f16", MASKED_SOFTMAX, {"B": 32, "Q": 2048, "K": 2048}),
+    ("masked softmax f16", MASKED_SOFTMAX, {"B": 256, "Q": 512, "K": 512}),
+    ("masked softmax bf16", MASKED_SOFTMAX.replace("f16", "bf16"), {"B": 8, "Q": 4096, "K": 4096}),
     ("quant int8", QUANT, {"M": 16384, "N": 4096}),
     ("adam f32", ADAM, {"N": 1 << 26}),
 ]
@@ -115,13 +118,16 @@ class Case:
     def __init__(self, name, src, extents, before=False):
         self.name, self.extents = name, extents
         if before:      # a name of its own: kernels are cached by their IR, which has no partition
+            from tiledsl.codegen import cuda
             from tiledsl.schedule.partition import _Partitioner
             placed, _Partitioner.rows_reading_its_inputs = _Partitioner.rows_reading_its_inputs, \
                 lambda self, out, members, outputs_of: None
+            guards, cuda.load_guards = cuda.load_guards, lambda group: {}     # (and before 2026-12-02 17:00:
+            chain, cuda.KEPT_CHAIN = cuda.KEPT_CHAIN, 1 << 30                 # every vector read, no chain kept)
             try:
                 self.__init__(name, src.replace("kernel f(", "kernel before("), extents)
             finally:
-                _Partitioner.rows_reading_its_inputs = placed
+                _Partitioner.rows_reading_its_inputs, cuda.load_guards, cuda.KEPT_CHAIN = placed, guards, chain
             return
         self.kernel = k = tiledsl.compile(src)
         host = random_arguments(k.graph, extents, seed=7)
@@ -167,9 +173,8 @@ def main() -> None:
         if os.environ.get("LLM_BEFORE"):
             print("  partitioned as before:", flush=True)
             old = Case(name, src, ext, before=True)
-            if old.groups != c.groups:
-                print(f"  before: {old.groups} kernel(s), err {old.check():.1e}", flush=True)
-                c.impls["tiledsl before"] = old.call()
+            print(f"  before: {old.groups} kernel(s), err {old.check():.1e}", flush=True)
+            c.impls["tiledsl before"] = old.call()
         try:
             peer = torch_peer(name, c.sets[0]) if os.environ.get("LLM_TORCH", "1") != "0" else None
         except Exception as e:          # noqa: BLE001 - a peer that cannot run is reported, not fatal

@@ -22,7 +22,8 @@ from tiledsl.schedule.columns import column_tile_split
 from tiledsl.schedule import rows
 from tiledsl.schedule.hints import Hints
 from tiledsl.schedule.layout import plan_layout
-from tiledsl.schedule.partition import partition
+from tiledsl.schedule.guards import deciding_lane, load_guards
+from tiledsl.schedule.partition import describe, partition
 from tiledsl.schedule.schedules import Schedule, combine_lanes
 
 import test_gpu_memory
@@ -209,6 +210,76 @@ def test_a_float_cast_to_a_narrow_integer_is_one_hardware_conversion(arch):
     conversions = [line for line in sass.splitlines() if "F2I" in line]
     assert len(conversions) == elements and all("F2I.S8" in line for line in conversions), conversions[:2]
     assert sass.count("FSETP") < elements // 4, sass.count("FSETP")
+
+
+CAUSAL_SOFTMAX = ("kernel f(s: f16[B, Q, K], scale: f32 = 0.088388, neg: f32 = -inf) -> f16[B, Q, K] {\n"
+                  " z = where(idx(K) <= idx(Q), s * scale, neg)\n e = exp(z - max(z, axis=K))\n"
+                  " return e / sum(e, axis=K)\n}")
+
+
+@pytest.mark.parametrize("src,guards", [
+    (CAUSAL_SOFTMAX, {0: [("le", True)]}),
+    # the other branch, an offset, a cast on the way, a band (two conditions, both asked)
+    ("kernel f(x: f16[M, N]) -> f32[M] { return sum(where(idx(N) > idx(M) + 3, 0.0, f32(x) * 2.0), axis=N) }",
+     {0: [("gt", False)]}),
+    ("kernel f(x: f32[M, N]) -> f32[M] { return sum(where(logical_and(idx(N) <= idx(M) + 2, "
+     "idx(N) + 2 >= idx(M)), x, 0.0), axis=N) }", {0: [("and", True)]}),
+    # needed everywhere: read beside the where, in its condition, stored, in both branches
+    ("kernel f(x: f32[M, N]) -> f32[M] { return sum(where(idx(N) > idx(M), 0.0, x) + x, axis=N) }", {}),
+    ("kernel f(x: f32[M, N]) -> f32[M] { return sum(where(x > 1.0, 0.0, x), axis=N) }", {}),
+    ("kernel f(x: f32[M, N]) -> f32[M, N] { return x * sum(where(idx(N) > idx(M), 0.0, x), axis=N) }", {}),
+    ("kernel f(x: f32[M, N]) -> f32[M] { return sum(where(idx(N) > idx(M), x * 3.0, x), axis=N) }", {}),
+    # a condition on another tensor guards nothing; one of a scalar does
+    ("kernel f(x: f32[M, N], y: f32[N]) -> f32[M] { return sum(where(y > 0.0, x, 0.0), axis=N) }", {}),
+    ("kernel f(x: f32[M, N], t: i64) -> f32[M] { return sum(where(idx(N) < t, x, 0.0), axis=N) }",
+     {0: [("lt", True)]}),
+])
+def test_inputs_needed_only_where_an_index_condition_holds(src, guards):
+    """schedule/guards.load_guards: the inputs that reach every result and reduction only through
+    a where's branch whose condition needs no memory, with those conditions."""
+    k = tiledsl.compile(src)
+    [g] = [g for g in partition(k.graph) if g.kind == "reduce"]
+    of = load_guards(g)
+    found = {i: [(c.op, taken) for c, taken in of[inp.id]] for i, inp in enumerate(g.inputs) if inp.id in of}
+    assert found == guards
+    shown = describe([g])      # (tiledsl emit --stage schedule)
+    assert ("only where" in shown) == bool(guards) and ("only where not" in shown) == (guards == {0: [("gt", False)]})
+
+
+@pytest.mark.parametrize("cond,taken,lane", [
+    ("idx(N) <= idx(M)", True, 0), ("idx(N) <= idx(M)", False, -1), ("idx(N) + 2 >= idx(M)", True, -1),
+    ("idx(M) < idx(N) - 1", True, -1), ("idx(M) >= idx(N) - 1", True, 0), ("f32(idx(N)) + 0.5 < 3.0", True, 0),
+    ("logical_not(idx(N) > idx(M))", True, 0), ("idx(M) > 3", False, 0),
+    ("idx(N) == idx(M)", True, None), ("f32(idx(N)) * 0.5 < 3.0", True, None), ("idx(N) + t < idx(M)", True, None),
+    ("i32(idx(N)) < idx(M)", True, None), ("logical_and(idx(N) <= idx(M), idx(N) >= 2)", True, None),
+])
+def test_the_lane_that_decides_whether_a_masked_vector_is_needed(cond, taken, lane):
+    """schedule/guards.deciding_lane: where a condition grows along the lanes, the branch it
+    guards is needed on a prefix of a vector's lanes (the first decides) or a suffix (the last);
+    elsewhere every lane is asked (an i64 index plus an unknown scalar may wrap around; an i32
+    cast may too)."""
+    k = tiledsl.compile(f"kernel f(x: f32[M, N], t: i64) -> f32[M] {{ return sum(where({cond}, x, 0.0), axis=N) }}")
+    where = next(v for v in k.graph.values if v.op == "where")
+    assert deciding_lane(where.operands[0], taken, {"N"}) == lane
+
+
+def test_a_causal_softmax_reads_only_the_vectors_its_mask_keeps_and_scales_each_element_once():
+    """A causal mask's scores past the diagonal reach no result: a vector of them whose first
+    lane is masked is read from the tensor's start, which every such lane shares from L1, not
+    from its own place (half the reads of a square row block leave HBM alone), and
+    the masked, scaled value is kept for the exp's phase rather than computed again (each f16
+    element widened once, not twice: 472 SASS instructions for 16 elements against 536, no branch;
+    ptxas sm_90a)."""
+    k = tiledsl.compile(CAUSAL_SOFTMAX)
+    [ks] = sources_for(k, dict(B=32, Q=2048, K=2048))
+    assert ks.schedule.keep and ks.schedule.vec == 8, ks.name
+    load = ks.source[ks.source.index("bool need0 = false;"):]
+    load = load[:load.index("tdsl::load<unsigned short, 8>") + 100]
+    assert "const int e = 0;" in load and "in0 + (need0 ? " in load and "for (int e" not in load, load
+    assert "keep8[j][e] = v8;" in ks.source and ks.source.count("tdsl::f16_to_f32(") == 1, ks.source
+    sass = toolchain.sass(toolchain.compile_cuda(ks.source, arch="sm_90a").cubin)
+    elements = ks.schedule.items * ks.schedule.vec
+    assert sass.count("HADD2.F32") == elements, sass.count("HADD2.F32")
 
 
 def test_few_long_rows_use_a_split_reduction():

@@ -1847,6 +1847,41 @@ def test_a_residual_add_and_its_norm_run_as_one_kernel_by_default():
             check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+MASKED_PROGRAMS = [     # inputs read only where an index condition holds (schedule/guards.py)
+    ("kernel f(s: f16[B, Q, K], scale: f32 = 0.088388, neg: f32 = -inf) -> f16[B, Q, K] {\n"
+     " z = where(idx(K) <= idx(Q), s * scale, neg)\n e = exp(z - max(z, axis=K))\n return e / sum(e, axis=K)\n}",
+     dict(B=3, Q=301, K=1032)),
+    ("kernel u(x: bf16[M, N]) -> f32[M] { return sum(where(idx(N) > idx(M) + 7, 0.0, f32(x) * 3.0), axis=N) }",
+     dict(M=517, N=4104)),
+    ("kernel b(x: f32[M, N]) -> f32[M] {\n"
+     " return sum(where(logical_and(idx(N) <= idx(M) + 2, idx(N) + 2 >= idx(M)), x * 2.0, 0.0), axis=N)\n}",
+     dict(M=303, N=300)),
+]
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(
+    MASKED_PROGRAMS, lambda s: s.kind == "reduce_row" and s.cluster == 1)))
+def test_inputs_read_only_where_their_mask_holds(src, extents, schedule):
+    _check_pinned(src, extents, schedule)
+
+
+def test_a_causal_softmax_reads_its_scores_below_the_diagonal_by_default():
+    """The attention scores' causal softmax at the sizes of a language model's layer (f16 and
+    bf16, 2048 and 4096 a row; rows of 1000, no vectors), and triangles kept pointwise, right
+    with outputs poisoned (that
+    the masked vectors are left unread: test_codegen)."""
+    for t, extents in (("f16", dict(B=16, Q=2048, K=2048)), ("bf16", dict(B=2, Q=4096, K=4096)),
+                       ("f16", dict(B=64, Q=1000, K=1000))):
+        k, s = _default_here(MASKED_PROGRAMS[0][0].replace("f16", t), extents)
+        check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+    for src, extents in (("kernel t(x: f32[M, N]) -> f32[M, N] { return where(idx(N) <= idx(M), x, 0.0) }",
+                          dict(M=8192, N=8192)),
+                         ("kernel t(x: bf16[M, N], s: f32) -> bf16[M, N] { return where(idx(N) < idx(M), 0.0, x * s) }",
+                          dict(M=1001, N=4104))):
+        k, s = _default_here(src, extents)
+        check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 def test_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_memory_by_default():
     """The vocab softmax, f16 [4096, 50257] (100 KB rows, each block copying its row into
     shared memory, two blocks an SM), and many bf16 layernorm rows of 40000 (80 KB),

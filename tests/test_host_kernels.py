@@ -35,6 +35,8 @@ if not host_cuda.available():
 
 SOFTMAX = "kernel s(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return {t}(e / sum(e, axis=N))\n}}"
 LSE = "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}"
+CAUSAL = ("kernel f(s: f16[B, Q, K], scale: f32 = 0.088388, neg: f32 = -inf) -> f16[B, Q, K] {\n"
+          " z = where(idx(K) <= idx(Q), s * scale, neg)\n e = exp(z - max(z, axis=K))\n return e / sum(e, axis=K)\n}")
 # (label, source, extents): one kernel each, at sizes no tile divides
 PROGRAMS = [
     ("softmax rows in registers", SOFTMAX.format(t="f32"), dict(M=37, N=781)),
@@ -66,6 +68,23 @@ PROGRAMS = [
     ("residual add beside its layernorm, looped", "kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> "
      "(f16[M, N], f16[M, N]) {\n h = x + r\n c = h - mean(h, axis=N)\n"
      " return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}", dict(M=3, N=20011)),
+    # inputs read only where an index condition holds (guards.py): a causal mask, offset and
+    # negated (its vectors' ends decide), a band (every lane asked), a looped row
+    ("causal softmax", CAUSAL, dict(B=3, Q=37, K=136)),
+    ("causal softmax odd", CAUSAL, dict(B=3, Q=37, K=45)),
+    ("causal softmax offset, rows in pieces", "kernel f(s: bf16[Q, K]) -> f32[Q, K] {\n"
+     " z = where(idx(K) > idx(Q) + 3, -1e30, f32(s))\n e = exp(z - max(z, axis=K))\n return e / sum(e, axis=K)\n}",
+     dict(Q=29, K=200)),
+    ("upper triangle sums", "kernel u(x: f16[M, N]) -> f32[M] { return sum(where(idx(N) >= idx(M), f32(x), 0.0), axis=N) }",
+     dict(M=70, N=136)),
+    ("band sums", "kernel b(x: f32[M, N]) -> f32[M] {\n"
+     " return sum(where(logical_and(idx(N) <= idx(M) + 2, idx(N) + 2 >= idx(M)), x * 2.0, 0.0), axis=N)\n}",
+     dict(M=41, N=60)),
+    ("causal softmax looped", CAUSAL, dict(B=2, Q=5, K=30016)),
+    ("lower triangle", "kernel t(x: f32[M, N]) -> f32[M, N] { return where(idx(N) <= idx(M), x, 0.0) }",
+     dict(M=37, N=44)),
+    ("upper triangle scaled, odd", "kernel t(x: f16[M, N], s: f32) -> f16[M, N] {\n"
+     " return where(idx(N) < idx(M), 0.0, x * s)\n}", dict(M=29, N=45)),
     ("column sums", "kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=5003, N=77)),
     ("column sums, few", "kernel c(x: f16[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=9001, N=5)),
     ("column sums weighted by idx", "kernel c(x: f16[M, N]) -> f32[N] {\n"

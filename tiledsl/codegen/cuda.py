@@ -19,6 +19,7 @@ from ..dtypes import DType
 from ..errors import TdslCompileError, TdslError, TdslScheduleError
 from ..ir.graph import Graph, Value
 from ..resources import resource_dir
+from ..schedule.guards import deciding_lane, load_guards
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
                                peeled_operands, row_major, transposed_loop)
 from ..schedule.partition import Group, online_pair_alone, online_pairs, reduction_levels
@@ -79,6 +80,11 @@ APPROX_STEPS = 4
 # element, each step waited on the last and diverged where the max grew (H100, softmax
 # f16 4096x50257: 773.3 us; chunks of 16, 501.8).
 ONLINE_CHUNK = 8
+# A held row that keeps costly values between phases (Schedule.keep) keeps, too, a value a
+# later phase needs again that took this many element values to compute: a causal mask's
+# where(idx(K) <= idx(Q), s * scale, -inf), five, cost its kernel a fifth of its
+# instructions computed twice (softmax f16 32x2048x2048).
+KEPT_CHAIN = 3
 # Partials a thread of a split reduction's second kernel loads at once before adding them
 # (tdsl::combine_partials): one after another, each waited on L2.
 GATHER_BATCH = 8
@@ -193,6 +199,7 @@ class _Renderer:
         self.flat_offset = ""               # a full operand's offset in a flat walk (pointwise())
         self.lane_held: dict[int, Value] = {}   # a vector of columns' values held a lane each (reduce())
         self.once: set[int] = set()         # id()s of inputs loaded once for all items (pointwise outer)
+        self.guard_lines: dict[int, list[str]] = {}     # input id -> whether a vector is needed (reduce())
         users, results = graph.users(), {v.id for v in graph.outputs}
         self.narrow = {v.id for v in group.values if v.op in _NARROW_FN and v.dtype.name == "f32"
                        and _rounds_to_16_bits(v, users, results, 0)}      # (every use a 16-bit cast)
@@ -269,14 +276,35 @@ class _Renderer:
     def load_lines(self, op: Operand, slot: str, buf: str = "b") -> list[str]:
         S, V, k = storage_type(op.dtype), self.vec, op.index
         mode = self.mode(op)
+        # A vector a mask leaves unneeded (guard_loads) is read from the tensor's start instead,
+        # which every such lane shares from L1: no branch, and the buffer always defined.
+        need = self.guard_lines.get(op.value.id) if buf == "b" else None
+        at = (lambda off: f"(need{k} ? {off} : 0)") if need else (lambda off: off)
         if mode == "vec":
-            if V == 1:
-                return [f"{buf}{k}[{slot}].v[0] = in{k}[{self.offset(op)}];"]
-            return [f"{buf}{k}[{slot}] = tdsl::load<{S}, {V}>(in{k} + {self.offset(op)});"]
-        if mode == "bcast":
+            lines = [f"{buf}{k}[{slot}].v[0] = in{k}[{at(self.offset(op))}];" if V == 1 else
+                     f"{buf}{k}[{slot}] = tdsl::load<{S}, {V}>(in{k} + {at(self.offset(op))});"]
+        elif mode == "bcast":
             return [f"{buf}{k}[{slot}] = in{k}[{self.offset(op)}];"]
-        return ["#pragma unroll", f"for (int e = 0; e < {V}; ++e) "
-                f"{buf}{k}[{slot}].v[e] = in{k}[{self.offset(op)} + e * ({self.inner_stride(op)})];"]
+        else:
+            lines = ["#pragma unroll", f"for (int e = 0; e < {V}; ++e) "
+                     f"{buf}{k}[{slot}].v[e] = in{k}[{at(f'{self.offset(op)} + e * ({self.inner_stride(op)})')}];"]
+        return (need or []) + lines
+
+    def guard_loads(self, ops: list[Operand], available) -> None:
+        """Whether a vector of each of `ops` that a mask may leave unread (guards.py) is
+        needed, computed before load_lines loads it: at the lane that decides each of its
+        conditions (the first or the last, where they hold on an end), else at every lane."""
+        guards = load_guards(self.group)
+        lane_dims = set(self.layout.loops[self.inner]) if guards and self.inner is not None else set()
+        for op in (op for op in ops if op.value.id in guards):
+            k, lines = op.index, [f"bool need{op.index} = false;"]
+            for c, taken in guards[op.value.id]:
+                body = [self.define(v) for v in self.closure([c], available)] + [
+                    f"need{k} |= {'' if taken else '!'}v{c.id};"]
+                lane = deciding_lane(c, taken, lane_dims) if self.vec > 1 else 0
+                lines += self.lane_loop(body) if lane is None else (
+                    [f"{{ const int e = {lane % self.vec}; (void)e;"] + body + ["}"])
+            self.guard_lines[op.value.id] = lines
 
     def buffer_decl(self, op: Operand, slots: int, buf: str = "b", zeroed: bool = False) -> str:
         S, k = storage_type(op.dtype), op.index
@@ -469,6 +497,7 @@ class _Renderer:
             coords = self.coords(loops, f"t * {V}")
             self.flat_offset = f"t * {V}"
         loads = []
+        self.guard_loads([op for op in self.layout.inputs if id(op) not in self.once], available)
         for op in self.layout.inputs:
             loads += self.load_lines(op, "j") if id(op) not in self.once else []
         decl, lanes, stores = [], [], []
@@ -642,6 +671,11 @@ class _Renderer:
         # registers through the reductions (layernorm's f32 weight and bias: 32 of 64).
         late = [op for op in elem_inputs if cached and op not in hoisted and not set(op.loops) & kept_loops]
         per_row = [op for op in elem_inputs if op not in hoisted and op not in late]
+        # Inputs needed only where an index condition holds (a causal mask: guards.py): a
+        # vector that no lane needs is not read (rows read as they are loaded, in place)
+        if self.s.kind == "reduce_row" and not (peel or self.s.prefetch or self.s.stages > 1 or self.s.shared_row
+                                                or kv > 1 or cluster > 1):
+            self.guard_loads(per_row + late, available_at(1))
         # Rows sharing a warp, held element by element, whose elements each take a costly
         # function (exp): bound by instructions more than by memory. Every element a thread
         # holds is computed, those past the row's end (the last items of some threads) left
@@ -1170,6 +1204,20 @@ class _Renderer:
             for v in self.closure(phase_roots[p], available_at(p)):
                 if first[v.id] < p and v.op in COSTLY_OPS and v.dims:
                     keep[v.id] = first[v.id]
+        # and the first value a later phase needs again whose chain of element work is
+        # KEPT_CHAIN values or more (a causal mask's where(idx <= idx, s * scale, -inf) is five)
+        for p in sorted(phase_roots):
+            stack, seen = list(phase_roots[p]), set()
+            while stack:
+                v = stack.pop()
+                if v.id in seen or keep.get(v.id, p) < p or available_at(p)(v) or v.id not in self.values:
+                    continue
+                seen.add(v.id)
+                if (first[v.id] < p and v.dims
+                        and len(self.closure([v], available_at(first[v.id]))) >= KEPT_CHAIN):
+                    keep[v.id] = first[v.id]
+                else:
+                    stack.extend(v.operands)
         return keep
 
     def cross_thread_online(self, m: Value, sm: Value) -> str:

@@ -476,9 +476,13 @@ def partition(graph: Graph, spread: bool = False) -> list[Group]:
 
 def describe(groups: list[Group]) -> str:
     """One line per group, for `tiledsl emit --stage schedule`."""
+    from .guards import load_guards
     lines = []
     for g in groups:
-        ins = ", ".join(f"%{v.id}" for v in g.inputs)
+        guards = load_guards(g)     # inputs read only where a mask needs them
+        ins = ", ".join(f"%{v.id}" + (" only where " + " or ".join(
+            f"{'' if taken else 'not '}%{c.id}" for c, taken in guards[v.id]) if v.id in guards else "")
+            for v in g.inputs)
         outs = ", ".join(f"%{v.id}" for v in g.outputs)
         dims = f"kept=[{', '.join(g.kept)}]" + (f" reduced=[{', '.join(g.axes)}]" if g.axes else "")
         lines.append(f"group {g.index}: {g.kind} {dims} reads ({ins}) writes ({outs}) "
