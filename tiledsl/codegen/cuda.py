@@ -17,7 +17,7 @@ import numpy as np
 
 from ..dtypes import DType
 from ..errors import TdslCompileError, TdslError, TdslScheduleError
-from ..ir.graph import Graph, Value
+from ..ir.graph import Graph, Value, reaches
 from ..resources import resource_dir
 from ..schedule.guards import deciding_lane, load_guards
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
@@ -431,17 +431,7 @@ class _Renderer:
     def reaches(self, v: Value, hit) -> bool:
         """Whether computing `v` in this group reaches a value (its own, or an input
         it reads) for which `hit` holds."""
-        stack, seen = [v], set()
-        while stack:
-            u = stack.pop()
-            if u.id in seen:
-                continue
-            seen.add(u.id)
-            if hit(u):
-                return True
-            if u.id in self.values:
-                stack.extend(u.operands)
-        return False
+        return reaches(v, hit, self.values)
 
     def render(self, name: str, stage: int = 1) -> KernelSource:
         decls, _ = kernel_params(self.group, self.layout, self.s, stage)

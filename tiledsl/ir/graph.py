@@ -99,6 +99,22 @@ class Graph:
         return out
 
 
+def reaches(v: Value, hit, within) -> bool:
+    """Whether computing `v` through the values whose ids are in `within` reaches a value
+    (one of them, or an input they read) for which `hit` holds."""
+    stack, seen = [v], set()
+    while stack:
+        u = stack.pop()
+        if u.id in seen:
+            continue
+        seen.add(u.id)
+        if hit(u):
+            return True
+        if u.id in within:
+            stack.extend(u.operands)
+    return False
+
+
 def unpermuted(value: Value) -> Value:
     """The value a chain of permutes (`x.T`) reads: a product reads a transposed
     operand in place, its offsets following loops rather than dim order."""

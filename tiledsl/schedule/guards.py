@@ -9,7 +9,7 @@ few integer instructions where the load it saves costs bandwidth.
 """
 from __future__ import annotations
 
-from ..ir.graph import Value
+from ..ir.graph import Value, reaches
 
 # A condition and the branch it guards: True for where's second operand (taken
 # where the condition holds), False for its third (taken where it does not).
@@ -19,20 +19,8 @@ Guard = tuple[Value, bool]
 def index_only(v: Value, group_ids: set[int]) -> bool:
     """Whether `v` is computed from indices, scalars and literals alone: no tensor
     read from memory and no reduction (known only after a pass over the row)."""
-    stack, seen = [v], set()
-    while stack:
-        u = stack.pop()
-        if u.id in seen:
-            continue
-        seen.add(u.id)
-        if u.id not in group_ids:           # an input: only a scalar may feed the condition
-            if u.dims:
-                return False
-            continue
-        if u.op in ("reduce", "matmul", "param"):
-            return False
-        stack.extend(u.operands)
-    return True
+    return not reaches(v, lambda u: bool(u.dims) if u.id not in group_ids       # (an input: a scalar only)
+                       else u.op in ("reduce", "matmul", "param"), group_ids)
 
 
 def load_guards(group) -> dict[int, tuple[Guard, ...]]:
