@@ -199,7 +199,7 @@ class _Renderer:
         self.flat_offset = ""               # a full operand's offset in a flat walk (pointwise())
         self.lane_held: dict[int, Value] = {}   # a vector of columns' values held a lane each (reduce())
         self.once: set[int] = set()         # id()s of inputs loaded once for all items (pointwise outer)
-        self.guard_lines: dict[int, list[str]] = {}     # input id -> whether a vector is needed (reduce())
+        self.guard_lines: dict[int, list[str]] = {}     # input id -> whether a vector is needed (guard_loads)
         users, results = graph.users(), {v.id for v in graph.outputs}
         self.narrow = {v.id for v in group.values if v.op in _NARROW_FN and v.dtype.name == "f32"
                        and _rounds_to_16_bits(v, users, results, 0)}      # (every use a 16-bit cast)
@@ -662,7 +662,7 @@ class _Renderer:
         late = [op for op in elem_inputs if cached and op not in hoisted and not set(op.loops) & kept_loops]
         per_row = [op for op in elem_inputs if op not in hoisted and op not in late]
         # Inputs needed only where an index condition holds (a causal mask: guards.py): a
-        # vector that no lane needs is not read (rows read as they are loaded, in place)
+        # vector that no lane needs is read from the tensor's start (rows loaded in place only)
         if self.s.kind == "reduce_row" and not (peel or self.s.prefetch or self.s.stages > 1 or self.s.shared_row
                                                 or kv > 1 or cluster > 1):
             self.guard_loads(per_row + late, available_at(1))

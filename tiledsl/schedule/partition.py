@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..ir.graph import Graph, Value, stored_copy, unpermuted
+from .guards import load_guards
 
 
 @dataclass(frozen=True)
@@ -476,7 +477,6 @@ def partition(graph: Graph, spread: bool = False) -> list[Group]:
 
 def describe(groups: list[Group]) -> str:
     """One line per group, for `tiledsl emit --stage schedule`."""
-    from .guards import load_guards
     lines = []
     for g in groups:
         guards = load_guards(g)     # inputs read only where a mask needs them
