@@ -171,7 +171,7 @@ def main() -> None:
         print(f"{name} {ext}: {c.groups} kernel(s), err {err:.1e}", flush=True)
         c.impls = {"tiledsl": c.call()}
         if os.environ.get("LLM_BEFORE"):
-            print("  partitioned as before:", flush=True)
+            print("  compiled as before:", flush=True)
             old = Case(name, src, ext, before=True)
             print(f"  before: {old.groups} kernel(s), err {old.check():.1e}", flush=True)
             c.impls["tiledsl before"] = old.call()
