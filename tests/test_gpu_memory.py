@@ -1757,6 +1757,24 @@ def test_a_large_broadcast_input_is_loaded_once_for_several_rows_by_default():
         check(k, host_arguments(k, extents), extents, "out")
 
 
+@pytest.mark.parametrize("src,extents,outer,items", [
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return gelu(x + b) }", dict(M=8195, N=4104), True, 8),
+    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return gelu(x + b) }", dict(M=1003, N=8192), True, 8),
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=1001, N=1021), True, 8),
+    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=1001, N=1021), False, 8),
+    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 20) + 3), False, 8),
+    ("kernel f(x: f32[N]) -> f32[N] { return x * 2.0 }", dict(N=(1 << 20) + 2), False, 4),
+], ids=["gelu-bf16", "gelu-f32", "odd-bias-bf16", "odd-bias-f32", "odd-flat", "two-wide-flat"])
+def test_costly_or_unvectored_broadcasts_walk_rows_by_default(src, extents, outer, items):
+    """Costly math over a broadcast input (gelu(x + b)), or 16-bit single elements, walks 8
+    rows a thread by default, b loaded once (pointwise.outer_items); a flat walk's thread
+    takes more items where its vectors are narrow (flat_items). Right at the GPU, outputs
+    poisoned, rows no 8 divides."""
+    k, s = _default_here(src, extents)
+    assert (s.outer, s.items) == (outer, items), s.tag
+    check(k, host_arguments(k, extents), extents, "out")
+
+
 # Looped rows copied into shared memory (Schedule.shared_row): every such candidate the tuner
 # offers (256 to 1024 threads, one pass or two), at rows peeled (lengths no
 # vector divides) and whole, with weights read from global memory, two per-row inputs, and

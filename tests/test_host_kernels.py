@@ -392,6 +392,8 @@ OUTER_WALKS = [
     ("odd rows, two results", "kernel f(x: f32[M, N], p: f16[N]) -> (f32[M, N], f16[M, N]) "
      "{ y = x * p\n return y, f16(y + 1.0) }", dict(M=9, N=1001)),
     ("two rows", "kernel f(x: f32[M, N], p: f32[N]) -> f32[M, N] { return x - p }", dict(M=2, N=4099)),
+    ("gelu, rows past 8", "kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return gelu(x + b) }",
+     dict(M=19, N=776)),
 ]
 
 

@@ -239,10 +239,10 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         vec = max_vector(p, hints.vector)
         while not hints.vector and vec > 1 and pointwise.held_words(p, vec, 1) > pointwise.HELD_WORDS:
             vec //= 2       # many inputs: narrower vectors rather than spills
-        rows_once = pointwise.outer_items(p, vec)     # a large broadcast input loaded once for several rows
+        rows_once = pointwise.outer_items(p, vec, block)     # a broadcast input loaded once for several rows
         if rows_once:
             return Schedule("pointwise", block=block, vec=vec, items=rows_once, outer=True, index64=p.index64)
-        items = 2 if pointwise.held_words(p, vec, 2) <= pointwise.HELD_WORDS else 1
+        items = pointwise.flat_items(p, vec, block)
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
     across = columns.online_pair_split(p) or columns.short_columns(p)     # (reductions across memory)
     if across is not None and not fits(p, across):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .layout import across_operands
-from .schedules import MAX_STATIC_SHARED
+from .schedules import COSTLY_OPS, MAX_STATIC_SHARED
 from .problem import MAX_GRID_Y, Problem, pow2_at_least, operand_words, transposed_loop
 
 HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
@@ -41,6 +41,32 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False) -> float
     once = reused_inputs(p) if outer else []
     return (items * (sum(words(op) for op in p.layout.inputs if op not in once) + (2 * vec if f64_math else 0))
             + sum(words(op) for op in once) + sum(words(op) for op in stored))
+
+
+# A flat walk's block moves at least this many bytes of the operands over every loop (its
+# thread takes 2 vectors, more where the vectors are narrow). Blocks that moved less were
+# bound by how fast the GPU starts blocks, about one an SM every 160 ns: 131072 blocks took
+# 161 us whatever they moved. H200 2026-12-02 (scripts/probe_survey.py, SURVEY_ALL), us,
+# 2 / 4 / 8 items a thread of 128: x + y bf16 [2^26 + 1] (single elements) 319.2 / 161.3 /
+# 107.7 (0.88x copy; 256 threads at 4, 106.1); f32 [2^25 + 1] 161.3 / 95.9 (0.99x); bf16
+# [2^26 + 2] (4-byte vectors) 161.5 / 95.8; x + b f32 16384x1022 42.9 / 35.7; x + b f32
+# 16384x1021 82.4 / 36.1 / 35.9.
+BLOCK_BYTES = 6 << 10
+
+
+def flat_items(p: Problem, vec: int, block: int) -> int:
+    """Items a thread of a flat walk takes (Schedule.items): 2 vectors, or as many more
+    (a power of two, up to OUTER_ITEMS) as a block of `block` threads needs to move
+    BLOCK_BYTES; fewer where its registers would not hold them (held_words)."""
+    walked = set(range(len(p.loops)))
+    per_element = sum(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs if set(op.loops) == walked)
+    items = 2
+    while (items < OUTER_ITEMS and block * items * vec * per_element < BLOCK_BYTES
+           and held_words(p, vec, 2 * items) <= HELD_WORDS):
+        items *= 2
+    while items > 1 and held_words(p, vec, items) > HELD_WORDS:
+        items //= 2
+    return items
 
 
 def transposing_tile(p: Problem) -> Optional[tuple]:
@@ -129,13 +155,42 @@ def outer_refusal(p: Problem, items: int) -> str:
     return ""
 
 
-def outer_items(p: Problem, vec: int) -> Optional[int]:
-    """Rows of the outermost loop a thread takes by default (Schedule.outer), where the
-    inputs without that loop take OUTER_REUSE_BYTES or more, else None: OUTER_ITEMS, fewer
-    where the loop is shorter or a thread's registers would not hold them (held_words)."""
-    if sum(p.size(op.loops) * op.dtype.itemsize for op in reused_inputs(p)) < OUTER_REUSE_BYTES:
+def costly_math(p: Problem) -> bool:
+    """Whether a pointwise group computes a costly function (COSTLY_OPS: gelu, silu, exp,
+    ...) of its elements: then a flat walk is bound by instructions, not memory."""
+    return any(v.op in COSTLY_OPS and v.dims for v in p.group.values)
+
+
+def outer_items(p: Problem, vec: int, block: int = 128) -> Optional[int]:
+    """Rows of the outermost loop a thread takes by default (Schedule.outer), else None:
+    OUTER_ITEMS where the inputs without that loop take OUTER_REUSE_BYTES or more, or where
+    the math is costly (costly_math) or 16-bit operands allow no vectors (vec 1: a flat walk
+    divides each element's index), a row's vectors fill half a block of `block` or more and
+    the blocks are as many as the SMs (fewer rows a thread where that keeps them so). Fewer
+    where the loop is shorter or a thread's registers would not hold them (held_words).
+
+    Costly math: a flat walk divides each vector's index by the row's length to find a
+    broadcast input's column, and takes 16 elements a thread; the outer walk finds the column
+    once and takes 8 rows' vectors. H200 2026-12-02 (scripts/probe_bias_walk.py), gelu(x + b),
+    us, flat / 2, 4, 8 rows: bf16 8192x16384 154.9 / 154.1, 140.4, 132.3 (0.81x -> 0.95x copy);
+    f16 16384x4096 83.7 / 78.8, 72.1, 70.4; f32 8192x8192 180.6 / 174.4, 157.7, 148.8; bf16
+    32768x781 (no vectors) 124.2 / 141.9, 72.7, 45.4; bf16 [8, 2048, 768] (96 vectors a row)
+    19.2 / 19.2, 18.2, 17.3. Level (within 1%): silu bf16 65536x768, sigmoid(x * s + t) f16,
+    exp(x - m) and x / b f32 (bound by memory), and small ones (gelu bf16 529x2048, 7.7).
+    Single elements: relu(x + b) bf16 32768x781 125.1 flat (2 a thread), 63.2 flat (8), 38.3
+    outer (8 rows); but x + b f32 16384x1021 35.9 flat (8), 40.8 outer."""
+    reused = sum(p.size(op.loops) * op.dtype.itemsize for op in reused_inputs(p))
+    row_vectors = p.total // max(1, p.loops[0]) // vec if p.loops else 0     # (an empty loop: none)
+    narrow = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs) <= 2
+    heavy = costly_math(p) or (vec == 1 and narrow)    # (16-bit single elements: a division each)
+    if not reused or (reused < OUTER_REUSE_BYTES and not (heavy and 2 * row_vectors >= block)):
         return None
     items = min(OUTER_ITEMS, p.loops[0])
     while items > 1 and held_words(p, vec, items, outer=True) > HELD_WORDS:
         items //= 2
+    if reused < OUTER_REUSE_BYTES:      # (a block an SM at least, else the flat walk's more blocks)
+        while items > 2 and -(-row_vectors // block) * -(-p.loops[0] // items) < p.sm_count:
+            items //= 2
+        if -(-row_vectors // block) * -(-p.loops[0] // items) < p.sm_count:
+            return None
     return items if items > 1 and not outer_refusal(p, items) else None
