@@ -42,12 +42,12 @@ CASES = [
 
 
 def variants(case, d):
-    saved = pointwise.costly_math
-    pointwise.costly_math = lambda p: False     # the rule off: the flat default it replaced
+    saved = pointwise.long_math
+    pointwise.long_math = lambda p: False     # the rule off: the flat default it replaced
     try:
         flat = choose.default(case.problem, case.kernel.hints)
     finally:
-        pointwise.costly_math = saved
+        pointwise.long_math = saved
     out = {"default": d, "flat": flat}
     for items in (2, 4, 8):
         fits = pointwise.held_words(case.problem, d.vec, items, outer=True) <= pointwise.HELD_WORDS

@@ -186,6 +186,9 @@ BIAS_GELU = "kernel f(x: {t}[M, N], b: {t}[N]) -> {t}[M, N] {{ return gelu(x + b
     (BIAS_GELU.format(t="bf16"), dict(M=7, N=8192), False, 2),           # 8 blocks walked: flat's 28
     (BIAS_GELU.format(t="f16"), dict(M=132, N=4096), True, 4),           # 4 rows keep 132 blocks
     ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=8192, N=16384), False, 2),
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return silu(x + b) }", dict(M=65536, N=768), False, 2),
+    ("kernel f(x: f16[M, N], s: f16[N], t: f16[N]) -> f16[M, N] { return sigmoid(x * s + t) }",
+     dict(M=16384, N=4096), False, 2),                                   # one or two SFU instructions: flat
     ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=32768, N=781), True, 8),
     ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=16384, N=1021), False, 8),
     ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=16384, N=1022), False, 4),
@@ -194,7 +197,7 @@ BIAS_GELU = "kernel f(x: {t}[M, N], b: {t}[N]) -> {t}[M, N] {{ return gelu(x + b
     ("kernel f(x: f32[N], y: f32[N]) -> f32[N] { return x * y }", dict(N=1 << 20), False, 2),
 ])
 def test_pointwise_defaults_walk_rows_where_math_is_costly_or_there_are_no_vectors(src, extents, outer, items):
-    """pointwise.outer_items, flat_items: a broadcast input (b of x[M, N] + b[N]) under costly
+    """pointwise.outer_items, flat_items: a broadcast input (b of x[M, N] + b[N]) under long
     math (gelu), or of 16-bit single elements, is loaded once for 8 rows a thread, where a
     row's vectors fill half a block and the blocks are as many as the SMs; memory-bound math
     walks flat, a block moving BLOCK_BYTES of its operands over every loop (more items a

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .layout import across_operands
-from .schedules import COSTLY_OPS, MAX_STATIC_SHARED
+from .schedules import MAX_STATIC_SHARED
 from .problem import MAX_GRID_Y, Problem, pow2_at_least, operand_words, transposed_loop
 
 HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
@@ -155,34 +155,40 @@ def outer_refusal(p: Problem, items: int) -> str:
     return ""
 
 
-def costly_math(p: Problem) -> bool:
-    """Whether a pointwise group computes a costly function (COSTLY_OPS: gelu, silu, exp,
-    ...) of its elements: then a flat walk is bound by instructions, not memory."""
-    return any(v.op in COSTLY_OPS and v.dims for v in p.group.values)
+# Functions of many instructions each (a polynomial, a range reduction), where exp, log,
+# sigmoid, silu and division take one or two of the special function unit's and a fix-up
+LONG_MATH_OPS = frozenset({"gelu", "gelu_tanh", "erf", "tanh", "sin", "cos", "pow"})
+
+
+def long_math(p: Problem) -> bool:
+    """Whether a pointwise group computes a function of many instructions (LONG_MATH_OPS) of
+    its elements: then a flat walk with a broadcast input is bound by instructions."""
+    return any(v.op in LONG_MATH_OPS and v.dims for v in p.group.values)
 
 
 def outer_items(p: Problem, vec: int, block: int = 128) -> Optional[int]:
     """Rows of the outermost loop a thread takes by default (Schedule.outer), else None:
     OUTER_ITEMS where the inputs without that loop take OUTER_REUSE_BYTES or more, or where
-    the math is costly (costly_math) or 16-bit operands allow no vectors (vec 1: a flat walk
-    divides each element's index), a row's vectors fill half a block of `block` or more and
+    the math is long (long_math: gelu, tanh, ...) or 16-bit operands allow no vectors (vec 1:
+    a flat walk divides each element's index), a row's vectors fill half a block of `block` and
     the blocks are as many as the SMs (fewer rows a thread where that keeps them so). Fewer
     where the loop is shorter or a thread's registers would not hold them (held_words).
 
-    Costly math: a flat walk divides each vector's index by the row's length to find a
+    Long math: a flat walk divides each vector's index by the row's length to find a
     broadcast input's column, and takes 16 elements a thread; the outer walk finds the column
     once and takes 8 rows' vectors. H200 2026-12-02 (scripts/probe_bias_walk.py), gelu(x + b),
     us, flat / 2, 4, 8 rows: bf16 8192x16384 154.9 / 154.1, 140.4, 132.3 (0.81x -> 0.95x copy);
     f16 16384x4096 83.7 / 78.8, 72.1, 70.4; f32 8192x8192 180.6 / 174.4, 157.7, 148.8; bf16
     32768x781 (no vectors) 124.2 / 141.9, 72.7, 45.4; bf16 [8, 2048, 768] (96 vectors a row)
-    19.2 / 19.2, 18.2, 17.3. Level (within 1%): silu bf16 65536x768, sigmoid(x * s + t) f16,
-    exp(x - m) and x / b f32 (bound by memory), and small ones (gelu bf16 529x2048, 7.7).
+    19.2 / 19.2, 18.2, 17.3. Level or slower, so left flat: silu(x + b) bf16 65536x768 51.8 /
+    51.6, 52.3, 52.6; sigmoid(x * s + t) f16 16384x4096 67.8 / 68.3, 68.6, 69.2; exp(x - m)
+    and x / b f32 (bound by memory) within 1%.
     Single elements: relu(x + b) bf16 32768x781 125.1 flat (2 a thread), 63.2 flat (8), 38.3
     outer (8 rows); but x + b f32 16384x1021 35.9 flat (8), 40.8 outer."""
     reused = sum(p.size(op.loops) * op.dtype.itemsize for op in reused_inputs(p))
     row_vectors = p.total // max(1, p.loops[0]) // vec if p.loops else 0     # (an empty loop: none)
     narrow = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs) <= 2
-    heavy = costly_math(p) or (vec == 1 and narrow)    # (16-bit single elements: a division each)
+    heavy = long_math(p) or (vec == 1 and narrow)    # (16-bit single elements: a division each)
     if not reused or (reused < OUTER_REUSE_BYTES and not (heavy and 2 * row_vectors >= block)):
         return None
     items = min(OUTER_ITEMS, p.loops[0])
