@@ -195,8 +195,9 @@ def outer_items(p: Problem, vec: int, block: int = 128) -> Optional[int]:
     while items > 1 and held_words(p, vec, items, outer=True) > HELD_WORDS:
         items //= 2
     if reused < OUTER_REUSE_BYTES:      # (a block an SM at least, else the flat walk's more blocks)
-        while items > 2 and -(-row_vectors // block) * -(-p.loops[0] // items) < p.sm_count:
+        short = lambda n: -(-row_vectors // block) * -(-p.loops[0] // n) < p.sm_count   # noqa: E731
+        while items > 2 and short(items):
             items //= 2
-        if -(-row_vectors // block) * -(-p.loops[0] // items) < p.sm_count:
+        if short(items):
             return None
     return items if items > 1 and not outer_refusal(p, items) else None
