@@ -75,6 +75,11 @@ CASES = [
     ("odd bias relu bf16", f"{K}(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] {{ return relu(x + b) }}",
      {"M": 32768, "N": 781}),
     ("odd bias f32", f"{K}(x: f32[M, N], b: f32[N]) -> f32[M, N] {{ return x + b }}", {"M": 16384, "N": 1021}),
+    ("odd bias gelu bf16", f"{K}(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] {{ return gelu(x + b) }}",
+     {"M": 32768, "N": 781}),
+    ("odd row scale f16", f"{K}(x: f16[M, N], s: f16[M]) -> f16[M, N] {{ return x * s }}", {"M": 32768, "N": 1001}),
+    ("odd 3-D bias bf16", f"{K}(x: bf16[B, T, C], p: bf16[T, C]) -> bf16[B, T, C] {{ return x + p }}",
+     {"B": 32, "T": 1023, "C": 1023}),
     ("vec2 bias f32", f"{K}(x: f32[M, N], b: f32[N]) -> f32[M, N] {{ return x + b }}", {"M": 16384, "N": 1022}),
     ("vec2 add bf16", f"{K}(x: bf16[N], y: bf16[N]) -> bf16[N] {{ return x + y }}", {"N": (1 << 26) + 2}),
     ("vec4 add bf16", f"{K}(x: bf16[N], y: bf16[N]) -> bf16[N] {{ return x + y }}", {"N": (1 << 26) + 4}),
@@ -85,6 +90,8 @@ CASES = [
     ("vec2 relu bf16", f"{K}(x: bf16[N]) -> bf16[N] {{ return relu(x) }}", {"N": (1 << 26) + 2}),
     ("vec2 scale f32", f"{K}(x: f32[N]) -> f32[N] {{ return x * 2.0 }}", {"N": (1 << 26) + 2}),
     ("vec4 add i8", f"{K}(x: i8[N]) -> i8[N] {{ return x + x }}", {"N": (1 << 26) + 4}),
+    ("odd add i8", f"{K}(x: i8[N]) -> i8[N] {{ return x + x }}", {"N": (1 << 26) + 1}),
+    ("whole add i8", f"{K}(x: i8[N]) -> i8[N] {{ return x + x }}", {"N": 1 << 26}),
     ("rmsnorm f16 5120", "kernel f(x: f16[M, N], w: f16[N]) -> f16[M, N] {\n"
      " return x * rsqrt(mean(x * x, axis=N) + 0.00001) * w\n}", {"M": 16384, "N": 5120}),
 ]

@@ -68,7 +68,9 @@ def prepared(cases: list, only: list) -> list:
 def error(case: RowCase, schedule) -> float:
     """The relative error of the case's result under `schedule`, its output poisoned first."""
     set_overrides(case.kernel._launcher, {0: schedule})
-    case.out.fill(float("nan"))
+    # NaN poisons a float result (bf16's dtype among them); an integer one, its dtype's least value
+    kind = case.out.dtype.kind
+    case.out.fill(np.iinfo(case.out.dtype).min if kind in "iu" else float("nan"))
     got = case.kernel(*case.sets[0], out=case.out)
     return relative_error(cp.asnumpy(got).astype(np.float64), case.want)
 
