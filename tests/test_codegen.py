@@ -43,6 +43,9 @@ PROGRAMS = {
     # a transposed input and a transposed output: the transposing tiles (and the flat walk)
     "transposes": ("kernel t(x: f16[M, N], b: f32[N], y: bf16[N, M]) -> (f32[N, M], f16[M, N]) "
                    "{ z = x * b + y.T\n return z.T, f16(z) }", dict(M=256, N=512)),
+    # rows of 781: vectors that straddle rows (x, the result), b read lane by lane
+    "bias_straddled": ("kernel f(x: bf16[M, N], b: bf16[N], s: f32) -> bf16[M, N] { return gelu(x * s + b) }",
+                       dict(M=64, N=781)),
     "softmax": ("examples/softmax.tdsl", dict(M=64, N=4096)),
     "layernorm": ("examples/layernorm.tdsl", dict(M=64, N=4096)),
     # all f16, as in a half-precision model: hoisted 16-bit weights
@@ -163,7 +166,7 @@ def test_there_are_many_variants():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("name", ["pointwise", "bias_f16", "softmax", "rmsnorm_bf16"])
+@pytest.mark.parametrize("name", ["pointwise", "bias_f16", "bias_straddled", "softmax", "rmsnorm_bf16"])
 def test_default_schedules_use_128_bit_loads_and_stores(name, arch):
     src, extents = PROGRAMS[name]
     k = tiledsl.compile(src)
@@ -178,6 +181,38 @@ def test_default_schedules_use_128_bit_loads_and_stores(name, arch):
 BIAS_GELU = "kernel f(x: {t}[M, N], b: {t}[N]) -> {t}[M, N] {{ return gelu(x + b) }}"
 
 
+def _problem_of(src: str, extents: dict, misaligned=()):
+    """(kernel, Problem) of a one-group program; `misaligned`: names of parameters not 16-byte aligned."""
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    bad = {id(op) for op in lay.inputs if op.value.attr("name") in misaligned}
+    return k, problem(g, lay, extents, frozenset(bad), 132, "sm_90a")
+
+
+@pytest.mark.parametrize("src,extents,misaligned,why", [
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return x + b }", dict(M=100, N=5), (),
+     "innermost extent of 8 or more (here 5)"),
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return x + b }", dict(M=100, N=781), ("x",),
+     "16-byte aligned"),
+    ("kernel f(x: f32[M, N], y: f32[N, M]) -> f32[M, N] { return x + y.T }", dict(M=100, N=781), (),
+     "no operand laid out across the innermost loop"),
+])
+def test_vectors_straddling_rows_are_refused_where_they_cannot_run(src, extents, misaligned, why):
+    """fits() says why a straddling walk cannot run: a row shorter than a vector (it would cross
+    two rows' ends), an operand over every loop not 16-byte aligned, a transposed operand; and
+    the schedule itself is refused for anything but an untiled flat pointwise walk in vectors."""
+    k, p = _problem_of(src, extents, misaligned)
+    s = Schedule("pointwise", block=128, vec=8, items=2, straddle=True)
+    assert why in fits(p, s)
+    assert not any(c.straddle and c.vec == 8 for c in candidates(p, k.hints))
+    assert not default(p, k.hints).straddle or default(p, k.hints).vec < 8
+    for bad in (dict(kind="reduce_row", row_threads=128, block=128, vec=8, items=1), dict(kind="pointwise", vec=1),
+                dict(kind="pointwise", vec=4, items=8, outer=True)):
+        with pytest.raises(TdslError, match="straddle"):
+            Schedule(straddle=True, **bad)
+
+
 @pytest.mark.parametrize("src,extents,outer,items", [
     (BIAS_GELU.format(t="bf16"), dict(M=8192, N=16384), True, 8),        # costly math: rows walked
     (BIAS_GELU.format(t="f32"), dict(M=8192, N=8192), True, 8),
@@ -189,10 +224,8 @@ BIAS_GELU = "kernel f(x: {t}[M, N], b: {t}[N]) -> {t}[M, N] {{ return gelu(x + b
     ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return silu(x + b) }", dict(M=65536, N=768), False, 2),
     ("kernel f(x: f16[M, N], s: f16[N], t: f16[N]) -> f16[M, N] { return sigmoid(x * s + t) }",
      dict(M=16384, N=4096), False, 2),                                   # one or two SFU instructions: flat
-    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=32768, N=781), True, 8),
     ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=16384, N=1021), False, 8),
     ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=16384, N=1022), False, 4),
-    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 26) + 1), False, 8),
     ("kernel f(x: f32[N], y: f32[N]) -> f32[N] { return x * y }", dict(N=(1 << 26) + 1), False, 4),
     ("kernel f(x: f32[N], y: f32[N]) -> f32[N] { return x * y }", dict(N=1 << 20), False, 2),
 ])
@@ -205,6 +238,46 @@ def test_pointwise_defaults_walk_rows_where_math_is_costly_or_there_are_no_vecto
     k = tiledsl.compile(src)
     [ks] = sources_for(k, extents)
     assert (ks.schedule.outer, ks.schedule.items) == (outer, items), ks.name
+
+
+@pytest.mark.parametrize("src,extents,vec,items", [
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=32768, N=781), 8, 2),
+    (BIAS_GELU.format(t="bf16"), dict(M=32768, N=781), 8, 2),
+    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 26) + 1), 8, 2),
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 26) + 2), 8, 2),
+    ("kernel f(x: f16[M, N], s: f16[M]) -> f16[M, N] { return x * s }", dict(M=32768, N=1001), 8, 2),
+    # two operands gathered lane by lane: GATHERED_LANES keeps the vectors to 4, a block moving 6 KB
+    ("kernel f(x: f16[M, N], s: f16[N], t: f16[N]) -> f16[M, N] { return x * s + t }",
+     dict(M=16384, N=1001), 4, 4),
+    # whole-row vectors of 4 bytes or more stay: f32 single elements, bf16 pairs, i8 quads
+    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=16384, N=1021), 0, 8),
+    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 26) + 2), 0, 4),
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 26) + 4), 0, 4),
+    # a broadcast of 8 MiB or more is still loaded once for 8 rows (outer_items), odd rows or not
+    ("kernel f(x: bf16[B, S], p: bf16[S]) -> bf16[B, S] { return x + p }", dict(B=8, S=(1 << 22) + 13), 0, 8),
+])
+def test_pointwise_defaults_straddle_rows_where_whole_row_vectors_are_narrower_than_4_bytes(src, extents, vec, items):
+    """pointwise.straddle_default: where the innermost extent leaves whole-row vectors of
+    fewer than 4 bytes, the default's vectors (`vec`, 0: none straddle) run across rows."""
+    k = tiledsl.compile(src)
+    [ks] = sources_for(k, extents)
+    s = ks.schedule
+    assert (s.vec if s.straddle else 0, s.items) == (vec, items), ks.name
+    assert "_sd_" in ks.name if vec else "_sd_" not in ks.name
+
+
+@pytest.mark.parametrize("src,n,block", [
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", 1 << 26, 256),     # 2 items of 8 (registers): 4 KB at 128
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", (1 << 26) + 1, 256),   # the same, straddling
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", 1 << 18, 128),     # 256 threads: 64 blocks, under the SMs
+    ("kernel f(x: i8[N]) -> f16[N] { return f16(x) * 0.5 }", 1 << 26, 128),     # 3 bytes an element: 6 KB
+    ("kernel f(x: f32[N]) -> f32[N] { return x * 2.0 }", 1 << 26, 128),
+])
+def test_a_flat_walk_whose_registers_cap_its_items_takes_more_threads(src, n, block):
+    """pointwise.flat_block: where a thread's registers hold its items under 8 and a block of
+    128 moves less than BLOCK_BYTES, the block doubles while the blocks stay as many as the SMs."""
+    [ks] = sources_for(tiledsl.compile(src), dict(N=n))
+    assert ks.schedule.block == block, ks.name
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "f32"])

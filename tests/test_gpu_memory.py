@@ -1757,22 +1757,41 @@ def test_a_large_broadcast_input_is_loaded_once_for_several_rows_by_default():
         check(k, host_arguments(k, extents), extents, "out")
 
 
-@pytest.mark.parametrize("src,extents,outer,items", [
-    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return gelu(x + b) }", dict(M=8195, N=4104), True, 8),
-    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return gelu(x + b) }", dict(M=1003, N=8192), True, 8),
-    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=1001, N=1021), True, 8),
-    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=1001, N=1021), False, 8),
-    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 20) + 3), False, 8),
-    ("kernel f(x: f32[N]) -> f32[N] { return x * 2.0 }", dict(N=(1 << 20) + 2), False, 4),
+@pytest.mark.parametrize("src,extents,walk,items", [
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return gelu(x + b) }", dict(M=8195, N=4104), "outer", 8),
+    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return gelu(x + b) }", dict(M=1003, N=8192), "outer", 8),
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=1001, N=1021),
+     "straddle", 2),
+    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=1001, N=1021), "flat", 8),
+    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 20) + 3), "straddle", 2),
+    ("kernel f(x: f32[N]) -> f32[N] { return x * 2.0 }", dict(N=(1 << 20) + 2), "flat", 4),
 ], ids=["gelu-bf16", "gelu-f32", "odd-bias-bf16", "odd-bias-f32", "odd-flat", "two-wide-flat"])
-def test_costly_or_unvectored_broadcasts_walk_rows_by_default(src, extents, outer, items):
-    """Costly math over a broadcast input (gelu(x + b)), or 16-bit single elements, walks 8
-    rows a thread by default, b loaded once (pointwise.outer_items); a flat walk's thread
-    takes more items where its vectors are narrow (flat_items). Right at the GPU, outputs
-    poisoned, rows no 8 divides."""
+def test_costly_or_unvectored_broadcasts_walk_rows_by_default(src, extents, walk, items):
+    """Costly math over a broadcast input (gelu(x + b)) walks 8 rows a thread by default, b
+    loaded once (pointwise.outer_items); 16-bit single elements walk vectors that straddle rows
+    (pointwise.straddle_default); a flat walk's thread takes more items where its vectors are
+    narrow (flat_items). Right at the GPU, outputs poisoned, rows no 8 divides."""
     k, s = _default_here(src, extents)
-    assert (s.outer, s.items) == (outer, items), s.tag
+    assert ("outer" if s.outer else "straddle" if s.straddle else "flat", s.items) == (walk, items), s.tag
     check(k, host_arguments(k, extents), extents, "out")
+
+
+# Row lengths that break the whole-row vectors: every walk whose vectors straddle rows
+# (Schedule.straddle) the tuner offers, with operands read lane by lane (without the innermost
+# loop, without a middle one), a mask over the coordinates, and a tail after the last whole vector
+STRADDLE_PROGRAMS = [
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=1001, N=781)),
+    ("kernel f(x: f32[B, T, C], p: f32[B, C]) -> f32[B, T, C] { return x + p }", dict(B=5, T=33, C=1001)),
+    ("kernel f(x: f16[M, N], s: f16[M], t: f32) -> f16[M, N] { return f16(x * s + t) }", dict(M=513, N=37)),
+    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return gelu(x + y) }", dict(N=(1 << 20) + 5)),
+    ("kernel f(x: f32[M, N]) -> f32[M, N] { return where(idx(N) <= idx(M), x, 0.0) + f32(idx(M)) }",
+     dict(M=300, N=67)),
+]
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_pinned_params(STRADDLE_PROGRAMS, lambda s: s.straddle)))
+def test_vectors_that_straddle_rows(src, extents, schedule):
+    _check_pinned(src, extents, schedule)
 
 
 # Looped rows copied into shared memory (Schedule.shared_row): every such candidate the tuner

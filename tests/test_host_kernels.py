@@ -408,6 +408,41 @@ def test_walks_along_the_outermost_loop_run_right_on_the_host(label, src, extent
         _check(k, extents, s)
 
 
+# (label, source, extents): row lengths that break the whole-row vectors, walked in vectors that
+# straddle rows (Schedule.straddle; by default where whole-row vectors would move under 4 bytes)
+STRADDLED_WALKS = [
+    ("1-D, a tail of 5", "kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=1003)),
+    ("bias, rows of 781", "kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }",
+     dict(M=9, N=781)),
+    ("rows of 9 in vectors of 8", "kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return gelu(x + b) }",
+     dict(M=33, N=9)),
+    # a vector crossing two loops' ends at once (C then T), p read at each lane's (b, c)
+    ("3-D, carries into two loops", "kernel f(x: f32[B, T, C], p: f32[B, C]) -> f32[B, T, C] { return x + p }",
+     dict(B=3, T=7, C=13)),
+    ("an operand without the innermost loop, a scalar", "kernel f(x: f16[M, N], s: f16[M], t: f32) -> f16[M, N] "
+     "{ return f16(x * s + t) }", dict(M=21, N=37)),
+    # a lane's own coordinates in idx(), and x read only where the mask keeps it (guards.py)
+    ("a mask over the coordinates", "kernel f(x: f32[M, N]) -> f32[M, N] "
+     "{ return where(idx(N) <= idx(M), x, 0.0) + f32(idx(M)) }", dict(M=19, N=67)),
+    ("two results, two dtypes", "kernel f(x: f32[M, N], p: f16[N]) -> (f32[M, N], f16[M, N]) "
+     "{ y = x * p\n return y, f16(y + 1.0) }", dict(M=5, N=1001)),
+]
+
+
+@pytest.mark.parametrize("label,src,extents", STRADDLED_WALKS, ids=[w[0] for w in STRADDLED_WALKS])
+def test_vectors_straddling_rows_run_right_on_the_host(label, src, extents):
+    """The default and the tuner's straddling walks of one item and of the most it offers,
+    at both vector widths, against the float64 reference, outputs poisoned."""
+    k, p = _problem(src, extents)
+    offered = [s for s in candidates(p, k.hints) if s.straddle and s.block == 128]
+    most = {v: max(s.items for s in offered if s.vec == v) for v in {s.vec for s in offered}}
+    walks = {(s.vec, s.items): s for s in offered if s.items in (1, most[s.vec])}
+    assert len(walks) >= 3, sorted(walks)
+    _check(k, extents)
+    for s in walks.values():
+        _check(k, extents, s)
+
+
 PER_PROGRAM = 20       # candidates a program, spread over its space (CI time: ~1 s a compile)
 
 

@@ -5,7 +5,7 @@ now live in pointwise.py, rows.py, columns.py and matmul.py)."""
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MAX_MODULE_LINES = 1300     # codegen/cuda.py, the largest, holds 1219
+MAX_MODULE_LINES = 1300     # codegen/cuda.py, the largest, holds 1206 (pointwise walks: codegen/pointwise.py)
 MAX_TEMPLATE_LINES = 650    # matmul_wgmma.cu.j2 holds 590
 
 

@@ -21,11 +21,12 @@ from ..ir.graph import Graph, Value, reaches
 from ..resources import resource_dir
 from ..schedule.guards import deciding_lane, load_guards
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
-                               peeled_operands, row_major, transposed_loop)
+                               peeled_operands, row_major)
 from ..schedule.partition import Group, online_pair_alone, online_pairs, reduction_levels
 from ..schedule.schedules import (COSTLY_OPS, Schedule, column_vector, branchless_elements,
                                   resident_blocks, ring_refusal, shared_row_operand_refusal, stream_unroll_rule,
                                   stream_words)
+from .pointwise import PointwiseRendering
 from .params import kernel_params, reg_bytes, reg_type, staged_columns, storage_type, tma_stored_result
 from .values import literal, to_reg, to_storage, vector_lane
 
@@ -186,7 +187,7 @@ class KernelSource:
     layout: Layout
 
 
-class _Renderer:
+class _Renderer(PointwiseRendering):
     def __init__(self, graph: Graph, group: Group, layout: Layout, schedule: Schedule):
         self.graph, self.group, self.layout, self.s = graph, group, layout, schedule
         self.values = {v.id: v for v in group.values}
@@ -199,6 +200,7 @@ class _Renderer:
         self.flat_offset = ""               # a full operand's offset in a flat walk (pointwise())
         self.lane_held: dict[int, Value] = {}   # a vector of columns' values held a lane each (reduce())
         self.once: set[int] = set()         # id()s of inputs loaded once for all items (pointwise outer)
+        self.straddle = False               # vectors straddle rows (pointwise(): Schedule.straddle)
         self.guard_lines: dict[int, list[str]] = {}     # input id -> whether a vector is needed (guard_loads)
         users, results = graph.users(), {v.id for v in graph.outputs}
         self.narrow = {v.id for v in group.values if v.op in _NARROW_FN and v.dtype.name == "f32"
@@ -249,6 +251,8 @@ class _Renderer:
         """How an operand meets the vector lanes of the innermost loop."""
         if self.inner is None:      # no loops: one element (a result computed from scalars)
             return "vec"
+        if self.straddle:           # vectors across rows: only an operand over every loop in order holds them
+            return "vec" if op.loops == tuple(range(len(self.layout.loops))) else "lanes" if op.loops else "bcast"
         if self.vec == 1 or self.inner not in op.loops:
             return "bcast" if self.inner not in op.loops else "vec"
         return "vec" if op.loops[-1] == self.inner and id(op) not in self.gathered else "strided"
@@ -270,6 +274,8 @@ class _Renderer:
 
     def coord_of(self, dim: str) -> str:
         l = self.layout.loop_of(dim)
+        if self.straddle:
+            return f"d{l}"      # (lane_coords)
         return f"(c{l} + e)" if l == self.inner and self.vec > 1 else f"c{l}"
 
     # -- statements ----------------------------------------------------------
@@ -285,6 +291,9 @@ class _Renderer:
                      f"{buf}{k}[{slot}] = tdsl::load<{S}, {V}>(in{k} + {at(self.offset(op))});"]
         elif mode == "bcast":
             return [f"{buf}{k}[{slot}] = in{k}[{self.offset(op)}];"]
+        elif mode == "lanes":       # each lane's element at its own coordinates (lane_coords)
+            off = at(self.offset(op, {l: f"d{l}" for l in op.loops}))
+            lines = self.lane_loop([f"{buf}{k}[{slot}].v[e] = in{k}[{off}];"])
         else:
             lines = ["#pragma unroll", f"for (int e = 0; e < {V}; ++e) "
                      f"{buf}{k}[{slot}].v[e] = in{k}[{at(f'{self.offset(op)} + e * ({self.inner_stride(op)})')}];"]
@@ -301,7 +310,8 @@ class _Renderer:
             for c, taken in guards[op.value.id]:
                 body = [self.define(v) for v in self.closure([c], available)] + [
                     f"need{k} |= {'' if taken else '!'}v{c.id};"]
-                lane = deciding_lane(c, taken, lane_dims) if self.vec > 1 else 0
+                lane = deciding_lane(c, taken, lane_dims) if self.vec > 1 and not self.straddle else (
+                    None if self.straddle else 0)
                 lines += self.lane_loop(body) if lane is None else (
                     [f"{{ const int e = {lane % self.vec}; (void)e;"] + body + ["}"])
             self.guard_lines[op.value.id] = lines
@@ -393,7 +403,8 @@ class _Renderer:
     def lane_loop(self, body: list[str]) -> list[str]:
         if self.vec == 1:
             return ["{", "const int e = 0; (void)e;"] + body + ["}"]
-        return ["#pragma unroll", f"for (int e = 0; e < {self.vec}; ++e) {{"] + body + ["}"]
+        coords = self.lane_coords() if self.straddle else []
+        return ["#pragma unroll", f"for (int e = 0; e < {self.vec}; ++e) {{"] + coords + body + ["}"]
 
     def store_lines(self, op: Operand, slot_var: str) -> tuple[list[str], list[str], list[str]]:
         """(declaration before lanes, per-lane assignment, store after lanes)."""
@@ -461,100 +472,6 @@ class _Renderer:
         else:
             text = _env().get_template("reduce.cu.j2").render(**common, **self.reduce())
         return KernelSource(name, text, self.s, self.layout)
-
-    # -- pointwise ---------------------------------------------------------------
-    def pointwise(self) -> dict:
-        uniform, uniform_ids = self.uniform_lines()
-        available = lambda v: v.id in uniform_ids  # noqa: E731
-        loops = list(range(len(self.layout.loops)))
-        B, V = self.s.block, self.vec
-        if self.s.outer:    # items a row of the outermost loop apart; inputs without it loaded once
-            self.once = {id(op) for op in self.layout.inputs if 0 not in op.loops}
-            walk = [f"const idx_t inner = ({' * '.join(f'n{l}' for l in loops[1:])}) / {V};",
-                    f"const idx_t lane = (idx_t)blockIdx.x * {B} + threadIdx.x;",
-                    f"const idx_t row0 = (idx_t)blockIdx.y * {self.s.items};"]
-            item, guard = "", "lane < inner && row0 + j < n0"     # (no flat index t)
-            within = self.coords(loops[1:], f"lane * {V}")      # (the same for every item: no division by n0)
-            coords = within + ["const idx_t c0 = row0 + j;"]
-            once = ["if (lane < inner) {"] + within
-            for op in self.layout.inputs:
-                once += self.load_lines(op, "0") if id(op) in self.once else []
-            once.append("}")
-        else:               # items a block apart over the flat index t
-            walk = [f"const idx_t total = ({' * '.join(f'n{l}' for l in loops) or '1'}) / {V};",
-                    f"const idx_t first = (idx_t)blockIdx.x * ({B} * {self.s.items}) + threadIdx.x;"]
-            item, guard, once = f"first + (idx_t)j * {B}", "t < total", []
-            coords = self.coords(loops, f"t * {V}")
-            self.flat_offset = f"t * {V}"
-        loads = []
-        self.guard_loads([op for op in self.layout.inputs if id(op) not in self.once], available)
-        for op in self.layout.inputs:
-            loads += self.load_lines(op, "j") if id(op) not in self.once else []
-        decl, lanes, stores = [], [], []
-        for op in self.layout.outputs:
-            d, l, s = self.store_lines(op, "j")
-            decl += d
-            lanes += l
-            stores += s
-        body = self.element_body(self.group.outputs, available, "j", lanes)
-        self.flat_offset = ""
-        return dict(items=self.s.items, uniform=uniform, walk=walk, item=item, guard=guard, once=once,
-                    buffers=[self.buffer_decl(op, 1 if id(op) in self.once else self.s.items)
-                             for op in self.layout.inputs],
-                    coords=coords, loads=loads, out_decls=decl, lanes=self.lane_loop(body),
-                    stores=stores)
-
-    def pointwise_tiled(self) -> dict:
-        """A transposing tile (`Schedule.tile`): the operands that span the innermost
-        loop i across it (contiguous along loop j) pass through shared memory; each
-        access moves `vec` elements along i (or, for those, along j): lanes e."""
-        lay = self.layout
-        i, j = len(lay.loops) - 1, transposed_loop(lay)
-        if j is None:
-            raise TdslCompileError(f"schedule {self.s.tag}: a transposing tile needs an operand laid "
-                                   f"out across the innermost loop")
-        uniform, uniform_ids = self.uniform_lines()
-        vals = self.closure(self.group.outputs, lambda v: v.id in uniform_ids)
-        used = _reads(vals, self.group.outputs)
-        staged, staged_in, loads, body = [], [], [], []
-        for op in lay.inputs:
-            if op.value.id not in used or op.value.id in uniform_ids:
-                continue
-            S, k, at = storage_type(op.dtype), op.index, f"in{op.index} + {self.offset(op)}"
-            if i not in op.loops:           # the same value for every lane
-                loads.append(f"const {S} b{k} = in{k}[{self.offset(op)}];")
-                lane = to_reg(f"b{k}", op.dtype)
-            elif op.loops[-1] == i:         # contiguous along i: one vector
-                loads.append(f"const tdsl::Vec<{S}, V> b{k} = tdsl::load<{S}, V>({at});")
-                lane = vector_lane(f"b{k}", op.dtype)
-            else:                           # across: through shared memory, read along j
-                # staged as stored: a 16-bit tile takes half the shared memory it would as f32
-                name = f"s_in{k}"
-                staged.append(dict(name=name, ctype=S))
-                staged_in += [f"const tdsl::Vec<{S}, V> r{k} = tdsl::load<{S}, V>({at});", "#pragma unroll",
-                              f"for (int e = 0; e < V; ++e) {name}[ii][jj + e] = r{k}.v[e];"]
-                lane = to_reg(f"{name}[ii + e][jj]", op.dtype)
-            body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {lane};")
-        body += [self.define(v) for v in vals]
-        decls, stores, staged_out = [], [], []
-        for op in lay.outputs:
-            S, k, at = storage_type(op.dtype), op.index, f"out{op.index} + {self.offset(op)}"
-            if op.loops[-1] == i:           # as the flat walk stores it
-                d, lane, st = self.store_lines(op, "")
-                decls, stores = decls + d, stores + st
-                body += lane
-            else:
-                name = f"s_out{k}"
-                staged.append(dict(name=name, ctype=S))
-                body.append(f"{name}[ii + e][jj] = {to_storage(f'v{op.value.id}', op.dtype)};")
-                staged_out += [f"tdsl::Vec<{S}, V> w{k};", "#pragma unroll",
-                               f"for (int e = 0; e < V; ++e) w{k}.v[e] = {name}[ii][jj + e];",
-                               f"tdsl::store<{S}, V>({at}, w{k});"]
-        others = [l for l in range(len(lay.loops)) if l not in (i, j)]
-        return dict(ti=self.s.tile[0], tj=self.s.tile[1], i=i, j=j, uniform=uniform, staged=staged,
-                    rest=" * ".join(f"n{l}" for l in others) or "1", rest_coords=self.coords(others, "rest"),
-                    staged_in=staged_in, loads=loads, out_decls=decls, lanes=self.lane_loop(body),
-                    stores=stores, staged_out=staged_out)
 
     # -- reductions --------------------------------------------------------------
     def reduce(self) -> dict:

@@ -78,6 +78,13 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                         s = Schedule("pointwise", block=block, vec=vec, items=items, outer=outer,
                                      index64=p.index64)
                         out += [s] if not outer or not pointwise.outer_refusal(p, items) else []
+        # vectors that straddle rows, where the innermost extent breaks the whole-row ones
+        straddled = pointwise.straddle_vector(p, hints.vector)
+        if straddled > max_vector(p, hints.vector):
+            out += [Schedule("pointwise", block=block, vec=vec, items=items, straddle=True, index64=p.index64)
+                    for vec in sorted({straddled, max(2, straddled // 2)}) for block in (128, 256, 512)
+                    for items in (1, 2, 4, 8) if items * vec <= MAX_ROW_ELEMENTS
+                    and (items == 1 or pointwise.held_words(p, vec, items, straddle=True) <= pointwise.HELD_WORDS)]
         if transposed_loop(p) is not None:
             out += [Schedule("pointwise", block=block, vec=vec, tile=tile, index64=p.index64)
                     for vec in sorted({1, pointwise.tile_vector(p)})
@@ -239,10 +246,18 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         vec = max_vector(p, hints.vector)
         while not hints.vector and vec > 1 and pointwise.held_words(p, vec, 1) > pointwise.HELD_WORDS:
             vec //= 2       # many inputs: narrower vectors rather than spills
+        straddled = pointwise.straddle_default(p, vec, hints.vector)
         rows_once = pointwise.outer_items(p, vec, block)     # a broadcast input loaded once for several rows
+        pinned = bool(hints.threads or hints.warps)
+        if straddled and not (rows_once and pointwise.reused_bytes(p) >= pointwise.OUTER_REUSE_BYTES):
+            # a row length that breaks the vectors: they run on across rows
+            items = pointwise.flat_items(p, straddled, block, straddle=True)
+            block = block if pinned else pointwise.flat_block(p, straddled, items, block)
+            return Schedule("pointwise", block=block, vec=straddled, items=items, straddle=True, index64=p.index64)
         if rows_once:
             return Schedule("pointwise", block=block, vec=vec, items=rows_once, outer=True, index64=p.index64)
         items = pointwise.flat_items(p, vec, block)
+        block = block if pinned else pointwise.flat_block(p, vec, items, block)
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
     across = columns.online_pair_split(p) or columns.short_columns(p)     # (reductions across memory)
     if across is not None and not fits(p, across):
@@ -410,6 +425,10 @@ def fits(p: Problem, s: Schedule) -> str:
         why = pointwise.outer_refusal(p, s.items)
         if why:
             return why
+    if s.straddle:
+        why = pointwise.straddle_refusal(p, s)
+        if why:
+            return why
     if s.wgmma and p.arch != "sm_90a":
         return "wgmma needs an sm_90a GPU (Hopper)"
     if s.tma and not matmul.tma_operands(p):
@@ -441,7 +460,7 @@ def fits(p: Problem, s: Schedule) -> str:
         why = rows.peel_refusal(p, s)
         if why:
             return why
-    elif s.vec > 1:
+    elif s.vec > 1 and not s.straddle:
         if inner is None or p.loops[inner] % s.vec:
             return f"the innermost extent is not a multiple of {s.vec}"
         if s.vec > max_vector(p):

@@ -14,7 +14,7 @@ SKINNY_TILE_ELEMENTS = 4096   # a transposing tile with a short side: as many el
 SKINNY_MIN_LONG = 256         # ... where the long side is at least this long (else one tile or few)
 
 
-def held_words(p: "Problem", vec: int, items: int, outer: bool = False) -> float:
+def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle: bool = False) -> float:
     """4-byte registers a pointwise thread holds at once: each input's elements for
     `items` vectors (all loaded before any is computed), then each result vector
     stored along the innermost loop. A vector load packs 16-bit elements two to a
@@ -28,10 +28,14 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False) -> float
     2026-11-27: a bf16 and an f32 input compared with their sum with an f64 scalar, into
     bool, at vector 8 and items 2 spilled 16 bytes at 64 registers, counted at 30 words;
     items 1 took 43 registers). Walking the outermost loop (`outer`), an input without
-    it is held once for all items."""
+    it is held once for all items. Vectors that straddle rows (`straddle`) read each operand
+    without every loop lane by lane: a register an element."""
     inner = p.inner
+    every = tuple(range(len(p.loops)))
 
     def words(op) -> float:
+        if straddle and op.loops and op.loops != every:    # (gathered_operands)
+            return vec * operand_words(op, 1)
         if inner is None or inner not in op.loops:
             return operand_words(op, 1)
         return vec * operand_words(op, vec if op.loops[-1] == inner else 1)
@@ -54,7 +58,7 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False) -> float
 BLOCK_BYTES = 6 << 10
 
 
-def flat_items(p: Problem, vec: int, block: int) -> int:
+def flat_items(p: Problem, vec: int, block: int, straddle: bool = False) -> int:
     """Items a thread of a flat walk takes (Schedule.items): 2 vectors, or as many more
     (a power of two, up to OUTER_ITEMS) as a block of `block` threads needs to move
     BLOCK_BYTES; fewer where its registers would not hold them (held_words)."""
@@ -62,11 +66,98 @@ def flat_items(p: Problem, vec: int, block: int) -> int:
     per_element = sum(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs if set(op.loops) == walked)
     items = 2
     while (items < OUTER_ITEMS and block * items * vec * per_element < BLOCK_BYTES
-           and held_words(p, vec, 2 * items) <= HELD_WORDS):
+           and held_words(p, vec, 2 * items, straddle=straddle) <= HELD_WORDS):
         items *= 2
-    while items > 1 and held_words(p, vec, items) > HELD_WORDS:
+    while items > 1 and held_words(p, vec, items, straddle=straddle) > HELD_WORDS:
         items //= 2
     return items
+
+
+def flat_block(p: Problem, vec: int, items: int, block: int) -> int:
+    """Threads a block of a flat walk takes: `block`, doubled (up to 512) while the block moves
+    less than BLOCK_BYTES and the blocks stay as many as the SMs, where a thread's registers
+    held its items under OUTER_ITEMS (flat_items: 8-bit elements, 1.5 words each in vectors).
+    H200 2026-12-03 (scripts/probe_survey.py, SURVEY_ALL), x + x i8 [2^26], us, vectors of 8,
+    2 items: 128 threads (4 KB a block) 43.0 (0.73x copy), 256 37.4; vectors of 4, 4 items, 256
+    threads 35.2."""
+    walked = set(range(len(p.loops)))
+    per_element = sum(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs if set(op.loops) == walked)
+    if items >= OUTER_ITEMS:
+        return block
+    blocks = lambda b: -(-p.total // (b * items * vec))   # noqa: E731
+    while block < 512 and block * items * vec * per_element < BLOCK_BYTES and blocks(2 * block) >= p.sm_count:
+        block *= 2
+    return block
+
+
+def straddle_vector(p: Problem, cap: Optional[int] = None) -> int:
+    """Elements a vector takes in a flat walk whose vectors may straddle rows
+    (Schedule.straddle), 1 where there can be none: 16 bytes of the main operand over
+    every loop in order (contiguous, so its vectors run on from one row into the next),
+    where every such operand is 16-byte aligned and the innermost loop is at least a
+    vector long (a vector then crosses into the next row at most once). Every result
+    must span every loop in order; operands without some loop are read lane by lane,
+    whatever their alignment. Not where an operand is laid out across the innermost loop
+    (a transposing tile's)."""
+    if p.group.kind != "pointwise" or p.inner is None or transposed_loop(p) is not None:
+        return 1
+    every = tuple(range(len(p.loops)))
+    full = [op for op in p.layout.inputs + p.layout.outputs if op.loops == every]
+    if not full or any(op.loops != every for op in p.layout.outputs):
+        return 1
+    main = max(full, key=lambda op: (op.role == "in", op.dtype.itemsize))
+    widest = max(op.dtype.itemsize for op in full)
+    vec = max(1, min(8, 16 // main.dtype.itemsize, 32 // widest, cap or 8))
+    while vec > 1 and (p.loops[p.inner] < vec or any(id(op) in p.misaligned for op in full)):
+        vec //= 2
+    return vec
+
+
+# A straddling walk's vector reads at most this many elements lane by lane over all the operands
+# it gathers (straddle_default). H200 2026-12-03 (scripts/probe_survey.py, SURVEY_ALL), x * s + t
+# f16 16384x1001, s and t gathered, us: vectors of 8 25.2 (56 registers), of 4 22.0.
+GATHERED_LANES = 8
+
+
+def gathered_operands(p: Problem) -> list:
+    """The operands a straddling walk reads lane by lane: those with loops, but not every one in order."""
+    every = tuple(range(len(p.loops)))
+    return [op for op in p.layout.inputs if op.loops and op.loops != every]
+
+
+def straddle_default(p: Problem, whole_vec: int, cap: Optional[int] = None) -> int:
+    """The vector of a default walk whose vectors straddle rows, or 0 where the default walks
+    whole rows (vectors of `whole_vec`): a straddling walk where the whole-row vectors move
+    fewer than 4 bytes (16-bit single elements; 8-bit ones, pairs), at most GATHERED_LANES
+    elements gathered a vector and within HELD_WORDS. Where whole-row vectors move 4 bytes or
+    more, a flat walk of enough items a thread (flat_items) was as fast. H200 2026-12-03
+    (scripts/probe_survey.py), us, whole-row default / straddling vectors of 8: relu(x + b)
+    bf16 32768x781 38.3 (walking 8 rows) / 28.3 (0.63x -> 0.85x copy); gelu(x + b) bf16
+    32768x781 45.2 / 39.6; x + y bf16 [2^26 + 1] 107.7 / 96.8 (0.88x -> 0.98x); level (within 1%):
+    x + y f32 [2^25 + 1] 95.9 / 96.3, x + b f32 16384x1021 35.9 / 35.8, x + y bf16 [2^26 + 2] 95.8 /
+    96.7; slower: x + x i8 [2^26 + 4] vectors of 4 35.4 / 43.2."""
+    main = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs
+               if op.loops == tuple(range(len(p.loops))))     # (straddle_vector > 1: there is one)
+    vec = straddle_vector(p, cap)
+    if vec <= whole_vec or whole_vec * main >= 4:
+        return 0
+    lanes = len(gathered_operands(p))
+    while vec > whole_vec and (lanes * vec > GATHERED_LANES
+                               or held_words(p, vec, 1, straddle=True) > HELD_WORDS):
+        vec //= 2
+    return vec if vec > whole_vec else 0
+
+
+def straddle_refusal(p: Problem, s) -> str:
+    """'' where a flat walk whose vectors straddle rows (Schedule.straddle) can run `s`."""
+    if p.group.kind != "pointwise" or p.inner is None or transposed_loop(p) is not None:
+        return ("vectors straddle rows only in a pointwise group with loops and no operand laid out "
+                "across the innermost loop")
+    if s.vec > straddle_vector(p):
+        return (f"vectors of {s.vec} that straddle rows need every result over every loop in order, those "
+                f"operands 16-byte aligned, and an innermost extent of {s.vec} or more (here "
+                f"{p.loops[p.inner]}); {straddle_vector(p)} at most")
+    return ""
 
 
 def transposing_tile(p: Problem) -> Optional[tuple]:
@@ -143,6 +234,11 @@ def reused_inputs(p: Problem) -> list:
     return [op for op in p.layout.inputs if op.loops and 0 not in op.loops]
 
 
+def reused_bytes(p: Problem) -> int:
+    """Bytes of the inputs a walk along the outermost loop loads once (reused_inputs)."""
+    return sum(p.size(op.loops) * op.dtype.itemsize for op in reused_inputs(p))
+
+
 def outer_refusal(p: Problem, items: int) -> str:
     """'' where a walk of `items` rows along this group's outermost loop (Schedule.outer) can run."""
     if not reused_inputs(p) or p.loops[0] < 2:
@@ -170,7 +266,8 @@ def outer_items(p: Problem, vec: int, block: int = 128) -> Optional[int]:
     """Rows of the outermost loop a thread takes by default (Schedule.outer), else None:
     OUTER_ITEMS where the inputs without that loop take OUTER_REUSE_BYTES or more, or where
     the math is long (long_math: gelu, tanh, ...) or 16-bit operands allow no vectors (vec 1:
-    a flat walk divides each element's index), a row's vectors fill half a block of `block` and
+    a flat walk divides each element's index; where vectors that straddle rows cannot run either:
+    the default takes those first, straddle_default), a row's vectors fill half a block of `block` and
     the blocks are as many as the SMs (fewer rows a thread where that keeps them so). Fewer
     where the loop is shorter or a thread's registers would not hold them (held_words).
 
@@ -185,7 +282,7 @@ def outer_items(p: Problem, vec: int, block: int = 128) -> Optional[int]:
     and x / b f32 (bound by memory) within 1%.
     Single elements: relu(x + b) bf16 32768x781 125.1 flat (2 a thread), 63.2 flat (8), 38.3
     outer (8 rows); but x + b f32 16384x1021 35.9 flat (8), 40.8 outer."""
-    reused = sum(p.size(op.loops) * op.dtype.itemsize for op in reused_inputs(p))
+    reused = reused_bytes(p)
     row_vectors = p.total // max(1, p.loops[0]) // vec if p.loops else 0     # (an empty loop: none)
     narrow = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs) <= 2
     heavy = long_math(p) or (vec == 1 and narrow)    # (16-bit single elements: a division each)

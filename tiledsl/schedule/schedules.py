@@ -21,6 +21,13 @@ of it: one compiled kernel serves every size of its class.
                                         flat walk re-read p for each row after
                                         the rows between had pushed it out of L2
                                         (f32 94.8 -> 73.3 us on an H200)
+    pointwise  straddle=True vec=8      relu(x + b), bf16 x[M, 781] + b[781]: no
+               items=2 (tag _sd)        16-byte vector fits a row of 781, so x was
+                                        walked element by element -> vectors of the
+                                        flat index that may run from one row into
+                                        the next, b read lane by lane at each
+                                        lane's own column, the last few elements
+                                        one at a time
     reduce_row row_threads=256 items=4   a row of 4096 f32 lives in registers:
                                         read from HBM once, reduced twice
     reduce_row row_threads=32 vec=8     softmax over rows of 512 f16: a block of 64
@@ -193,7 +200,7 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
                "min_blocks", "unroll", "cluster")
 _BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel",
-                "specialized", "outer", "shared_row")
+                "specialized", "outer", "shared_row", "straddle")
 
 
 def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
@@ -342,6 +349,10 @@ class Schedule:
                                 # only what it copied. For rows too long to hold twice in an SM's registers:
                                 # two blocks an SM stage theirs and overlap (tag _sr); rows too long for
                                 # one SM's shared memory: a cluster's blocks each copy their share (_c8_sr)
+    straddle: bool = False      # pointwise, flat, vec > 1: vectors of the flat index over every loop, which may
+                                # run from one row into the next (a row length that is no multiple of vec);
+                                # operands without every loop are read lane by lane at each lane's own
+                                # coordinates, and the elements after the last whole vector one at a time (_sd)
 
     def __post_init__(self):
         why = self.invalid()
@@ -410,6 +421,9 @@ class Schedule:
                     "a row, copies its rows into shared memory (shared_row)")
         if self.outer and (self.kind != "pointwise" or self.tile):
             return "only an untiled pointwise kernel walks its items along the outermost loop (outer)"
+        if self.straddle and (self.kind != "pointwise" or self.tile or self.outer or self.vec < 2):
+            return ("only an untiled pointwise kernel walking flat in vectors (vec > 1) lets its vectors "
+                    "run across rows (straddle)")
         if self.kind == "reduce_row":
             if self.row_threads not in (1, 2, 4, 8, 16, 32, self.block):
                 return "row_threads must be 1, 2, 4, 8, 16, 32 (a row a part of a warp) or the block size"
@@ -553,6 +567,8 @@ class Schedule:
             parts.append(f"t{self.tile[0]}x{self.tile[1]}")
         if self.outer:
             parts.append("o")
+        if self.straddle:
+            parts.append("sd")
         if self.kind == "reduce_split":
             parts.append(f"t{self.row_threads}")
             if self.min_blocks > 1:

@@ -1,0 +1,143 @@
+"""Pointwise kernels' statements: the flat walk, the walk along the outermost loop, and
+the transposing tile. A mixin of codegen.cuda's renderer, which holds the indexing, loads,
+stores and element bodies these walks share."""
+from __future__ import annotations
+
+from ..errors import TdslCompileError
+from ..schedule.layout import transposed_loop
+from .params import reg_type, storage_type
+from .values import to_reg, to_storage, vector_lane
+
+
+class PointwiseRendering:
+    def pointwise(self) -> dict:
+        uniform, uniform_ids = self.uniform_lines()
+        available = lambda v: v.id in uniform_ids  # noqa: E731
+        loops = list(range(len(self.layout.loops)))
+        B, V = self.s.block, self.vec
+        if self.s.outer:    # items a row of the outermost loop apart; inputs without it loaded once
+            self.once = {id(op) for op in self.layout.inputs if 0 not in op.loops}
+            walk = [f"const idx_t inner = ({' * '.join(f'n{l}' for l in loops[1:])}) / {V};",
+                    f"const idx_t lane = (idx_t)blockIdx.x * {B} + threadIdx.x;",
+                    f"const idx_t row0 = (idx_t)blockIdx.y * {self.s.items};"]
+            item, guard = "", "lane < inner && row0 + j < n0"     # (no flat index t)
+            within = self.coords(loops[1:], f"lane * {V}")      # (the same for every item: no division by n0)
+            coords = within + ["const idx_t c0 = row0 + j;"]
+            once = ["if (lane < inner) {"] + within
+            for op in self.layout.inputs:
+                once += self.load_lines(op, "0") if id(op) in self.once else []
+            once.append("}")
+        else:               # items a block apart over the flat index t
+            count = " * ".join(f"n{l}" for l in loops) or "1"
+            walk = [f"const idx_t total = ({count}) / {V};",
+                    f"const idx_t first = (idx_t)blockIdx.x * ({B} * {self.s.items}) + threadIdx.x;"]
+            item, guard, once = f"first + (idx_t)j * {B}", "t < total", []
+            coords = self.coords(loops, f"t * {V}")
+            self.flat_offset = f"t * {V}"
+            self.straddle = self.s.straddle
+        loads, decl, lanes, stores = self.walk_statements("j", available)
+        buffers = [self.buffer_decl(op, 1 if id(op) in self.once else self.s.items) for op in self.layout.inputs]
+        tail = self.straddle_tail(count, available) if self.s.straddle else []
+        self.flat_offset, self.straddle = "", False
+        return dict(items=self.s.items, uniform=uniform, walk=walk, item=item, guard=guard, once=once,
+                    buffers=buffers, coords=coords, loads=loads, out_decls=decl, lanes=lanes, stores=stores, tail=tail)
+
+    def walk_statements(self, slot: str, available) -> tuple:
+        """(loads, result declarations, the lanes' loop, stores) of one item `slot` of a
+        pointwise walk, its coordinates c<loop> already found."""
+        loads = []
+        self.guard_loads([op for op in self.layout.inputs if id(op) not in self.once], available)
+        for op in self.layout.inputs:
+            loads += self.load_lines(op, slot) if id(op) not in self.once else []
+        decl, lanes, stores = [], [], []
+        for op in self.layout.outputs:
+            d, l, s = self.store_lines(op, slot)
+            decl += d
+            lanes += l
+            stores += s
+        body = self.element_body(self.group.outputs, available, slot, lanes)
+        return loads, decl, self.lane_loop(body), stores
+
+    def lane_coords(self) -> list[str]:
+        """Lane e's own coordinates d<loop> in a walk whose vectors straddle rows: the
+        vector's first element's (c<loop>) with e added to the innermost one, carried into
+        the loops outside it where it passes the end of its row (once at most: the innermost
+        extent is at least a vector, straddle_vector)."""
+        loops = list(range(len(self.layout.loops)))
+        inner = loops[-1]
+        lines = [f"idx_t d{l} = c{l}{' + e' if l == inner else ''}; (void)d{l};" for l in loops]
+        carry = ""
+        for l in reversed(loops[1:]):       # (the outermost loop never passes its end: whole vectors)
+            step = f"if (d{l} >= n{l}) {{ d{l} -= n{l}; ++d{l - 1}; "
+            carry = step if not carry else carry + step
+        if carry:
+            lines.append(carry + "}" * (len(loops) - 1))
+        return lines
+
+    def straddle_tail(self, count: str, available) -> list[str]:
+        """The elements after the last whole vector of a walk whose vectors straddle rows (at
+        most vec - 1 of them), one a thread of the first block, with no vectors."""
+        loops = list(range(len(self.layout.loops)))
+        with self.one_lane():
+            self.straddle, self.flat_offset = False, "t"
+            self.guard_lines = {}
+            loads, decl, lanes, stores = self.walk_statements("0", available)
+            self.guard_lines = {}
+            buffers = [self.buffer_decl(op, 1) for op in self.layout.inputs]
+        return (["{   // the elements after the last whole vector, one a thread",
+                 f"const idx_t t = total * {self.s.vec} + threadIdx.x;",
+                 f"if (blockIdx.x == 0 && t < ({count})) {{"]
+                + self.coords(loops, "t") + buffers + loads + decl + lanes + stores + ["}", "}"])
+
+    def pointwise_tiled(self) -> dict:
+        """A transposing tile (`Schedule.tile`): the operands that span the innermost
+        loop i across it (contiguous along loop j) pass through shared memory; each
+        access moves `vec` elements along i (or, for those, along j): lanes e."""
+        lay = self.layout
+        i, j = len(lay.loops) - 1, transposed_loop(lay)
+        if j is None:
+            raise TdslCompileError(f"schedule {self.s.tag}: a transposing tile needs an operand laid "
+                                   f"out across the innermost loop")
+        uniform, uniform_ids = self.uniform_lines()
+        vals = self.closure(self.group.outputs, lambda v: v.id in uniform_ids)
+        used = self.used_ids(self.group.outputs, lambda v: v.id in uniform_ids, {})
+        staged, staged_in, loads, body = [], [], [], []
+        for op in lay.inputs:
+            if op.value.id not in used or op.value.id in uniform_ids:
+                continue
+            S, k, at = storage_type(op.dtype), op.index, f"in{op.index} + {self.offset(op)}"
+            if i not in op.loops:           # the same value for every lane
+                loads.append(f"const {S} b{k} = in{k}[{self.offset(op)}];")
+                lane = to_reg(f"b{k}", op.dtype)
+            elif op.loops[-1] == i:         # contiguous along i: one vector
+                loads.append(f"const tdsl::Vec<{S}, V> b{k} = tdsl::load<{S}, V>({at});")
+                lane = vector_lane(f"b{k}", op.dtype)
+            else:                           # across: through shared memory, read along j
+                # staged as stored: a 16-bit tile takes half the shared memory it would as f32
+                name = f"s_in{k}"
+                staged.append(dict(name=name, ctype=S))
+                staged_in += [f"const tdsl::Vec<{S}, V> r{k} = tdsl::load<{S}, V>({at});", "#pragma unroll",
+                              f"for (int e = 0; e < V; ++e) {name}[ii][jj + e] = r{k}.v[e];"]
+                lane = to_reg(f"{name}[ii + e][jj]", op.dtype)
+            body.append(f"const {reg_type(op.dtype)} v{op.value.id} = {lane};")
+        body += [self.define(v) for v in vals]
+        decls, stores, staged_out = [], [], []
+        for op in lay.outputs:
+            S, k, at = storage_type(op.dtype), op.index, f"out{op.index} + {self.offset(op)}"
+            if op.loops[-1] == i:           # as the flat walk stores it
+                d, lane, st = self.store_lines(op, "")
+                decls, stores = decls + d, stores + st
+                body += lane
+            else:
+                name = f"s_out{k}"
+                staged.append(dict(name=name, ctype=S))
+                body.append(f"{name}[ii + e][jj] = {to_storage(f'v{op.value.id}', op.dtype)};")
+                staged_out += [f"tdsl::Vec<{S}, V> w{k};", "#pragma unroll",
+                               f"for (int e = 0; e < V; ++e) w{k}.v[e] = {name}[ii][jj + e];",
+                               f"tdsl::store<{S}, V>({at}, w{k});"]
+        others = [l for l in range(len(lay.loops)) if l not in (i, j)]
+        return dict(ti=self.s.tile[0], tj=self.s.tile[1], i=i, j=j, uniform=uniform, staged=staged,
+                    rest=" * ".join(f"n{l}" for l in others) or "1", rest_coords=self.coords(others, "rest"),
+                    staged_in=staged_in, loads=loads, out_decls=decls, lanes=self.lane_loop(body),
+                    stores=stores, staged_out=staged_out)
+
