@@ -374,6 +374,19 @@ def test_inputs_needed_only_where_an_index_condition_holds(src, guards):
     assert ("only where" in shown) == bool(guards) and ("only where not" in shown) == (guards == {0: [("gt", False)]})
 
 
+def test_a_condition_on_a_full_reduction_another_kernel_stored_guards_no_load():
+    """sum(p0) is a 0-d value the first kernel stores and the pointwise one reads with its
+    elements: a where on it guards no load (before 2026-12-03 the guard read it undefined, and
+    NVRTC rejected the kernel; tests/test_codegen_fuzz.py found it). Every kernel compiles."""
+    k = tiledsl.compile("kernel f(p0: f16[M], p1: f16[M, N], p2: f16) -> f64[M, N] "
+                        "{ return p0 + where(sum(p0) < p2, p0, p1) }")
+    groups = partition(k.graph)
+    assert [g.kind for g in groups] == ["reduce", "pointwise"]
+    assert load_guards(groups[1]) == {}
+    for ks in sources_for(k, dict(M=5, N=3)):
+        assert toolchain.compile_cuda(ks.source, arch="sm_90a").cubin
+
+
 @pytest.mark.parametrize("cond,taken,lane", [
     ("idx(N) <= idx(M)", True, 0), ("idx(N) <= idx(M)", False, -1), ("idx(N) + 2 >= idx(M)", True, -1),
     ("idx(M) < idx(N) - 1", True, -1), ("idx(M) >= idx(N) - 1", True, 0), ("f32(idx(N)) + 0.5 < 3.0", True, 0),

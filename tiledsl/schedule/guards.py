@@ -17,9 +17,11 @@ Guard = tuple[Value, bool]
 
 
 def index_only(v: Value, group_ids: set[int]) -> bool:
-    """Whether `v` is computed from indices, scalars and literals alone: no tensor
-    read from memory and no reduction (known only after a pass over the row)."""
-    return not reaches(v, lambda u: bool(u.dims) if u.id not in group_ids       # (an input: a scalar only)
+    """Whether `v` is computed from indices, scalar parameters and literals alone: no tensor
+    read from memory and no reduction (known only after a pass over the row). An input of
+    the group may be a scalar parameter only: a 0-d value another kernel stored (a full
+    reduction) is read from memory with the elements, not before their loads."""
+    return not reaches(v, lambda u: (bool(u.dims) or u.op != "param") if u.id not in group_ids
                        else u.op in ("reduce", "matmul", "param"), group_ids)
 
 
