@@ -58,12 +58,18 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
 BLOCK_BYTES = 6 << 10
 
 
+def flat_element_bytes(p: Problem) -> int:
+    """Bytes a flat walk moves an element: those of the operands over every loop (a broadcast
+    operand's come from cache)."""
+    walked = set(range(len(p.loops)))
+    return sum(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs if set(op.loops) == walked)
+
+
 def flat_items(p: Problem, vec: int, block: int, straddle: bool = False) -> int:
     """Items a thread of a flat walk takes (Schedule.items): 2 vectors, or as many more
     (a power of two, up to OUTER_ITEMS) as a block of `block` threads needs to move
     BLOCK_BYTES; fewer where its registers would not hold them (held_words)."""
-    walked = set(range(len(p.loops)))
-    per_element = sum(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs if set(op.loops) == walked)
+    per_element = flat_element_bytes(p)
     items = 2
     while (items < OUTER_ITEMS and block * items * vec * per_element < BLOCK_BYTES
            and held_words(p, vec, 2 * items, straddle=straddle) <= HELD_WORDS):
@@ -80,10 +86,9 @@ def flat_block(p: Problem, vec: int, items: int, block: int) -> int:
     H200 2026-12-03 (scripts/probe_survey.py, SURVEY_ALL), x + x i8 [2^26], us, vectors of 8,
     2 items: 128 threads (4 KB a block) 43.0 (0.73x copy), 256 37.4; vectors of 4, 4 items, 256
     threads 35.2."""
-    walked = set(range(len(p.loops)))
-    per_element = sum(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs if set(op.loops) == walked)
     if items >= OUTER_ITEMS:
         return block
+    per_element = flat_element_bytes(p)
     blocks = lambda b: -(-p.total // (b * items * vec))   # noqa: E731
     while block < 512 and block * items * vec * per_element < BLOCK_BYTES and blocks(2 * block) >= p.sm_count:
         block *= 2
@@ -135,7 +140,7 @@ def straddle_default(p: Problem, whole_vec: int, cap: Optional[int] = None) -> i
     bf16 32768x781 38.3 (walking 8 rows) / 28.3 (0.63x -> 0.85x copy); gelu(x + b) bf16
     32768x781 45.2 / 39.6; x + y bf16 [2^26 + 1] 107.7 / 96.8 (0.88x -> 0.98x); level (within 1%):
     x + y f32 [2^25 + 1] 95.9 / 96.3, x + b f32 16384x1021 35.9 / 35.8, x + y bf16 [2^26 + 2] 95.8 /
-    96.7; slower: x + x i8 [2^26 + 4] vectors of 4 35.4 / 43.2."""
+    96.7, x + x i8 [2^26 + 4] (vectors of 4) 43.0 / 43.2 (both at 128 threads: flat_block)."""
     main = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs
                if op.loops == tuple(range(len(p.loops))))     # (straddle_vector > 1: there is one)
     vec = straddle_vector(p, cap)
