@@ -21,7 +21,7 @@ from ..ir.graph import Graph, Value, reaches
 from ..resources import resource_dir
 from ..schedule.guards import deciding_lane, load_guards
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
-                               peeled_operands, row_major)
+                               over_every_loop, peeled_operands, row_major)
 from ..schedule.partition import Group, online_pair_alone, online_pairs, reduction_levels
 from ..schedule.schedules import (COSTLY_OPS, Schedule, column_vector, branchless_elements,
                                   resident_blocks, ring_refusal, shared_row_operand_refusal, stream_unroll_rule,
@@ -239,7 +239,7 @@ class _Renderer(PointwiseRendering):
         (`flat_offset`): its address needs no coordinates, and where no other operand reads
         them the compiler drops their divisions (a bias and gelu, bf16 [M, N] + [N]: 520
         SASS instructions for 16 elements, the output's address recomputing both)."""
-        if at is None and self.flat_offset and op.loops == tuple(range(len(self.layout.loops))):
+        if at is None and self.flat_offset and over_every_loop(self.layout, op):
             return self.flat_offset
         expr = ""
         for l in op.loops:
@@ -252,7 +252,7 @@ class _Renderer(PointwiseRendering):
         if self.inner is None:      # no loops: one element (a result computed from scalars)
             return "vec"
         if self.straddle:           # vectors across rows: only an operand over every loop in order holds them
-            return "vec" if op.loops == tuple(range(len(self.layout.loops))) else "lanes" if op.loops else "bcast"
+            return "vec" if over_every_loop(self.layout, op) else "lanes" if op.loops else "bcast"
         if self.vec == 1 or self.inner not in op.loops:
             return "bcast" if self.inner not in op.loops else "vec"
         return "vec" if op.loops[-1] == self.inner and id(op) not in self.gathered else "strided"
@@ -310,8 +310,7 @@ class _Renderer(PointwiseRendering):
             for c, taken in guards[op.value.id]:
                 body = [self.define(v) for v in self.closure([c], available)] + [
                     f"need{k} |= {'' if taken else '!'}v{c.id};"]
-                lane = deciding_lane(c, taken, lane_dims) if self.vec > 1 and not self.straddle else (
-                    None if self.straddle else 0)
+                lane = None if self.straddle else deciding_lane(c, taken, lane_dims) if self.vec > 1 else 0
                 lines += self.lane_loop(body) if lane is None else (
                     [f"{{ const int e = {lane % self.vec}; (void)e;"] + body + ["}"])
             self.guard_lines[op.value.id] = lines

@@ -66,10 +66,8 @@ class PointwiseRendering:
         loops = list(range(len(self.layout.loops)))
         inner = loops[-1]
         lines = [f"idx_t d{l} = c{l}{' + e' if l == inner else ''}; (void)d{l};" for l in loops]
-        carry = ""
-        for l in reversed(loops[1:]):       # (the outermost loop never passes its end: whole vectors)
-            step = f"if (d{l} >= n{l}) {{ d{l} -= n{l}; ++d{l - 1}; "
-            carry = step if not carry else carry + step
+        # (the outermost loop never passes its end: whole vectors only)
+        carry = "".join(f"if (d{l} >= n{l}) {{ d{l} -= n{l}; ++d{l - 1}; " for l in reversed(loops[1:]))
         if carry:
             lines.append(carry + "}" * (len(loops) - 1))
         return lines
@@ -80,9 +78,7 @@ class PointwiseRendering:
         loops = list(range(len(self.layout.loops)))
         with self.one_lane():
             self.straddle, self.flat_offset = False, "t"
-            self.guard_lines = {}
-            loads, decl, lanes, stores = self.walk_statements("0", available)
-            self.guard_lines = {}
+            loads, decl, lanes, stores = self.walk_statements("0", available)    # (its guards for one lane)
             buffers = [self.buffer_decl(op, 1) for op in self.layout.inputs]
         return (["{   // the elements after the last whole vector, one a thread",
                  f"const idx_t t = total * {self.s.vec} + threadIdx.x;",

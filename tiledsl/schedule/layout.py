@@ -155,6 +155,12 @@ def batched_operands(group: Group, layout: Layout) -> tuple:
     return tuple(len(operand_input(layout, o).loops) > 2 for o in mm.operands)
 
 
+def over_every_loop(layout: Layout, op: Operand) -> bool:
+    """Whether `op` spans every loop of the group in order: laid out as the flat index of the
+    walk (its element at flat index f is f itself)."""
+    return tuple(op.loops) == tuple(range(len(layout.loops)))
+
+
 def across_operands(layout: Layout) -> list:
     """The operands that span the innermost loop without being contiguous along
     it (`x.T` beside `x`): what a transposing tile passes through shared memory."""
@@ -203,7 +209,7 @@ def peeled_operands(layout: Layout) -> Optional[tuple[list, list]]:
     if list(layout.reduced_loops) != [inner]:
         return None
     along = [op for op in layout.inputs + layout.outputs if inner in op.loops]
-    whole = [op for op in along if tuple(op.loops) == tuple(range(len(layout.loops)))]
+    whole = [op for op in along if over_every_loop(layout, op)]
     gathered = [op for op in along if tuple(op.loops) == (inner,)]
     if len(whole) + len(gathered) != len(along):
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .layout import across_operands
+from .layout import across_operands, over_every_loop
 from .schedules import MAX_STATIC_SHARED
 from .problem import MAX_GRID_Y, Problem, pow2_at_least, operand_words, transposed_loop
 
@@ -31,10 +31,9 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
     it is held once for all items. Vectors that straddle rows (`straddle`) read each operand
     without every loop lane by lane: a register an element."""
     inner = p.inner
-    every = tuple(range(len(p.loops)))
 
     def words(op) -> float:
-        if straddle and op.loops and op.loops != every:    # (gathered_operands)
+        if straddle and op.loops and not over_every_loop(p.layout, op):    # (gathered_operands)
             return vec * operand_words(op, 1)
         if inner is None or inner not in op.loops:
             return operand_words(op, 1)
@@ -106,9 +105,8 @@ def straddle_vector(p: Problem, cap: Optional[int] = None) -> int:
     (a transposing tile's)."""
     if p.group.kind != "pointwise" or p.inner is None or transposed_loop(p) is not None:
         return 1
-    every = tuple(range(len(p.loops)))
-    full = [op for op in p.layout.inputs + p.layout.outputs if op.loops == every]
-    if not full or any(op.loops != every for op in p.layout.outputs):
+    full = [op for op in p.layout.inputs + p.layout.outputs if over_every_loop(p.layout, op)]
+    if not full or not all(over_every_loop(p.layout, op) for op in p.layout.outputs):
         return 1
     main = max(full, key=lambda op: (op.role == "in", op.dtype.itemsize))
     widest = max(op.dtype.itemsize for op in full)
@@ -126,8 +124,7 @@ GATHERED_LANES = 8
 
 def gathered_operands(p: Problem) -> list:
     """The operands a straddling walk reads lane by lane: those with loops, but not every one in order."""
-    every = tuple(range(len(p.loops)))
-    return [op for op in p.layout.inputs if op.loops and op.loops != every]
+    return [op for op in p.layout.inputs if op.loops and not over_every_loop(p.layout, op)]
 
 
 def straddle_default(p: Problem, whole_vec: int, cap: Optional[int] = None) -> int:
@@ -142,7 +139,7 @@ def straddle_default(p: Problem, whole_vec: int, cap: Optional[int] = None) -> i
     x + y f32 [2^25 + 1] 95.9 / 96.3, x + b f32 16384x1021 35.9 / 35.8, x + y bf16 [2^26 + 2] 95.8 /
     96.7, x + x i8 [2^26 + 4] (vectors of 4) 43.0 / 43.2 (both at 128 threads: flat_block)."""
     main = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs
-               if op.loops == tuple(range(len(p.loops))))     # (straddle_vector > 1: there is one)
+               if over_every_loop(p.layout, op))     # (straddle_vector > 1: there is one)
     vec = straddle_vector(p, cap)
     if vec <= whole_vec or whole_vec * main >= 4:
         return 0
