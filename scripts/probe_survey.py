@@ -92,6 +92,51 @@ CASES = [
     ("vec4 add i8", f"{K}(x: i8[N]) -> i8[N] {{ return x + x }}", {"N": (1 << 26) + 4}),
     ("odd add i8", f"{K}(x: i8[N]) -> i8[N] {{ return x + x }}", {"N": (1 << 26) + 1}),
     ("whole add i8", f"{K}(x: i8[N]) -> i8[N] {{ return x + x }}", {"N": 1 << 26}),
+    # programs users write that no earlier probe timed: casts, masks, integer and mixed widths,
+    # reductions over two axes, log-softmax, a vocabulary's logsumexp
+    ("cast f16 f32", f"{K}(x: f16[M, N]) -> f32[M, N] {{ return f32(x) }}", {"M": 16384, "N": 4096}),
+    ("cast f32 bf16", f"{K}(x: f32[M, N]) -> bf16[M, N] {{ return bf16(x) }}", {"M": 16384, "N": 4096}),
+    ("scale i32 f32", f"{K}(x: i32[N], s: f32 = 0.5) -> f32[N] {{ return f32(x) * s }}", {"N": 1 << 26}),
+    ("mask bool", f"{K}(x: f32[N]) -> bool[N] {{ return x > 0.0 }}", {"N": 1 << 26}),
+    ("masked f16", f"{K}(m: bool[M, N], x: f16[M, N]) -> f16[M, N] {{ return where(m, x, 0.0) }}",
+     {"M": 16384, "N": 4096}),
+    ("clamp f32", f"{K}(x: f32[N], lo: f32 = -1.0, hi: f32 = 1.0) -> f32[N] {{ return minimum(maximum(x, lo), hi) }}",
+     {"N": 1 << 26}),
+    ("add i64", f"{K}(x: i64[N], y: i64[N]) -> i64[N] {{ return x + y }}", {"N": 1 << 25}),
+    ("dropout bf16", f"{K}(u: f32[M, N], x: bf16[M, N], p: f32 = 0.1) -> bf16[M, N] {{\n"
+     " return where(u > p, x / (1.0 - p), 0.0)\n}", {"M": 8192, "N": 4096}),
+    ("mixed add bf16", f"{K}(x: f32[M, N], y: bf16[M, N]) -> bf16[M, N] {{ return x + y }}",
+     {"M": 16384, "N": 4096}),
+    ("full max f16", f"{K}(x: f16[N]) -> f16 {{ return max(x) }}", {"N": 1 << 26}),
+    ("two-axis sums", f"{K}(x: f32[B, T, C]) -> f32[C] {{ return sum(x, axis=(B, T)) }}",
+     {"B": 64, "T": 1024, "C": 512}),
+    ("spatial mean f16", f"{K}(x: f16[B, C, H, W]) -> f32[B, C] {{ return mean(f32(x), axis=(H, W)) }}",
+     {"B": 128, "C": 256, "H": 28, "W": 28}),
+    ("row variance", f"{K}(x: f32[M, N]) -> f32[M] {{\n d = x - mean(x, axis=N)\n"
+     " return mean(d * d, axis=N)\n}", {"M": 16384, "N": 4096}),
+    ("log softmax", f"{K}(x: f32[M, N]) -> f32[M, N] {{\n m = max(x, axis=N)\n"
+     " return x - m - log(sum(exp(x - m), axis=N))\n}", {"M": 16384, "N": 1024}),
+    ("vocab lse bf16", f"{K}(x: bf16[M, N]) -> f32[M] {{\n m = max(f32(x), axis=N)\n"
+     " return m + log(sum(exp(f32(x) - m), axis=N))\n}", {"M": 4096, "N": 32000}),
+    ("outer product f32", f"{K}(a: f32[M], b: f32[N]) -> f32[M, N] {{ return a * b }}", {"M": 8192, "N": 8192}),
+    ("positions f32", f"{K}(s: f32[M], u: f32[N]) -> f32[M, N] {{ return s * f32(idx(N)) + u * f32(idx(M)) }}",
+     {"M": 8192, "N": 8192}),
+    ("sample bias bf16", f"{K}(x: bf16[B, T, C], y: bf16[B, C]) -> bf16[B, T, C] {{ return x + y }}",
+     {"B": 32, "T": 1024, "C": 1024}),
+    ("leaky relu bf16", f"{K}(x: bf16[N]) -> bf16[N] {{ return where(x > 0.0, x, 0.01 * x) }}", {"N": 1 << 26}),
+    ("two outputs f32 f16", f"{K}(x: f32[M, N]) -> (f32[M, N], f16[M, N]) {{ return x * 2.0, f16(x) }}",
+     {"M": 16384, "N": 4096}),
+    # results wider than the inputs along the rows (f16 in, f32 out): stores of 16 bytes a thread
+    ("widen softmax f16 1024", f"{K}(x: f16[M, N]) -> f32[M, N] {{\n e = exp(f32(x) - max(f32(x), axis=N))\n"
+     " return e / sum(e, axis=N)\n}", {"M": 16384, "N": 1024}),
+    ("widen softmax f16 8192", f"{K}(x: f16[M, N]) -> f32[M, N] {{\n e = exp(f32(x) - max(f32(x), axis=N))\n"
+     " return e / sum(e, axis=N)\n}", {"M": 4096, "N": 8192}),
+    ("widen rmsnorm f16", f"{K}(x: f16[M, N], w: f32[N]) -> f32[M, N] {{\n"
+     " return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 0.00001) * w\n}", {"M": 4096, "N": 8192}),
+    ("widen rmsnorm bf16", f"{K}(x: bf16[M, N], w: f32[N]) -> f32[M, N] {{\n"
+     " return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 0.00001) * w\n}", {"M": 65536, "N": 1024}),
+    ("widen scale i8", f"{K}(x: i8[M, N], s: f32[N]) -> f32[M, N] {{ return f32(x) * s }}", {"M": 16384, "N": 4096}),
+    ("widen odd cast f16", f"{K}(x: f16[M, N]) -> f32[M, N] {{ return f32(x) }}", {"M": 16384, "N": 1001}),
     ("rmsnorm f16 5120", "kernel f(x: f16[M, N], w: f16[N]) -> f16[M, N] {\n"
      " return x * rsqrt(mean(x * x, axis=N) + 0.00001) * w\n}", {"M": 16384, "N": 5120}),
 ]

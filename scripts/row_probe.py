@@ -42,7 +42,9 @@ def prepare(name: str, src: str, extents: dict) -> RowCase:
     k = tiledsl.compile(src)
     host = random_arguments(k.graph, extents, seed=1)
     want = k.reference(*host, compute="f64")
-    nbytes = sum(h.nbytes for h in host if isinstance(h, np.ndarray)) + want.size * k.graph.results[0].dtype.itemsize
+    wants = want if isinstance(want, tuple) else (want,)      # (several results: each written once)
+    nbytes = sum(h.nbytes for h in host if isinstance(h, np.ndarray)) + sum(
+        w.size * r.dtype.itemsize for w, r in zip(wants, k.graph.results))
     def device(h):      # scalars (0-d) stay Python numbers
         return cp.asarray(h) if isinstance(h, np.ndarray) and h.ndim else (h.item() if hasattr(h, "item") else h)
     sets = [[device(h) for h in host] for _ in range(input_sets_needed(nbytes))]
@@ -69,10 +71,12 @@ def error(case: RowCase, schedule) -> float:
     """The relative error of the case's result under `schedule`, its output poisoned first."""
     set_overrides(case.kernel._launcher, {0: schedule})
     # NaN poisons a float result (bf16's dtype among them); an integer one, its dtype's least value
-    kind = case.out.dtype.kind
-    case.out.fill(np.iinfo(case.out.dtype).min if kind in "iu" else float("nan"))
+    outs = case.out if isinstance(case.out, tuple) else (case.out,)
+    for o in outs:
+        o.fill(np.iinfo(o.dtype).min if o.dtype.kind in "iu" else float("nan"))
     got = case.kernel(*case.sets[0], out=case.out)
-    return relative_error(cp.asnumpy(got).astype(np.float64), case.want)
+    got, want = (got, case.want) if isinstance(got, tuple) else ((got,), (case.want,))
+    return max(relative_error(cp.asnumpy(g).astype(np.float64), w) for g, w in zip(got, want))
 
 
 def exact(case: RowCase, variants: dict, bound: float = 2e-3) -> dict:

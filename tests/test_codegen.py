@@ -280,6 +280,26 @@ def test_a_flat_walk_whose_registers_cap_its_items_takes_more_threads(src, n, bl
     assert ks.schedule.block == block, ks.name
 
 
+WIDENING_PROGRAMS = list(zip(test_gpu_memory.WIDENING, [  # results wider than the inputs along the rows
+    dict(M=16384, N=4096), dict(M=16384, N=1001), dict(M=16384, N=4096), dict(M=4096, N=8192),
+    dict(M=65536, N=1024)]))     # (the second's odd rows: one loop of 16400384, in vectors)
+
+
+@pytest.mark.parametrize("src,extents", WIDENING_PROGRAMS)
+def test_a_result_wider_than_its_inputs_is_stored_16_bytes_a_thread(src, extents):
+    """problem.vector_bound: the vector is sized by the narrow input (16 bytes of f16 is 8
+    elements) but capped so each thread's store moves 16 bytes: two halves 16 bytes apart wrote
+    half of every sector a warp's store touched (f32(x) of f16 16384x4096 on an H200: 0.69x copy
+    at vectors of 8, 0.94x at 4). Loads of 8 bytes, stores of 16, and no spills."""
+    k = tiledsl.compile(src)
+    [ks] = sources_for(k, extents)
+    assert ks.schedule.vec == 4, ks.name
+    assert "tdsl::store<float, 4>(" in ks.source and "tdsl::store<float, 8>(" not in ks.source
+    assert ks.schedule.items * ks.schedule.vec >= 8 or ks.schedule.straddle, ks.name   # (bytes in flight kept)
+    usage = next(iter(toolchain.compile_cuda(ks.source, arch="sm_90a").resources.values()))
+    assert usage.local_bytes == 0 and usage.spill_stores == 0, (ks.name, usage)
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "f32"])
 def test_a_bias_and_gelu_walking_rows_computes_in_fewer_instructions_an_element(dtype):
     """The default outer walk of gelu(x + b) finds b's column once a thread, where the flat

@@ -101,6 +101,10 @@ PROGRAMS = [
      dict(M=13, N=1001)),
     ("pointwise transposes", "kernel t(x: f16[M, N], b: f32[N], y: bf16[N, M]) -> (f32[N, M], f16[M, N]) "
      "{ z = x * b + y.T\n return z.T, f16(z) }", dict(M=67, N=130)),
+    # results wider than the inputs along the rows, stored 16 bytes a thread (problem.vector_bound)
+    ("f32 of f16, odd rows", "kernel f(x: f16[M, N]) -> f32[M, N] { return f32(x) }", dict(M=36, N=1001)),
+    ("softmax f16 to f32", "kernel f(x: f16[M, N]) -> f32[M, N] {\n e = exp(f32(x) - max(f32(x), axis=N))\n"
+     " return e / sum(e, axis=N)\n}", dict(M=5, N=2052)),
     # f32 tiles in 16-byte vectors, through 16-byte aligned shared arrays (`__shared__ __align__(16)`)
     ("f32 product in vectors", "kernel m(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }",
      dict(M=70, N=132, K=36)),

@@ -7,7 +7,7 @@ from typing import Optional
 
 from .layout import across_operands, over_every_loop
 from .schedules import MAX_STATIC_SHARED
-from .problem import MAX_GRID_Y, Problem, pow2_at_least, operand_words, transposed_loop
+from .problem import MAX_GRID_Y, Problem, pow2_at_least, operand_words, transposed_loop, vector_bound
 
 HELD_WORDS = 48   # 4-byte registers a pointwise thread's loaded vectors may take
 SKINNY_TILE_ELEMENTS = 4096   # a transposing tile with a short side: as many elements as 64x64
@@ -109,8 +109,7 @@ def straddle_vector(p: Problem, cap: Optional[int] = None) -> int:
     if not full or not all(over_every_loop(p.layout, op) for op in p.layout.outputs):
         return 1
     main = max(full, key=lambda op: (op.role == "in", op.dtype.itemsize))
-    widest = max(op.dtype.itemsize for op in full)
-    vec = max(1, min(8, 16 // main.dtype.itemsize, 32 // widest, cap or 8))
+    vec = min(vector_bound(main, full), cap or 8)
     while vec > 1 and (p.loops[p.inner] < vec or any(id(op) in p.misaligned for op in full)):
         vec //= 2
     return vec

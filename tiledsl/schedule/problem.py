@@ -180,6 +180,19 @@ def runs_spread(groups, layouts, spread, extents: dict, sm_count: int, arch: str
     return True
 
 
+# A thread's store along the innermost loop moves 16 bytes at most: a wider result's vector is
+# stored as two 16-byte halves 16 bytes apart, each instruction of a warp writing half of every
+# 32-byte sector it touches. H200 2026-12-03 (scripts/probe_survey.py), f32(x) from f16
+# 16384x4096, us: vectors of 8 (f16 loads of 16 bytes, f32 stores of 32) 137.6 (0.69x copy),
+# of 4 101.5 (0.94x). Loads of 32 bytes (an f32 input beside f16 ones) pass through L1 whole.
+def vector_bound(main, ops) -> int:
+    """Elements a vector access may take where `main` (an operand) moves 16 bytes: any
+    operand of `ops` loads 32 bytes at most, and a result stores 16."""
+    widest = max(op.dtype.itemsize for op in ops)
+    widest_result = max((op.dtype.itemsize for op in ops if op.role == "out"), default=1)
+    return max(1, min(8, 16 // main.dtype.itemsize, 32 // widest, 16 // widest_result))
+
+
 def max_vector(p: Problem, cap: Optional[int] = None, whole: bool = True) -> int:
     """Elements per vector access along the innermost loop.
 
@@ -194,8 +207,7 @@ def max_vector(p: Problem, cap: Optional[int] = None, whole: bool = True) -> int
     if not ops:
         return 1
     main = max(ops, key=lambda op: (len(op.loops), op.role == "in", op.dtype.itemsize))
-    widest = max(op.dtype.itemsize for op in ops)
-    vec = max(1, min(8, 16 // main.dtype.itemsize, 32 // widest))
+    vec = vector_bound(main, ops)
     if cap:
         vec = min(vec, cap)
     while vec > 1 and ((whole and p.loops[inner] % vec) or any(id(op) in p.misaligned for op in ops)):
