@@ -126,6 +126,16 @@ CASES = [
     ("leaky relu bf16", f"{K}(x: bf16[N]) -> bf16[N] {{ return where(x > 0.0, x, 0.01 * x) }}", {"N": 1 << 26}),
     ("two outputs f32 f16", f"{K}(x: f32[M, N]) -> (f32[M, N], f16[M, N]) {{ return x * 2.0, f16(x) }}",
      {"M": 16384, "N": 4096}),
+    # a broadcast along the rows beside few bytes an element: a flat walk divides each vector's index
+    ("bcast add i8", f"{K}(x: i8[M, N], b: i8[N]) -> i8[M, N] {{ return x + b }}", {"M": 16384, "N": 4096}),
+    ("bcast dequant i8 f16", f"{K}(x: i8[M, N], s: f16[N]) -> f16[M, N] {{ return f16(x) * s }}",
+     {"M": 16384, "N": 4096}),
+    ("bcast quant f16 i8", f"{K}(x: f16[M, N], s: f32[N]) -> i8[M, N] {{ return i8(x * s) }}",
+     {"M": 16384, "N": 4096}),
+    ("bcast scale bf16 f32", f"{K}(x: bf16[M, N], s: f32[N]) -> bf16[M, N] {{ return x * s }}",
+     {"M": 16384, "N": 4096}),
+    ("bcast bias f16 f32", f"{K}(x: f16[M, N], b: f16[N]) -> f32[M, N] {{ return f32(x + b) }}",
+     {"M": 16384, "N": 4096}),
     # results wider than the inputs along the rows (f16 in, f32 out): stores of 16 bytes a thread
     ("widen softmax f16 1024", f"{K}(x: f16[M, N]) -> f32[M, N] {{\n e = exp(f32(x) - max(f32(x), axis=N))\n"
      " return e / sum(e, axis=N)\n}", {"M": 16384, "N": 1024}),

@@ -244,7 +244,7 @@ def test_pointwise_defaults_walk_rows_where_math_is_costly_or_there_are_no_vecto
     ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=32768, N=781), 8, 2),
     (BIAS_GELU.format(t="bf16"), dict(M=32768, N=781), 8, 2),
     ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 26) + 1), 8, 2),
-    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 26) + 2), 8, 2),
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 26) + 2), 4, 4),    # (8-bit: EIGHT_BIT_VECTOR)
     ("kernel f(x: f16[M, N], s: f16[M]) -> f16[M, N] { return x * s }", dict(M=32768, N=1001), 8, 2),
     # two operands gathered lane by lane: GATHERED_LANES keeps the vectors to 4, a block moving 6 KB
     ("kernel f(x: f16[M, N], s: f16[N], t: f16[N]) -> f16[M, N] { return x * s + t }",
@@ -278,6 +278,32 @@ def test_a_flat_walk_whose_registers_cap_its_items_takes_more_threads(src, n, bl
     128 moves less than BLOCK_BYTES, the block doubles while the blocks stay as many as the SMs."""
     [ks] = sources_for(tiledsl.compile(src), dict(N=n))
     assert ks.schedule.block == block, ks.name
+
+
+EIGHT_BIT_PROGRAMS = [   # (source, extents, (vec, items, block, outer, straddle)) of the default
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=1 << 26), (4, 4, 256, False, False)),
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 26) + 1), (4, 4, 256, False, True)),
+    ("kernel f(x: i8[M, N], b: i8[N]) -> i8[M, N] { return x + b }", dict(M=16384, N=4096), (4, 4, 256, True, False)),
+    ("kernel f(x: i8[M, N], s: f16[N]) -> f16[M, N] { return f16(x) * s }", dict(M=16384, N=4096),
+     (4, 4, 256, True, False)),
+    ("kernel f(x: i8[M, N], s: f32[N]) -> f32[M, N] { return f32(x) * s }", dict(M=16384, N=4096),
+     (4, 4, 256, True, False)),
+    # a 16-bit stream beside a broadcast stays flat, in 16-byte vectors
+    ("kernel f(x: f16[M, N], s: f32[N]) -> i8[M, N] { return i8(x * s) }", dict(M=16384, N=4096),
+     (8, 2, 128, False, False)),
+]
+
+
+@pytest.mark.parametrize("src,extents,want", EIGHT_BIT_PROGRAMS)
+def test_eight_bit_streams_load_a_word_a_thread_in_blocks_of_256_and_walk_rows_beside_a_broadcast(src, extents, want):
+    """pointwise.eight_bit_stream: where every streamed input is 8-bit, vectors of 4 (a 32-bit
+    load), 4 items, 256 threads; walking rows (outer) where a broadcast is read, rather than
+    dividing each vector's index to find its column. Compiled without spills."""
+    [ks] = sources_for(tiledsl.compile(src), extents)
+    s = ks.schedule
+    assert (s.vec, s.items, s.block, s.outer, s.straddle) == want, ks.name
+    usage = next(iter(toolchain.compile_cuda(ks.source, arch="sm_90a").resources.values()))
+    assert usage.local_bytes == 0 and usage.spill_stores == 0, (ks.name, usage)
 
 
 WIDENING_PROGRAMS = list(zip(test_gpu_memory.WIDENING, [  # results wider than the inputs along the rows

@@ -2230,3 +2230,20 @@ def test_results_wider_than_their_inputs_by_default(src, extents):
     k, s = _default_here(src, extents)
     assert s.vec <= 4, s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
+# 8-bit streams (pointwise.eight_bit_stream): vectors of 4, 4 items, 256 threads, walking rows
+# beside a broadcast: the last row group and the last block of a row part empty (301 rows, 257
+# vectors a row), a straddling tail, integer results exact.
+@pytest.mark.parametrize("src,extents,outer", [
+    ("kernel f(x: i8[M, N], b: i8[N]) -> i8[M, N] { return x + b }", dict(M=301, N=1028), True),
+    ("kernel f(x: i8[M, N], s: f16[N]) -> f16[M, N] { return f16(x) * s }", dict(M=301, N=1028), True),
+    (WIDENING[2], dict(M=301, N=1028), True),
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 20) + 1), False),
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 20) + 4), False),
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=1), False)])
+def test_eight_bit_streams_by_default(src, extents, outer):
+    """Against float64, outputs poisoned, under this GPU's default."""
+    k, s = _default_here(src, extents)
+    assert s.vec <= 4 and s.outer == outer, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)

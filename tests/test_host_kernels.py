@@ -105,6 +105,10 @@ PROGRAMS = [
     ("f32 of f16, odd rows", "kernel f(x: f16[M, N]) -> f32[M, N] { return f32(x) }", dict(M=36, N=1001)),
     ("softmax f16 to f32", "kernel f(x: f16[M, N]) -> f32[M, N] {\n e = exp(f32(x) - max(f32(x), axis=N))\n"
      " return e / sum(e, axis=N)\n}", dict(M=5, N=2052)),
+    # 8-bit streams: words a thread, walking rows beside a broadcast (pointwise.eight_bit_stream)
+    ("i8 bias walking rows", "kernel f(x: i8[M, N], b: i8[N]) -> i8[M, N] { return x + b }", dict(M=301, N=1028)),
+    ("i8 dequantized walking rows", "kernel f(x: i8[M, N], s: f16[N]) -> f16[M, N] { return f16(x) * s }",
+     dict(M=301, N=1028)),
     # f32 tiles in 16-byte vectors, through 16-byte aligned shared arrays (`__shared__ __align__(16)`)
     ("f32 product in vectors", "kernel m(a: f32[M, K], b: f32[K, N]) -> f32[M, N] { return a @ b }",
      dict(M=70, N=132, K=36)),

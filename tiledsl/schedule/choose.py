@@ -243,10 +243,12 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             vec = pointwise.tile_vector(p)
             return Schedule("pointwise", block=min(block, tile[0] * tile[1] // vec), vec=vec, tile=tile,
                             index64=p.index64)
-        vec = max_vector(p, hints.vector)
+        eight_bit = pointwise.eight_bit_stream(p)
+        cap = hints.vector or (pointwise.EIGHT_BIT_VECTOR if eight_bit else None)
+        vec = max_vector(p, cap)
         while not hints.vector and vec > 1 and pointwise.held_words(p, vec, 1) > pointwise.HELD_WORDS:
             vec //= 2       # many inputs: narrower vectors rather than spills
-        straddled = pointwise.straddle_default(p, vec, hints.vector)
+        straddled = pointwise.straddle_default(p, vec, cap)
         rows_once = pointwise.outer_items(p, vec, block)     # a broadcast input loaded once for several rows
         pinned = bool(hints.threads or hints.warps)
         if straddled and not (rows_once and pointwise.reused_bytes(p) >= pointwise.OUTER_REUSE_BYTES):
@@ -255,6 +257,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             block = block if pinned else pointwise.flat_block(p, straddled, items, block)
             return Schedule("pointwise", block=block, vec=straddled, items=items, straddle=True, index64=p.index64)
         if rows_once:
+            block = pointwise.EIGHT_BIT_BLOCK if eight_bit and not pinned else block
             return Schedule("pointwise", block=block, vec=vec, items=rows_once, outer=True, index64=p.index64)
         items = pointwise.flat_items(p, vec, block)
         block = block if pinned else pointwise.flat_block(p, vec, items, block)

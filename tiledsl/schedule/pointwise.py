@@ -64,13 +64,31 @@ def flat_element_bytes(p: Problem) -> int:
     return sum(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs if set(op.loops) == walked)
 
 
+# 8-bit streams: a thread loads a 32-bit word of each (vectors of 4), 4 items, in blocks of 256
+# (flat_block), and walks rows where it reads a broadcast (outer_items). H200 2026-12-03
+# (scripts/probe_survey.py, SURVEY_ALL), us, the default before / vectors of 4, 4 items, 256
+# threads: x + x i8 [2^26] 37.4 / 35.5, [2^26 + 4] 35.3 (the same), [2^26 + 1] 36.8 / 35.1
+# (straddling); walking rows: x + b i8 16384x4096 45.2 (flat, 512 threads, vectors of 8) /
+# 38.7, f16(x) * s (s f16[N]) 61.4 / 56.7, f32(x) * s (s f32[N]) 94.3 / 86.3 (2 items).
+# Streams of 16-bit elements beside a broadcast (f16 x * s f32 into i8, bf16 x * s f32, f16
+# x + b into f32) were level, flat or walking rows.
+EIGHT_BIT_VECTOR, EIGHT_BIT_ITEMS, EIGHT_BIT_BLOCK = 4, 4, 256
+
+
+def eight_bit_stream(p: Problem) -> bool:
+    """Whether every input a pointwise group streams (over every loop in order) has 8-bit
+    elements, and there is one."""
+    walked = [op for op in p.layout.inputs if op.loops and over_every_loop(p.layout, op)]
+    return p.group.kind == "pointwise" and bool(walked) and all(op.dtype.itemsize == 1 for op in walked)
+
+
 def flat_items(p: Problem, vec: int, block: int, straddle: bool = False) -> int:
     """Items a thread of a flat walk takes (Schedule.items): 2 vectors, or as many more
     (a power of two, up to OUTER_ITEMS) as a block of `block` threads needs to move
     BLOCK_BYTES; fewer where its registers would not hold them (held_words)."""
     per_element = flat_element_bytes(p)
-    items = 2
-    while (items < OUTER_ITEMS and block * items * vec * per_element < BLOCK_BYTES
+    items, most = 2, EIGHT_BIT_ITEMS if eight_bit_stream(p) else OUTER_ITEMS
+    while (items < most and block * items * vec * per_element < BLOCK_BYTES
            and held_words(p, vec, 2 * items, straddle=straddle) <= HELD_WORDS):
         items *= 2
     while items > 1 and held_words(p, vec, items, straddle=straddle) > HELD_WORDS:
@@ -286,10 +304,11 @@ def outer_items(p: Problem, vec: int, block: int = 128) -> Optional[int]:
     reused = reused_bytes(p)
     row_vectors = p.total // max(1, p.loops[0]) // vec if p.loops else 0     # (an empty loop: none)
     narrow = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs) <= 2
-    heavy = long_math(p) or (vec == 1 and narrow)    # (16-bit single elements: a division each)
+    eight_bit = eight_bit_stream(p)
+    heavy = long_math(p) or (vec == 1 and narrow) or eight_bit    # (16-bit single elements: a division each)
     if not reused or (reused < OUTER_REUSE_BYTES and not (heavy and 2 * row_vectors >= block)):
         return None
-    items = min(OUTER_ITEMS, p.loops[0])
+    items = min(EIGHT_BIT_ITEMS if eight_bit else OUTER_ITEMS, p.loops[0])
     while items > 1 and held_words(p, vec, items, outer=True) > HELD_WORDS:
         items //= 2
     if reused < OUTER_REUSE_BYTES:      # (a block an SM at least, else the flat walk's more blocks)
