@@ -284,7 +284,8 @@ def long_math(p: Problem) -> bool:
 def outer_items(p: Problem, vec: int, block: int = 128) -> Optional[int]:
     """Rows of the outermost loop a thread takes by default (Schedule.outer), else None:
     OUTER_ITEMS where the inputs without that loop take OUTER_REUSE_BYTES or more, or where
-    the math is long (long_math: gelu, tanh, ...) or 16-bit operands allow no vectors (vec 1:
+    the math is long (long_math: gelu, tanh, ...), the streams are 8-bit (eight_bit_stream:
+    EIGHT_BIT_ITEMS rows), or 16-bit operands allow no vectors (vec 1:
     a flat walk divides each element's index; where vectors that straddle rows cannot run either:
     the default takes those first, straddle_default), a row's vectors fill half a block of `block` and
     the blocks are as many as the SMs (fewer rows a thread where that keeps them so). Fewer
