@@ -249,16 +249,16 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         while not hints.vector and vec > 1 and pointwise.held_words(p, vec, 1) > pointwise.HELD_WORDS:
             vec //= 2       # many inputs: narrower vectors rather than spills
         straddled = pointwise.straddle_default(p, vec, cap)
-        rows_once = pointwise.outer_items(p, vec, block)     # a broadcast input loaded once for several rows
         pinned = bool(hints.threads or hints.warps)
+        outer_block = pointwise.EIGHT_BIT_BLOCK if eight_bit and not pinned else block
+        rows_once = pointwise.outer_items(p, vec, outer_block)     # a broadcast input loaded once for several rows
         if straddled and not (rows_once and pointwise.reused_bytes(p) >= pointwise.OUTER_REUSE_BYTES):
             # a row length that breaks the vectors: they run on across rows
             items = pointwise.flat_items(p, straddled, block, straddle=True)
             block = block if pinned else pointwise.flat_block(p, straddled, items, block)
             return Schedule("pointwise", block=block, vec=straddled, items=items, straddle=True, index64=p.index64)
         if rows_once:
-            block = pointwise.EIGHT_BIT_BLOCK if eight_bit and not pinned else block
-            return Schedule("pointwise", block=block, vec=vec, items=rows_once, outer=True, index64=p.index64)
+            return Schedule("pointwise", block=outer_block, vec=vec, items=rows_once, outer=True, index64=p.index64)
         items = pointwise.flat_items(p, vec, block)
         block = block if pinned else pointwise.flat_block(p, vec, items, block)
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
