@@ -181,6 +181,12 @@ FOUND = {
     # items 2 spilled 40 bytes; f16 and f32 operands gathered across the inner loop, 16
     "eight_f32_inputs": ("kernel f(" + ", ".join(f"x{i}: f32[M, N]" for i in range(8)) + ") -> f32[M, N] {\n"
                          "    return " + " + ".join(f"x{i}" for i in range(8)) + "\n}\n", {"M": 33, "N": 1024}),
+    # six inputs read an element at a time, 8 items a thread (48 words counted, the items'
+    # indices not): 8 bytes spilled on sm_80 until held_words counted a word an item
+    "six_inputs_an_element_at_a_time": (
+        "kernel f(p0: f16[M], p1: f16[M], p2: f16[M, N, K], p3: i8[M], p4: f16[M, N], p5: f16[N, K]) -> "
+        "(f64[M, K], i8[N, K, M]) {\n    t1 = p4 @ p5\n    t3 = where(p2 < p4, i32(floor(p5)), p3)\n"
+        "    return p0 + t1, where(p0 < p1, t3, p3)\n}\n", {"M": 1, "N": 1, "K": 1}),
     "gathered_operands": ("kernel f(p0: f16[M], p1: bf16[N, K, M], p2: f16[M, N], p3: f16[N, K]) -> "
                           "(f32[N, K, M], f32[M, K, N]) {\n    t1 = p2 @ p3\n"
                           "    return p0 + p1, where(p0 <= p0, t1, p2)\n}\n", {"M": 16, "N": 1, "K": 1}),

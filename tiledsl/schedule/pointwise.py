@@ -29,7 +29,9 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
     bool, at vector 8 and items 2 spilled 16 bytes at 64 registers, counted at 30 words;
     items 1 took 43 registers). Walking the outermost loop (`outer`), an input without
     it is held once for all items. Vectors that straddle rows (`straddle`) read each operand
-    without every loop lane by lane: a register an element."""
+    without every loop lane by lane: a register an element. A flat walk's item holds its index
+    besides (codegen fuzz, 2026-12-03: six inputs read an element at a time, 8 items counted at
+    48 words, took 64 registers and spilled 8 bytes on sm_80)."""
     inner = p.inner
 
     def words(op) -> float:
@@ -42,7 +44,8 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
     walked = set(p.layout.loops[inner]) if inner is not None else set()
     f64_math = any(v.dtype.name == "f64" and v.op != "param" and set(v.dims) & walked for v in p.group.values)
     once = reused_inputs(p) if outer else []
-    return (items * (sum(words(op) for op in p.layout.inputs if op not in once) + (2 * vec if f64_math else 0))
+    return (items * (sum(words(op) for op in p.layout.inputs if op not in once) + (2 * vec if f64_math else 0)
+                     + (0 if outer else 1))
             + sum(words(op) for op in once) + sum(words(op) for op in stored))
 
 
