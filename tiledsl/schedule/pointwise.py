@@ -309,7 +309,8 @@ def outer_items(p: Problem, vec: int, block: int = 128) -> Optional[int]:
     row_vectors = p.total // max(1, p.loops[0]) // vec if p.loops else 0     # (an empty loop: none)
     narrow = max(op.dtype.itemsize for op in p.layout.inputs + p.layout.outputs) <= 2
     eight_bit = eight_bit_stream(p)
-    heavy = long_math(p) or (vec == 1 and narrow) or eight_bit    # (16-bit single elements: a division each)
+    # (a flat walk divides each vector's index: heavy beside single 16-bit elements or 8-bit vectors)
+    heavy = long_math(p) or (vec == 1 and narrow) or eight_bit
     if not reused or (reused < OUTER_REUSE_BYTES and not (heavy and 2 * row_vectors >= block)):
         return None
     items = min(EIGHT_BIT_ITEMS if eight_bit else OUTER_ITEMS, p.loops[0])
