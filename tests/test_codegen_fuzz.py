@@ -187,6 +187,12 @@ FOUND = {
         "kernel f(p0: f16[M], p1: f16[M], p2: f16[M, N, K], p3: i8[M], p4: f16[M, N], p5: f16[N, K]) -> "
         "(f64[M, K], i8[N, K, M]) {\n    t1 = p4 @ p5\n    t3 = where(p2 < p4, i32(floor(p5)), p3)\n"
         "    return p0 + t1, where(p0 < p1, t3, p3)\n}\n", {"M": 1, "N": 1, "K": 1}),
+    # i8 and i64 inputs added in i64, 8 items of single elements: 4 bytes spilled on sm_90a and
+    # sm_80 until held_words counted i64 math as it did f64 (CI, 2026-12-03)
+    "i64_math_an_element_at_a_time": (
+        "kernel f(p0: f16[M], p1: i8[M], p2: i64[M, N, K, B], p3: f16[M, N], p4: f16[N, K]) -> "
+        "(f64[M], bool[M, N, B, K]) {\n    t1 = p3 @ p4\n    t8 = (p1 + p2) + (p0 + p2)\n"
+        "    return p0, t1 < t8\n}\n", {"M": 1, "N": 1, "K": 1, "B": 1}),
     "gathered_operands": ("kernel f(p0: f16[M], p1: bf16[N, K, M], p2: f16[M, N], p3: f16[N, K]) -> "
                           "(f32[N, K, M], f32[M, K, N]) {\n    t1 = p2 @ p3\n"
                           "    return p0 + p1, where(p0 <= p0, t1, p2)\n}\n", {"M": 16, "N": 1, "K": 1}),

@@ -24,10 +24,11 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
     sm_80, 2026-11-23: eight f32 inputs at vector 4, items 2: 64 words, 40 bytes
     of spills; f16 + bf16 inputs with an f16 and an f32 one gathered at vector 8:
     48 words and a vector result, 16 bytes; six f32 inputs, 48 words, just fit).
-    Math in f64 over the walk holds 2 registers an element beyond the loads (GPU fuzz,
+    Math in f64 or i64 over the walk holds 2 registers an element beyond the loads (GPU fuzz,
     2026-11-27: a bf16 and an f32 input compared with their sum with an f64 scalar, into
     bool, at vector 8 and items 2 spilled 16 bytes at 64 registers, counted at 30 words;
-    items 1 took 43 registers). Walking the outermost loop (`outer`), an input without
+    items 1 took 43 registers; CI's codegen fuzz, 2026-12-03: i8 and i64 inputs added in
+    i64, 8 items of single elements, 4 bytes spilled on sm_90a and sm_80). Walking the outermost loop (`outer`), an input without
     it is held once for all items. Vectors that straddle rows (`straddle`) read each operand
     without every loop lane by lane: a register an element. A flat walk's item holds its index
     besides (codegen fuzz, 2026-12-03: six inputs read an element at a time, 8 items counted at
@@ -42,9 +43,11 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
         return vec * operand_words(op, vec if op.loops[-1] == inner else 1)
     stored = [op for op in p.layout.outputs if inner is not None and op.loops and op.loops[-1] == inner]
     walked = set(p.layout.loops[inner]) if inner is not None else set()
-    f64_math = any(v.dtype.name == "f64" and v.op != "param" and set(v.dims) & walked for v in p.group.values)
+    # (an index, i64 in the IR, is held as idx_t: 32 bits unless the schedule indexes in 64)
+    wide_math = any(v.dtype.itemsize == 8 and v.op not in ("param", "idx") and set(v.dims) & walked
+                    for v in p.group.values)
     once = reused_inputs(p) if outer else []
-    return (items * (sum(words(op) for op in p.layout.inputs if op not in once) + (2 * vec if f64_math else 0)
+    return (items * (sum(words(op) for op in p.layout.inputs if op not in once) + (2 * vec if wide_math else 0)
                      + (0 if outer else 1))
             + sum(words(op) for op in once) + sum(words(op) for op in stored))
 
