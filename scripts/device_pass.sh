@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: biaswalk llm vocab longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: lse biaswalk llm vocab longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -67,6 +67,7 @@ for phase in "$@"; do
     normsweep) timeout 500 python3 benchmarks/sweep.py --widest --only norm --json $OUT/sweep_norm.json ;;
     copyprobe) timeout 120 python3 scripts/probe_copy.py ;;
     streamed) timeout 300 bash scripts/tune_streamed.sh ;;
+    lse) timeout ${LSE_LIMIT:-560} python3 scripts/probe_lse.py $LSE ;;   # LSE="case names to keep"
     fastexp) timeout 560 python3 scripts/probe_fastexp.py $FASTEXP ;;   # FASTEXP="labels to keep"
     gaps) timeout 580 python3 scripts/probe_gaps.py $GAPS ;;   # GAPS="names to keep"
     ln16) timeout 300 python3 benchmarks/sweep.py --only layernorm16 --widest --match '_nh(_r40)?_x32|_p_x32|_nh_p_|t(64|256|512)_x32' --json $OUT/sweep_ln16.json ;;

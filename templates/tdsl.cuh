@@ -279,14 +279,19 @@ __device__ __forceinline__ double infinity(double) { return __longlong_as_double
 // A thread adds a chunk of n elements at once: their max first (no chain through m
 // element by element), one rescale of s, then n independent exps. Padding past the
 // row's end is -inf. A +inf element makes s NaN (exp(inf - inf)), as two passes give.
-template <int n, class T> __device__ __forceinline__ void online_add_chunk(T& m, T& s, const T (&x)[n]) {
+// `approx`: the exps on ex2.approx.ftz, where the renderer finds their error hidden (cuda.py's
+// below_row_max: a 16-bit softmax, a logsumexp); s stays at least 1, so nothing it flushes counts.
+template <bool approx, class T> __device__ __forceinline__ T online_exp(T x) {
+    if constexpr (approx && sizeof(T) == 4) return exp_narrow(x); else return exp(x);
+}
+template <bool approx = false, int n, class T> __device__ __forceinline__ void online_add_chunk(T& m, T& s, const T (&x)[n]) {
     T top = m;
 #pragma unroll
     for (int i = 0; i < n; ++i) top = maximum(top, x[i]);
     if (top > -infinity(T()) || top != top) {     // all -inf so far: nothing to add
-        T acc = m > -infinity(T()) ? s * exp(m - top) : (T)0;
+        T acc = m > -infinity(T()) ? s * online_exp<approx>(m - top) : (T)0;
 #pragma unroll
-        for (int i = 0; i < n; ++i) acc += exp(x[i] - top);
+        for (int i = 0; i < n; ++i) acc += online_exp<approx>(x[i] - top);
         m = top;
         s = acc;
     }

@@ -1623,6 +1623,38 @@ def test_16_bit_softmax_exps_on_the_approximation_stay_within_tolerance(dtype, s
         assert err <= (2e-3 if dtype == "f16" else 1e-2), (m, n, err)
 
 
+LSE_F32 = "kernel l(x: {t}[M, N]) -> f32[M] {{ m = max(f32(x), axis=N)\n return m + log(sum(exp(f32(x) - m), axis=N)) }}"
+LOG_SOFTMAX_F32 = ("kernel l(x: f32[M, N]) -> f32[M, N] { m = max(x, axis=N)\n"
+                   " return x - m - log(sum(exp(x - m), axis=N)) }")
+
+
+@pytest.mark.parametrize("src", [LSE_F32.format(t="f32"), LSE_F32.format(t="bf16"), LOG_SOFTMAX_F32],
+                         ids=["logsumexp", "logsumexp of bf16", "log-softmax"])
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_f32_logsumexp_exps_on_the_approximation_stay_within_a_few_ulps(src, scale, rng):
+    """An f32 logsumexp's exps run on ex2.approx.ftz (tdsl::exp_narrow; in a streamed row,
+    online_add_chunk<true>): the sum holds exp(0) = 1, so log(sum) keeps a relative error
+    under the approximation's 2^-22. Element by element within 4e-6 of max(1, |result|)
+    against float64, rows held (777, 16384 wide), held by a cluster (100003), of a vocabulary
+    (32000) and, bf16, streamed online (600 x 128256); values spread by `scale` around an
+    offset of 1000 (the max's own rounding)."""
+    k = compiled(src)
+    dt = bf16_numpy() if "bf16" in src else np.float32
+    shapes = ((33, 777), (7, 16384), (3, 100003), (5, 32000)) + (((600, 128256),) if "bf16" in src else ())
+    for m, n in shapes:
+        cuda = k.cuda_source(np.zeros((m, n), dt))
+        assert "tdsl::exp_narrow(" in cuda or "online_add_chunk<true>(" in cuda, (m, n)
+        assert "tdsl::exp(" not in cuda[cuda.index('extern "C"'):], (m, n)
+        x = (rng.standard_normal((m, n)) * scale + 1000.0).astype(dt)
+        want = np.asarray(k.reference(x, compute="f64"), np.float64)
+        out = to_device(np.full(want.shape, np.nan, np.float32))
+        got = np.asarray(to_host(k(to_device(x), out=out))).astype(np.float64)
+        assert np.isfinite(got).all(), (m, n)
+        far = np.abs(got - want) > 4e-6 * np.maximum(1.0, np.abs(want))
+        assert not far.any(), (m, n, got[far][:4], want[far][:4])
+        assert relative_error(got, want) <= 1e-5
+
+
 # A few long rows with results over the whole row run spread: each reduction level split
 # over the GPU, the results written by a pointwise kernel (schedule.problem.few_long_rows).
 SPREAD_SOFTMAX = ("kernel sm(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n"

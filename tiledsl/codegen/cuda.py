@@ -174,6 +174,20 @@ def _below_row_max(v: Value, group: Group) -> bool:
             and set(m.attr("axes")) == set(group.axes))
 
 
+def _log_of_row_sum(v: Value, users: dict, results: set) -> bool:
+    """Whether every use of `v`, an exp(a - max(a)), is a sum or mean over the max's axes that
+    only a log uses: a logsumexp. The sum holds the row's exp(0) = 1, exact on ex2.approx, so
+    the approximation's relative error e (~2^-22) in the other terms costs log(sum) at most
+    e * log(sum): a relative error under e, and the results it flushes (below 1.2e-38) move
+    a sum of at least 1 by nothing f32 holds."""
+    axes = set(v.operands[0].operands[1].attr("axes"))
+    if v.id in results or not users[v.id]:
+        return False
+    return all(u.op == "reduce" and u.attr("kind") in ("sum", "mean") and set(u.attr("axes")) == axes
+               and u.id not in results and users[u.id] and all(w.op == "log" for w in users[u.id])
+               for u in users[v.id])
+
+
 def _reads(vals: list[Value], roots) -> set[int]:
     """Ids of what computing `vals` (the closure of `roots`) reads, and the roots."""
     return {o.id for v in vals for o in v.operands} | {r.id for r in roots}
@@ -212,7 +226,13 @@ class _Renderer(PointwiseRendering):
         # are zeros in f16 and next to a 1 in bf16: ex2.approx.ftz (tdsl::exp_narrow), 2
         # instructions where exp_approx keeps them for 5 (a copied vocab softmax, f16
         # 4096x50257: 222.7 us against 214.7 by hand with ftz; BENCHMARKS.md)
-        self.below_row_max = {v.id for v in group.values if v.id in self.approx and _below_row_max(v, group)}
+        # An f32 logsumexp's exp (its error ends in a log: _log_of_row_sum) on ex2.approx.ftz too: expf's
+        # 8 instructions an element made a vocabulary's logsumexp bound by them (bf16 4096x32000 on an
+        # H200: 85.8 us, 0.72x copy; ex2.approx.ftz 68.2, and the error to float64 unchanged, 2.4e-8)
+        self.below_row_max = {v.id for v in group.values if v.op == "exp" and v.dtype.name == "f32"
+                              and v.id not in self.narrow and _below_row_max(v, group)
+                              and (v.id in self.approx or _log_of_row_sum(v, users, results))}
+        self.approx |= self.below_row_max
         # 16-bit casts of float registers that nothing in this group reads: only stored, and a
         # store rounds (to_storage), so rounding here too cost two conversions an element
         # (an f16 gelu: 32 of 424 SASS instructions for 16 elements).
@@ -640,6 +660,7 @@ class _Renderer(PointwiseRendering):
             if p in online:             # max and sum of exp(x - max) in one pass over the row
                 m, sm = online[p]
                 T = reg_type(m.dtype)
+                add_chunk = "online_add_chunk" + ("<true>" if sm.operands[0].id in self.below_row_max else "")
                 # a chunk a rescale: as many steps (of `vec` lanes) as the loop's unroll, or
                 # ONLINE_CHUNK elements; at most 32 (f32 rows in 1024-thread blocks spilled at 64).
                 # Vectors of columns: a chunk and a pair of accumulators a column (lane), each chunk
@@ -661,12 +682,12 @@ class _Renderer(PointwiseRendering):
                             f"{{ acc{m.id}[e] = {_identity('max', m.dtype)}; acc{sm.id}[e] = {literal(0, m.dtype)}; }}"]
                     chunk = dict(steps=steps, decl=f"{T} xs[{kv}][{steps}];", pad=f"xs[e][u] = -tdsl::infinity({T}());",
                                  add=f"for (int e = 0; e < {kv}; ++e) "
-                                     f"tdsl::online_add_chunk(acc{m.id}[e], acc{sm.id}[e], xs[e]);")
+                                     f"tdsl::{add_chunk}(acc{m.id}[e], acc{sm.id}[e], xs[e]);")
                 else:
                     init = [f"{T} acc{m.id} = {_identity('max', m.dtype)};", f"{T} acc{sm.id} = {literal(0, m.dtype)};"]
                     chunk = dict(steps=steps, decl=f"{T} xs[{steps * self.vec}];",
                                  pad=f"xs[u * {self.vec} + e] = -tdsl::infinity({T}());",
-                                 add=f"tdsl::online_add_chunk(acc{m.id}, acc{sm.id}, xs);")
+                                 add=f"tdsl::{add_chunk}(acc{m.id}, acc{sm.id}, xs);")
                 lane_acc = "[e]" if kv > 1 else ""
                 phase_code.append(dict(
                     init=init, chunk=chunk, loads=per_row_loads, lanes=self.lane_loop(body), ragged=ragged,
