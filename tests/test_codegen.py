@@ -2528,6 +2528,44 @@ def test_many_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_me
     assert not fits(problem(g, lay, dict(M=4096, N=50264), arch=arch), s)
 
 
+LSE_BF16 = "kernel l(x: bf16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n return m + log(sum(exp(f32(x) - m), axis=N))\n}"
+LSE_F32 = "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_logsumexp_s_long_rows_are_streamed_or_copied_by_256_threads(arch):
+    """rows.logsumexp_rows: rows reduced to max and sum(exp) alone (no result over the row),
+    from 2 rows an SM, a block a row: streamed in one pass from 96 KB (peeled where the length
+    breaks alignment) by 256 threads, f32 rows unrolled 8 deep (16-bit ones 4 below 4 rows an SM);
+    16-bit rows copied into shared memory by 256 threads and reduced twice there from 40 KB
+    (at 4 rows an SM). Compiles without spills. Not rows of 32 KB, fewer rows, f32 rows of 64
+    KB, a softmax (its results over the row), nor a group with another reduction beside the pair."""
+    cases = [(LSE_BF16, dict(M=2048, N=50257), "streamed"), (LSE_BF16, dict(M=1024, N=128256), "streamed"),
+             (LSE_BF16, dict(M=300, N=128256), "streamed"), (LSE_F32, dict(M=4096, N=32000), "streamed"),
+             (LSE_BF16, dict(M=4096, N=24000), "copied"), (LSE_BF16, dict(M=4096, N=20481), "copied"),
+             (LSE_F32, dict(M=4096, N=16384), None), (LSE_BF16, dict(M=4096, N=16384), None),
+             (LSE_BF16, dict(M=200, N=128256), None), (LSE_BF16, dict(M=300, N=24000), None),
+             (SOFTMAX_F16.replace("f16", "bf16"), dict(M=2048, N=50257), None),
+             (LSE_F32.replace("return m +", "return sum(x, axis=N) + m +"), dict(M=4096, N=32000), None)]
+    for src, extents, how in cases:
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        p = problem(g, lay, extents, arch=arch)
+        s = default(p)
+        if how is None:
+            assert rows.logsumexp_rows(p, k.hints) is None and (s.block, s.items) != (256, 0), (extents, s.tag)
+            continue
+        assert (s.block, s.row_threads, s.items, s.cluster) == (256, 256, 0, 1), (extents, s.tag)
+        assert (s.online, s.shared_row) == ((True, False) if how == "streamed" else (False, True)), (extents, s.tag)
+        unroll = 0 if how == "copied" else 8 if src == LSE_F32 else 4 if p.rows < 4 * 132 else 0
+        assert s.unroll == unroll, (extents, s.tag)
+        assert s.peel == (p.row_length % s.vec != 0) and s.vec * k.graph.params[0].dtype.itemsize == 16, (extents, s.tag)
+        ks, compiled, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+        assert ("online_add_chunk<true>(" in ks.source) == (how == "streamed"), s.tag
+
+
 def test_a_vocabulary_s_rows_are_copied_into_shared_memory_by_the_blocks_of_a_cluster():
     """rows.shared_cluster_schedule: the softmax (and log-softmax) of rows that no block of
     1024 threads holds and two of whose copies overflow an SM (a language model's vocabulary,

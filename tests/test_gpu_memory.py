@@ -1963,6 +1963,19 @@ def test_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_memory_
         check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+def test_a_logsumexp_s_long_rows_by_default():
+    """rows.logsumexp_rows at the GPU, outputs poisoned: bf16 rows of 50257 streamed by 256
+    threads peeled, f32 rows of 32000 streamed unrolled 8 deep, bf16 rows of 24000 copied into
+    shared memory (enough rows for 4 an SM on an H100 or H200)."""
+    cases = ((LSE_F32.format(t="bf16"), dict(M=600, N=50257), "streamed"),
+             (LSE_F32.format(t="f32"), dict(M=300, N=32000), "streamed"),
+             (LSE_F32.format(t="bf16"), dict(M=600, N=24000), "copied"))
+    for src, extents, how in cases:
+        k, s = _default_here(src, extents)
+        assert (s.items, s.online, s.shared_row) == (0, how == "streamed", how == "copied"), s.tag
+        check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 def _needs_clusters():
     from tiledsl.runtime.launcher import device_arch
     if device_arch(0) != "sm_90a":

@@ -284,6 +284,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
                   if s.cluster == hints.cluster and hints.threads in (None, s.block)]
         if pinned:
             return pinned[0]
+    lse = rows.logsumexp_rows(p, hints)     # a logsumexp's long rows
+    if lse is not None:
+        return lse
     staged = rows.shared_row_schedule(p, hints, clusters)     # rows too long to hold two an SM in registers
     if staged is not None:
         return staged

@@ -9,7 +9,7 @@ from typing import Optional
 
 from .hints import Hints
 from .layout import peeled_operands
-from .partition import online_pairs, reduction_levels
+from .partition import online_pair_alone, online_pairs, reduction_levels
 from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
                         MAX_SHARED_BYTES, R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements,
                         computes_f64_math, costly_elements, resident_blocks, ring_refusal,
@@ -756,6 +756,65 @@ def shared_row_refusal(p: Problem, s: Schedule) -> str:
         return (f"the row takes {need // 1024} KB of shared memory, more than the {limit // 1024} KB "
                 f"a block can have")
     return ""
+
+
+# A logsumexp's rows (max and sum(exp) alone: one value a row), from this many rows an SM, by
+# blocks of LSE_THREADS threads a row: streamed in one pass from STREAMED_LSE_ROW_BYTES of
+# per-row inputs, f32 rows unrolled LSE_F32_UNROLL deep (16-bit ones LSE_FEW_ROWS_UNROLL below
+# LSE_MANY_ROWS_PER_SM rows an SM); 16-bit rows copied into shared memory from
+# SHARED_LSE_ROW_BYTES (logsumexp_rows)
+LSE_ROWS_PER_SM = 2
+LSE_MANY_ROWS_PER_SM = 4
+LSE_THREADS = 256
+LSE_F32_UNROLL = 8
+LSE_FEW_ROWS_UNROLL = 4
+STREAMED_LSE_ROW_BYTES = 96 << 10
+SHARED_LSE_ROW_BYTES = 40 << 10
+
+
+def logsumexp_rows(p: Problem, hints: Hints) -> Optional[Schedule]:
+    """Long rows whose group reduces them to max and sum(exp(x - max)) and nothing else (a
+    logsumexp: no result over the row), from LSE_ROWS_PER_SM rows an SM, a block of
+    LSE_THREADS threads a row: from STREAMED_LSE_ROW_BYTES streamed once, both statistics in
+    one pass (Schedule.online), f32 rows with LSE_F32_UNROLL vectors in flight (16-bit ones
+    LSE_FEW_ROWS_UNROLL below LSE_MANY_ROWS_PER_SM rows an SM); 16-bit rows from
+    SHARED_LSE_ROW_BYTES (at LSE_MANY_ROWS_PER_SM rows an SM) copied into shared memory and
+    reduced twice there (Schedule.shared_row); peeled where the length breaks alignment.
+    With the exps on ex2.approx (cuda.py's below_row_max) little but the row's bytes holds
+    such a block back, and small blocks keep more loads in flight than rows held in the
+    registers of 512 or 1024 threads (16-bit ones packed) or shared by a cluster's blocks.
+    H200 2026-12-03 (scripts/probe_lse.py), us, the default before / this (the row sum of
+    the same bytes): streamed: bf16 2048x50257 65.2 (copied by 512) / 59.9 (53.0),
+    1024x128256 72.5 (512 threads) / 67.4 (62.6; unrolled 4, 71.5), 300x128256 33.3 (4 blocks
+    of 512 a row) / 28.3 (at ptxas's depth 32.1, by 512 threads 26.9; 21.2); f16 4096x50257
+    119.7 / 107.3 (99.8); f32 4096x32000 126.9 (held by 1024) / 118.9 (at ptxas's depth
+    125.2; 117.1), 300x32000 16.5 (by 512) / 14.4 (13.9), 512x128256 67.6 / 65.1 (62.9),
+    2048x50257 104.6 / 102.5 (95.9). Copied: bf16 4096x24000 55.9 (held by 512) / 50.5
+    (46.7), 4096x32000 67.9 / 65.7 (61.9), f16 4096x32000 66.0 / 64.3. Not f32 rows
+    (4096x16384 held by 512: 63.9, copied 64.3 and 65.1), nor rows under 40 KB (bf16
+    4096x16384 held by 256: 35.2, copied 36.0)."""
+    if (hints.threads or hints.warps or hints.stages or hints.cluster or hints.vector or not p.row_major()
+            or online_pair_alone(p.group) is None or full_outputs(p) or p.rows < LSE_ROWS_PER_SM * p.sm_count):
+        return None
+    vec, peel = max_vector(p), False
+    if vec == 1:
+        vec = peel_vector(p)
+        peel = vec > 1 and peel_weights_fit(p)
+        vec = vec if peel else 1
+    nbytes = p.row_length * element_bytes(p.layout.row_inputs)
+    many = p.rows >= LSE_MANY_ROWS_PER_SM * p.sm_count
+    narrow = all(op.dtype.itemsize == 2 for op in p.layout.row_inputs)
+    if nbytes >= STREAMED_LSE_ROW_BYTES:
+        wide = all(op.dtype.itemsize == 4 for op in p.layout.row_inputs)
+        unroll = LSE_F32_UNROLL if wide else 0 if many else LSE_FEW_ROWS_UNROLL
+        return Schedule("reduce_row", block=LSE_THREADS, vec=vec, items=0, row_threads=LSE_THREADS, online=True,
+                        peel=peel, unroll=unroll, index64=p.index64)
+    copied = Schedule("reduce_row", block=LSE_THREADS, vec=vec, items=0, row_threads=LSE_THREADS,
+                      shared_row=True, online=False, peel=peel, index64=p.index64)
+    if (nbytes < SHARED_LSE_ROW_BYTES or not many or not narrow or vec == 1 or shared_row_refusal(p, copied)
+            or not shared_rows_fit_twice(p, copied)):
+        return None
+    return copied
 
 
 def shared_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Optional[Schedule]:
