@@ -22,15 +22,12 @@ import sys
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cupy as cp  # noqa: E402
-import numpy as np  # noqa: E402
 
 import tiledsl  # noqa: E402
 from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
 from probe_gaps import SOURCES, triton_call  # noqa: E402
 from row_probe import prepare  # noqa: E402
-from text_patch import install  # noqa: E402
-from tiledsl.inputs import relative_error  # noqa: E402
+from text_patch import install, mode_errors  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 from tiledsl.schedule.choose import candidates, default  # noqa: E402
 
@@ -162,17 +159,7 @@ def main() -> None:
         chosen = [base] + [next(s for s in cands if s.tag.endswith(p)) for p in patterns
                            if any(s.tag.endswith(p) for s in cands)]
         chosen = list(dict.fromkeys(chosen))
-        runs = {}
-        for s in chosen:
-            for mode in modes:
-                use(mode)
-                km = kernels[mode]
-                km(*case.sets[0], out=case.out)
-                set_overrides(km._launcher, {0: s})
-                case.out.fill(float("nan"))
-                got = cp.asnumpy(km(*case.sets[0], out=case.out)).astype(np.float64)
-                err = relative_error(got, case.want) if not np.isnan(got).any() else float("nan")
-                runs[(s, mode)] = [err]
+        runs = mode_errors(case, kernels, chosen, use)
         tri = triton_call(name, case)
         dump_triton(name, case, label)
         tri_t = []

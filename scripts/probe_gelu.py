@@ -20,9 +20,9 @@ import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tiledsl  # noqa: E402
-from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
+from benchmarks.common import copy_bandwidth  # noqa: E402
 from row_probe import prepare  # noqa: E402
-from text_patch import install  # noqa: E402
+from text_patch import install, time_modes  # noqa: E402
 from tiledsl.inputs import relative_error  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 from tiledsl.schedule.choose import candidates, default  # noqa: E402
@@ -99,12 +99,7 @@ def main() -> None:
                 assert err <= 1e-2, (name, s.tag, mode, err)
                 runs[(s, mode)] = [err, rounded_mismatch(got, case.want, dtype)]
         for _ in range(3):
-            for (s, mode), res in runs.items():
-                use(mode)
-                km = kernels[mode]
-                set_overrides(km._launcher, {0: s})
-                res.append(time_cuda(lambda i: km(*case.sets[i], out=case.out), n_sets=len(case.sets),
-                                     repeats=20, warmup_ms=15).median_us)
+            time_modes(case, kernels, runs, use)
         use("plain")
         print(f"## {name} {n}", flush=True)
         for (s, mode), (err, off, *ts) in runs.items():

@@ -16,15 +16,10 @@ import sys
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cupy as cp  # noqa: E402
-import numpy as np  # noqa: E402
-
 import tiledsl  # noqa: E402
 from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
 from row_probe import fastest_candidates, prepare  # noqa: E402
-from text_patch import install  # noqa: E402
-from tiledsl.inputs import relative_error  # noqa: E402
-from tiledsl.runtime.launcher import set_overrides  # noqa: E402
+from text_patch import install, mode_errors, time_modes  # noqa: E402
 
 K = "kernel lse"
 LSE = {"f32": f"{K}(x: f32[M, N]) -> f32[M] {{\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}}",
@@ -75,16 +70,7 @@ def main() -> None:
         base, fastest = fastest_candidates(case, TOP, 1e-5)
         chosen = list(dict.fromkeys([base] + fastest))
         kernels = {mode: tiledsl.compile(LSE[dt] + f"\n# mode {mode}\n") for mode in MODES}
-        runs = {}
-        for s in chosen:
-            for mode in MODES:
-                use(mode)
-                km = kernels[mode]
-                km(*case.sets[0], out=case.out)
-                set_overrides(km._launcher, {0: s})
-                case.out.fill(float("nan"))
-                got = cp.asnumpy(km(*case.sets[0], out=case.out)).astype(np.float64)
-                runs[(s, mode)] = [relative_error(got, case.want) if not np.isnan(got).any() else float("nan")]
+        runs = mode_errors(case, kernels, chosen, use)
         use("plain")
         rs = tiledsl.compile(ROWSUM[dt.split("-")[-1]])
         rs_out = rs(*case.sets[0])
@@ -99,12 +85,7 @@ def main() -> None:
                      "torch.logsumexp": lambda i: torch.logsumexp(xs[i], dim=1, out=tout)}
         peer_t = {p: [] for p in peers}
         for _ in range(3):
-            for (s, mode), res in runs.items():
-                use(mode)
-                km = kernels[mode]
-                set_overrides(km._launcher, {0: s})
-                res.append(time_cuda(lambda i: km(*case.sets[i], out=case.out), n_sets=len(case.sets),
-                                     repeats=20, warmup_ms=15).median_us)
+            time_modes(case, kernels, runs, use)
             use("plain")
             for p, fn in peers.items():
                 peer_t[p].append(time_cuda(fn, n_sets=len(case.sets), repeats=20, warmup_ms=15).median_us)

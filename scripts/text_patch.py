@@ -48,6 +48,32 @@ def schedules(kernel, extents: dict, patterns: list, per_pattern: int = 1, same=
     return base, chosen
 
 
+def mode_errors(case, kernels: dict, chosen: list, use) -> dict:
+    """{(schedule, mode): [relative error]} for each schedule of `chosen` under each mode's
+    kernel of `kernels` (rendered as `use(mode)` says), its output poisoned first; NaN where
+    any element came back NaN."""
+    runs = {}
+    for s in chosen:
+        for mode, km in kernels.items():
+            use(mode)
+            km(*case.sets[0], out=case.out)
+            set_overrides(km._launcher, {0: s})
+            case.out.fill(float("nan"))
+            got = cupy.asnumpy(km(*case.sets[0], out=case.out)).astype(np.float64)
+            runs[(s, mode)] = [relative_error(got, case.want) if not np.isnan(got).any() else float("nan")]
+    return runs
+
+
+def time_modes(case, kernels: dict, runs: dict, use) -> None:
+    """One round: each (schedule, mode) of `runs` (mode_errors') timed, its median µs appended."""
+    for (s, mode), res in runs.items():
+        use(mode)
+        km = kernels[mode]
+        set_overrides(km._launcher, {0: s})
+        res.append(time_cuda(lambda i: km(*case.sets[i], out=case.out), n_sets=len(case.sets),
+                             repeats=20, warmup_ms=15).median_us)
+
+
 def time_both(kernels: dict, flag: dict, schedule, sets: list, n_sets: int, want) -> dict:
     """{on: [relative error, µs of each of three rounds]} for the plain (False) and
     patched (True) kernels pinned to `schedule`, outputs poisoned before the checked call."""
