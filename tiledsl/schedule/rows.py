@@ -71,6 +71,17 @@ def peel_vector(p: Problem) -> int:
     return 1 if peel_refusal(p, probe) else vec
 
 
+def looped_row_vector(p: Problem) -> tuple[int, bool]:
+    """(vector, peeled) a looped row is read in by default: max_vector, else where the length
+    alone breaks it, peeled to aligned vectors (peel_vector) if its weights are no heavier
+    than it (peel_weights_fit), else element by element."""
+    vec = max_vector(p)
+    if vec > 1:
+        return vec, False
+    vec = peel_vector(p)
+    return (vec, True) if vec > 1 and peel_weights_fit(p) else (1, False)
+
+
 def row_share(row_vectors: int, threads: int) -> int:
     """Vectors a thread holds of a row that `threads` threads share: exactly enough,
     not a power of two (one past a power of two held nearly twice the registers the
@@ -796,11 +807,7 @@ def logsumexp_rows(p: Problem, hints: Hints) -> Optional[Schedule]:
     if (hints.threads or hints.warps or hints.stages or hints.cluster or hints.vector or not p.row_major()
             or online_pair_alone(p.group) is None or full_outputs(p) or p.rows < LSE_ROWS_PER_SM * p.sm_count):
         return None
-    vec, peel = max_vector(p), False
-    if vec == 1:
-        vec = peel_vector(p)
-        peel = vec > 1 and peel_weights_fit(p)
-        vec = vec if peel else 1
+    vec, peel = looped_row_vector(p)
     nbytes = p.row_length * element_bytes(p.layout.row_inputs)
     many = p.rows >= LSE_MANY_ROWS_PER_SM * p.sm_count
     narrow = all(op.dtype.itemsize == 2 for op in p.layout.row_inputs)
@@ -839,12 +846,9 @@ def shared_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Opti
     if (hints.threads or hints.warps or hints.stages or hints.cluster or hints.vector or not p.row_major()
             or p.rows < 2 * p.sm_count):
         return None
-    vec, peel = max_vector(p), False
+    vec, peel = looped_row_vector(p)
     if vec == 1:
-        vec = peel_vector(p)
-        peel = vec > 1 and peel_weights_fit(p)
-        if not peel:
-            return None
+        return None
     s = Schedule("reduce_row", block=SHARED_ROW_THREADS, vec=vec, items=0, row_threads=SHARED_ROW_THREADS,
                  shared_row=True, online=not online_pairs(p.group), peel=peel, index64=p.index64)
     need = shared_row_bytes(p, s)
