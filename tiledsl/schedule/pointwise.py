@@ -28,11 +28,12 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
     2026-11-27: a bf16 and an f32 input compared with their sum with an f64 scalar, into
     bool, at vector 8 and items 2 spilled 16 bytes at 64 registers, counted at 30 words;
     items 1 took 43 registers; CI's codegen fuzz, 2026-12-03: i8 and i64 inputs added in
-    i64, 8 items of single elements, 4 bytes spilled on sm_90a and sm_80). Walking the outermost loop (`outer`), an input without
-    it is held once for all items. Vectors that straddle rows (`straddle`) read each operand
-    without every loop lane by lane: a register an element. A flat walk's item holds its index
-    besides (codegen fuzz, 2026-12-03: six inputs read an element at a time, 8 items counted at
-    48 words, took 64 registers and spilled 8 bytes on sm_80)."""
+    i64, 8 items of single elements, 4 bytes spilled on sm_90a and sm_80). Walking the
+    outermost loop (`outer`), an input without it is held once for all items. Vectors that
+    straddle rows (`straddle`) read each operand without every loop lane by lane: a register
+    an element. A flat walk's item holds its index besides (codegen fuzz, 2026-12-03: six
+    inputs read an element at a time, 8 items counted at 48 words, took 64 registers and
+    spilled 8 bytes on sm_80)."""
     inner = p.inner
 
     def words(op) -> float:
