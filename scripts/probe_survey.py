@@ -108,6 +108,14 @@ CASES = [
     ("mixed add bf16", f"{K}(x: f32[M, N], y: bf16[M, N]) -> bf16[M, N] {{ return x + y }}",
      {"M": 16384, "N": 4096}),
     ("full max f16", f"{K}(x: f16[N]) -> f16 {{ return max(x) }}", {"N": 1 << 26}),
+    # full reductions and few long rows (split reductions) at other dtypes and sizes
+    ("full sum bf16", f"{K}(x: bf16[N]) -> f32 {{ return sum(f32(x)) }}", {"N": 1 << 26}),
+    ("full max f32", f"{K}(x: f32[N]) -> f32 {{ return max(x) }}", {"N": 1 << 25}),
+    ("full mean f32 2^22", f"{K}(x: f32[N]) -> f32 {{ return mean(x) }}", {"N": 1 << 22}),
+    ("full norm f32", f"{K}(x: f32[N]) -> f32 {{ return sqrt(sum(x * x)) }}", {"N": 1 << 24}),
+    ("full mse f16", f"{K}(x: f16[N], y: f16[N]) -> f32 {{\n d = f32(x) - f32(y)\n return mean(d * d)\n}}",
+     {"N": 1 << 25}),
+    ("full-ish sums 8 rows", f"{K}(x: f32[M, N]) -> f32[M] {{ return sum(x, axis=N) }}", {"M": 8, "N": 1 << 22}),
     ("two-axis sums", f"{K}(x: f32[B, T, C]) -> f32[C] {{ return sum(x, axis=(B, T)) }}",
      {"B": 64, "T": 1024, "C": 512}),
     ("spatial mean f16", f"{K}(x: f16[B, C, H, W]) -> f32[B, C] {{ return mean(f32(x), axis=(H, W)) }}",
@@ -171,6 +179,11 @@ def main() -> None:
                 case.variants[f"vec {v}"] = wide
                 case.variants.update({f"vec {v} unroll {u}": replace(wide, unroll=int(u))
                                       for u in os.environ.get("SURVEY_UNROLL", "").split()})
+        # SURVEY_SPLITS="264 528": a split reduction's default at those splits, alone and at the unrolls
+        for n in os.environ.get("SURVEY_SPLITS", "").split() if d.kind == "reduce_split" else ():
+            case.variants[f"splits {n}"] = replace(d, splits=int(n))
+            case.variants.update({f"splits {n} unroll {u}": replace(d, splits=int(n), unroll=int(u))
+                                  for u in os.environ.get("SURVEY_UNROLL", "").split()})
         # SURVEY_CLUSTERS=1: a row's default beside its shares over a cluster's blocks
         if os.environ.get("SURVEY_CLUSTERS") and d.kind == "reduce_row" and d.vec > 1:
             case.variants.update({f"cl {s.cluster}x{s.block}": s

@@ -225,10 +225,17 @@ __device__ __forceinline__ void in_batches(long long first, long long step, long
             if (k0 + u * step < end) add(v[u]);
     }
 }
-template <int n, class Op, class T>
+// A partial; `fresh`: one that other blocks of this same kernel stored (a split finished by
+// its last block), read through a volatile load, which L2 serves: a read-only path may not
+// see stores made while the kernel runs.
+template <bool fresh, class T> __device__ __forceinline__ T load_partial(const T* p) {
+    if (fresh) return *(const volatile T*)p;
+    return *p;
+}
+template <int n, class Op, bool fresh = false, class T>
 __device__ __forceinline__ T combine_partials(T acc, const T* __restrict__ part, long long first, long long step,
                                               long long end, long long stride) {
-    in_batches<n>(first, step, end, [&](long long k) { return part[k * stride]; },
+    in_batches<n>(first, step, end, [&](long long k) { return load_partial<fresh>(part + k * stride); },
                   [&](T v) { acc = Op::combine(acc, v); });
     return acc;
 }
@@ -305,10 +312,11 @@ template <class T> __device__ __forceinline__ void online_combine(T& m, T& s, T 
 }
 // combine_partials for an online pair's partials (m at pm, s at ps).
 template <class T> struct Pair { T m, s; };
-template <int n, class T>
+template <int n, bool fresh = false, class T>
 __device__ __forceinline__ void online_combine_partials(T& m, T& s, const T* __restrict__ pm, const T* __restrict__ ps,
                                                         long long first, long long step, long long end, long long stride) {
-    in_batches<n>(first, step, end, [&](long long k) { return Pair<T>{pm[k * stride], ps[k * stride]}; },
+    in_batches<n>(first, step, end, [&](long long k) {
+                      return Pair<T>{load_partial<fresh>(pm + k * stride), load_partial<fresh>(ps + k * stride)}; },
                   [&](Pair<T> v) { online_combine(m, s, v.m, v.s); });
 }
 template <class T> __device__ __forceinline__ void online_finish(T m, T& s, bool nonempty) {

@@ -2807,3 +2807,40 @@ def test_few_long_streamed_rows_are_offered_to_a_cluster_streaming_together():
     [g] = partition(k.graph)
     p = problem(g, plan_layout(g, k.graph), dict(M=8, N=1 << 22), frozenset(), 132, "sm_90a")
     assert not [s for s in candidates(p) if s.cluster > 1]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_splits_of_few_rows_are_one_kernel_finished_by_its_last_block(arch):
+    """columns.finished_by_last_block: a split reduction whose rows its combining block takes
+    in one pass (rows x combine_lanes <= block) is one launch. The kernel counts its finished
+    blocks by an atomic add after a fence (MEMBAR, ATOMG), reads the other blocks' partials past
+    the read-only path (LDG.E.STRONG, never .CONSTANT), zeroes the counter, and compiles without
+    spills. Column means of 64 columns in 264 splits (lanes 32, 8 rows a pass) keep two kernels."""
+    cases = [(src, extents) for src, extents in test_gpu_memory.LAST_BLOCK_PROGRAMS]
+    cases.append(("kernel cm(x: f16[R, C]) -> f32[C] { return mean(x, axis=R) }", dict(R=65536, C=64)))
+    for src, extents in cases:
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        p = problem(g, lay, extents, arch=arch)
+        s = default(p)
+        assert s.kind == "reduce_split", (extents, s.tag)
+        one = p.rows * combine_lanes(s) <= s.block
+        assert s.last_block == one == (extents != dict(R=65536, C=64)), (extents, s.tag)
+        assert [launch.stage for launch in launches(p, s)] == ([1] if one else [1, 2]), s.tag
+        if not one:
+            continue
+        ks, compiled, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+        assert "atomicAdd(done, 1u)" in ks.source and "*done = 0;" in ks.source and "_lb_" in ks.name
+        sass = toolchain.sass(compiled.cubin)
+        ops = toolchain.sass_opcodes(sass)
+        assert any(o.startswith("ATOMG.E.ADD") for o in ops) and any(o.startswith("MEMBAR") for o in ops), s.tag
+        assert any(re.fullmatch(r"LDG\.E(\.64)?\.STRONG\.SYS", o) for o in ops), (s.tag, sorted(ops))
+
+
+def test_only_a_split_reduction_is_finished_by_its_last_block():
+    with pytest.raises(TdslError, match="last_block"):
+        Schedule("reduce_row", block=256, vec=4, items=4, row_threads=256, last_block=True)
+    assert Schedule("reduce_split", block=512, vec=4, items=0, row_threads=512, splits=8,
+                    last_block=True).tag.endswith("_lb_x32")

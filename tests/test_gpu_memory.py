@@ -2291,3 +2291,57 @@ def test_eight_bit_streams_by_default(src, extents, outer):
     k, s = _default_here(src, extents)
     assert s.vec <= 4 and s.outer == outer, s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
+# Split reductions with few rows: one kernel, its last block combining the partials
+# (Schedule.last_block), at lengths no vector or split divides.
+LAST_BLOCK_PROGRAMS = [
+    ("kernel f(x: f32[N]) -> f32 { return sum(x) }", dict(N=(1 << 22) + 3)),
+    ("kernel f(x: f16[N]) -> f16 { return max(x) }", dict(N=(1 << 24) + 8)),
+    ("kernel f(x: bf16[N]) -> f32 { return mean(f32(x)) }", dict(N=5000001)),
+    ("kernel f(x: f32[N]) -> f32 { return sqrt(sum(x * x)) }", dict(N=(1 << 20) + 1)),
+    ("kernel f(x: i32[N]) -> i32 { return sum(x) }", dict(N=(1 << 22) + 1)),
+    # rows finished with an input of their own; columns a warp each; an online pair over M
+    ("kernel f(x: f32[M, N], w: f32[M]) -> f32[M] { return sum(x, axis=N) * w }", dict(M=8, N=(1 << 20) + 5)),
+    ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=(1 << 22) + 1, N=8)),
+    ("kernel f(x: f32[M, N]) -> f32[N] {\n m = max(x, axis=M)\n return m + log(sum(exp(x - m), axis=M))\n}",
+     dict(M=200003, N=5)),
+]
+
+
+@pytest.mark.parametrize("src,extents", LAST_BLOCK_PROGRAMS)
+def test_splits_of_few_rows_are_one_kernel_finished_by_its_last_block(src, extents):
+    """Each program's default is a split finished by its last block; its results, poisoned,
+    against float64, the first call and warm ones (fresh inputs each); the stream's counter of
+    finished blocks is zero again after every call."""
+    from tiledsl.runtime.launcher import _DONE_COUNTERS
+    k, s = _default_here(src, extents)
+    assert s.kind == "reduce_split" and s.last_block, s.tag
+    for call in range(3):
+        check(k, host_arguments(k, extents), extents, "out" if call % 2 else "alloc", label=f"{s.tag} call {call}")
+        assert all(int(a.get()[0]) == 0 for a, _ in _DONE_COUNTERS.values())
+
+
+def test_splits_finished_by_their_last_block_on_two_streams_at_once():
+    """Full sums and maxima launched in turn on two streams (their kernels may run at once,
+    each stream with its own counter), 12 calls each on fresh inputs, every result exact
+    against NumPy's (integers) or within f32's tolerance."""
+    import cupy as cp
+    from tiledsl.runtime.launcher import _DONE_COUNTERS
+    ksum = fresh("kernel f(x: i32[N]) -> i64 { return sum(i64(x)) }")
+    kmax = fresh("kernel f(x: f32[N]) -> f32 { return max(x) }")
+    rng = np.random.default_rng(fresh_seed())
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+    calls = []
+    for i in range(12):
+        n = int(rng.integers(1 << 20, 1 << 22))
+        xi = rng.integers(-1000, 1000, n, dtype=np.int32)
+        xf = rng.standard_normal(n).astype(np.float32)
+        with streams[i % 2]:
+            di, df = cp.asarray(xi), cp.asarray(xf)
+            calls.append((ksum(di), int(xi.astype(np.int64).sum()), kmax(df), float(xf.max())))
+    for s in streams:
+        s.synchronize()
+    for got_sum, want_sum, got_max, want_max in calls:
+        assert int(got_sum) == want_sum and float(got_max) == want_max
+    assert len(_DONE_COUNTERS) >= 2 and all(int(a.get()[0]) == 0 for a, _ in _DONE_COUNTERS.values())

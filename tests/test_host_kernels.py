@@ -684,3 +684,30 @@ def test_a_row_is_copied_into_shared_memory_only_where_it_can_be():
     assert text.count("in0 + (c0) * n1 + c1") == 1          # copied once ...
     assert text.count("b0[0] = srow0[c];") == 3             # ... read by max, sum and the output
     assert "tdsl::cp_async_wait_ordered<0>();" in text
+
+
+@pytest.mark.parametrize("src,extents", [
+    ("kernel f(x: f16[N]) -> f16 { return max(x) }", dict(N=100003)),
+    ("kernel f(x: f32[N]) -> f32 { return sqrt(mean(x * x)) }", dict(N=70001)),
+    ("kernel f(x: i32[N]) -> i32 { return sum(x) }", dict(N=65541)),
+    # a scalar's values computed before the rows, read by the last block's finish
+    ("kernel f(x: f32[N], s: f32 = 0.5) -> f32 { return sum(x) * exp(s) + s * 2.0 }", dict(N=100003)),
+    ("kernel f(x: f32[M, N], w: f32[M]) -> f32[M] { return sum(x, axis=N) * w }", dict(M=3, N=30001)),
+    ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=20001, N=7)),
+    ("kernel f(x: f32[M, N]) -> f32[N] {\n m = max(x, axis=M)\n return m + log(sum(exp(x - m), axis=M))\n}",
+     dict(M=9001, N=5))])
+def test_a_split_finished_by_its_last_block_on_the_host(src, extents):
+    """Split reductions of few rows, one kernel whose last block combines the partials
+    (Schedule.last_block), and the same split in two kernels: each against float64, and
+    the counter of finished blocks zero again after the launch (run_on_host checks it)."""
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+    s = default(p, k.hints, clusters=False)
+    assert s.kind == "reduce_split" and s.last_block, s.tag
+    args = random_arguments(k.graph, extents, seed=fresh_seed())
+    want = k.reference(*args, compute="f64")
+    dtype = k.graph.results[0].dtype.name
+    for last in (True, False):
+        got = host_cuda.run_on_host(k, extents, args, schedules=replace(s, last_block=last))[0]
+        assert relative_error(got, want) <= TOLERANCE[dtype], (s.tag, last)

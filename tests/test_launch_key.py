@@ -112,7 +112,7 @@ def test_a_new_size_binds_new_values_to_the_same_compiled_warm_call():
     launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
 
     def program(n):
-        return NS(slots=(1, 2, 1, 0), constants=[n], scalar_params=[], array_args=[0, 1],
+        return NS(slots=(1, 2, 1, 0), counted=False, constants=[n], scalar_params=[], array_args=[0, 1],
                   out_shapes=[((n,), DTYPES["f32"])], temps=[], pointwise_only=True,
                   steps=[(NS(ptr=1234), (-(-n // 256),), (256,), (0, 1, 2, 3), 0)], maps=[()], dependent=[False])
     views = {i: NS(shape=(1000,), dtype=np.dtype("float32")) for i in (0, 1)}
@@ -187,7 +187,7 @@ def test_the_warm_call_hands_the_driver_each_calls_maps(patchable):
     cupy = NS(ndarray=None, cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: NS(ptr=0),
                                    driver=NS(launchKernel=launch), Device=lambda d: NS(use=lambda: None)))
     launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
-    program = NS(slots=(1, 2, 1, 0), constants=[64], scalar_params=[], array_args=[0, 1],
+    program = NS(slots=(1, 2, 1, 0), counted=False, constants=[64], scalar_params=[], array_args=[0, 1],
                  out_shapes=[((64, 64), DTYPES["f16"])], temps=[], pointwise_only=False,
                  steps=[(NS(ptr=1234), (1, 1), (128,), (1, 2, 3, 0), 0)], maps=[((1, caches[0]), (2, caches[1]))],
                  dependent=[False])
@@ -293,7 +293,7 @@ def test_a_warm_call_keeps_small_temporaries_per_thread_and_stream():
 
     def program(n):
         # slots: constant n, input, output, temporary; kernel 1 writes the temporary, kernel 2 reads it
-        return NS(slots=(1, 1, 1, 1), constants=[n], scalar_params=[], array_args=[0],
+        return NS(slots=(1, 1, 1, 1), counted=False, constants=[n], scalar_params=[], array_args=[0],
                   out_shapes=[((n,), DTYPES["f32"])], temps=[((n,), np.float32)], pointwise_only=False,
                   steps=[(NS(ptr=0xA), (1,), (256,), (1, 3, 0), 0), (NS(ptr=0xB), (1,), (256,), (3, 2, 0), 0)],
                   maps=[(), ()], dependent=[False, False])

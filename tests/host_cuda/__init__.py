@@ -187,6 +187,9 @@ def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int
                     keep.append(np.array([schedule.splits], np.int64))
                 elif kind == "lanes":
                     keep.append(np.array([combine_lanes(schedule)], np.int64))
+                elif kind == "counter":     # (zero before, and zero again after: checked below)
+                    counter = np.zeros(1, np.uint32)
+                    keep.append(counter)
                 elif kind == "scalar":
                     v = scalars[i]
                     ctype = np.float64 if v.dtype.is_float else (np.bool_ if v.dtype.is_bool else np.int64)
@@ -198,6 +201,8 @@ def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int
                     launch.shared_bytes)
             if not buffers.intact():
                 raise RuntimeError(f"{text.name} wrote out of bounds (a guard region changed)")
+            if ("counter", 0) in kinds and counter[0] != 0:
+                raise RuntimeError(f"{text.name} left its counter of finished blocks at {counter[0]}, not 0")
     # a result that is a parameter, or a value returned twice: as the launcher copies them
     return [np.asarray(args[v.attr("index")], r.dtype) if v.op == "param" else np.array(arrays[v.id])
             for v, r in zip(graph.outputs, results)]

@@ -160,6 +160,11 @@ template <class T> inline T __shfl_xor_sync(unsigned, T v, int offset, int width
     return out;
 }
 
+// Blocks run one after another and a fiber runs until it yields: every access is atomic
+// and every store seen at once.
+inline void __threadfence() {}
+inline unsigned atomicAdd(unsigned* address, unsigned v) { const unsigned old = *address; *address = old + v; return old; }
+
 inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }

@@ -487,9 +487,12 @@ class _Renderer(PointwiseRendering):
         elif self.s.kind == "matmul":
             text = _env().get_template("matmul.cu.j2").render(**common, **self.matmul())
         elif stage == 2:
-            text = _env().get_template("reduce_final.cu.j2").render(**common, **self.reduce_final())
+            text = _env().get_template("reduce_final.cu.j2").render(**common, combine=self.reduce_final())
         else:
-            text = _env().get_template("reduce.cu.j2").render(**common, **self.reduce())
+            body = self.reduce()    # (before reduce_final: that one reads a thread a row)
+            last = self.s.kind == "reduce_split" and self.s.last_block
+            text = _env().get_template("reduce.cu.j2").render(
+                **common, **body, combine=self.reduce_final(fused=True) if last else None)
         return KernelSource(name, text, self.s, self.layout)
 
     # -- reductions --------------------------------------------------------------
@@ -881,10 +884,12 @@ class _Renderer(PointwiseRendering):
         if why:
             raise TdslCompileError(f"schedule {self.s.tag}: {why}")
 
-    def reduce_final(self) -> dict:
+    def reduce_final(self, fused: bool = False) -> dict:
         """Stage 2 of a split reduction: combine the partials, finish each row. `nlanes`
         threads a row each add every nlanes-th split's partials; the first adds the
-        others' sums (through shared memory) and finishes the row."""
+        others' sums (through shared memory) and finishes the row. `fused`: in the split
+        kernel's last block (last_block), which takes every row and reads partials that
+        other blocks of the same kernel stored."""
         lay = self.layout
         self.vec = 1        # a thread a row (a column), whatever stage 1's vectors were
         reduces = [v for v in self.group.values if v.op == "reduce"]
@@ -902,17 +907,18 @@ class _Renderer(PointwiseRendering):
         # took 4 KB a reduction of f64 at 512 threads: 14 of them over the 48 KB a block has);
         # an online pair's partials (m, s) combine as pairs, both in the buffer at once
         width = max(reg_bytes(r.dtype) for r in reduces)
+        fresh = "true" if fused else "false"
         pair = online_pair_alone(self.group)
         if pair:
             m, sm = pair
             T, km, ks = reg_type(m.dtype), reduces.index(m), reduces.index(sm)
             gather = [f"{T} acc{m.id} = {_identity('max', m.dtype)}, acc{sm.id} = {literal(0, m.dtype)};",
-                      f"if (live) tdsl::online_combine_partials<{GATHER_BATCH}>(acc{m.id}, acc{sm.id}, "
-                      f"part{km} + row, part{ks} + row, lane, lanes, nsplit, nrows);"]
+                      f"if (live) tdsl::online_combine_partials<{GATHER_BATCH}, {fresh}>(acc{m.id}, acc{sm.id}, "
+                      f"part{km} + row, part{ks} + row, share, lanes, nsplit, all_rows);"]
             meet = [f"{T}* lane_m = reinterpret_cast<{T}*>(lane_bytes);",
                     f"{T}* lane_s = lane_m + {self.s.block};",
                     f"lane_m[threadIdx.x] = acc{m.id};", f"lane_s[threadIdx.x] = acc{sm.id};", "__syncthreads();",
-                    f"if (lane == 0) for (int j = 1; j < lanes; ++j) tdsl::online_combine(acc{m.id}, acc{sm.id}, "
+                    f"if (share == 0) for (int j = 1; j < lanes; ++j) tdsl::online_combine(acc{m.id}, acc{sm.id}, "
                     f"lane_m[j * rows_per_block + threadIdx.x], lane_s[j * rows_per_block + threadIdx.x]);",
                     "__syncthreads();"]
             finish = [f"tdsl::online_finish(acc{m.id}, acc{sm.id}, ({count}) > 0);",
@@ -920,10 +926,10 @@ class _Renderer(PointwiseRendering):
         for k, r in enumerate([] if pair else reduces):     # (a pair's two met above, together)
             T, op = reg_type(r.dtype), _REDUCE_OP[r.attr("kind")]
             gather += [f"{T} acc{r.id} = {_identity(r.attr('kind'), r.dtype)};",
-                       f"if (live) acc{r.id} = tdsl::combine_partials<{GATHER_BATCH}, {op}>("
-                       f"acc{r.id}, part{k} + row, lane, lanes, nsplit, nrows);"]
+                       f"if (live) acc{r.id} = tdsl::combine_partials<{GATHER_BATCH}, {op}, {fresh}>("
+                       f"acc{r.id}, part{k} + row, share, lanes, nsplit, all_rows);"]
             meet += [f"reinterpret_cast<{T}*>(lane_bytes)[threadIdx.x] = acc{r.id};", "__syncthreads();",
-                     f"if (lane == 0) for (int j = 1; j < lanes; ++j) acc{r.id} = {op}::combine(acc{r.id}, "
+                     f"if (share == 0) for (int j = 1; j < lanes; ++j) acc{r.id} = {op}::combine(acc{r.id}, "
                      f"reinterpret_cast<const {T}*>(lane_bytes)[j * rows_per_block + threadIdx.x]);",
                      "__syncthreads();"]
             finish.append(f"const {T} v{r.id} = acc{r.id}"
@@ -931,11 +937,12 @@ class _Renderer(PointwiseRendering):
         finish += [self.define(v) for v in after]
         return dict(
             rows=" * ".join(f"n{l}" for l in lay.kept_loops) or "1",
-            uniform=uniform, row_coords=self.coords(list(lay.kept_loops), "row"),
+            uniform=[] if fused else uniform, row_coords=self.coords(list(lay.kept_loops), "row"),
             row_loads=[f"const {reg_type(op.dtype)} v{op.value.id} = "
                        f"{to_reg(f'in{op.index}[{self.offset(op)}]', op.dtype)};" for op in per_row_inputs],
             row_stmts0=[self.define(v) for v in before], gather=gather, meet=meet, finish=finish,
             lane_bytes=self.s.block * width * (2 if pair else 1),
+            first="0" if fused else "(idx_t)blockIdx.x", blocks="1" if fused else "(idx_t)gridDim.x",
             row_stores=[f"out{op.index}[{self.offset(op)}] = {to_storage(f'v{op.value.id}', op.dtype)};"
                         for op in lay.outputs])
 

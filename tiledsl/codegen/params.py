@@ -34,7 +34,8 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
     """The kernel's parameter declarations and, in the same order, what the
     launcher passes: ('in', k), ('out', k), ('part', k) (a split reduction's
     partials of reduction k), ('extent', loop), ('splits', 0), ('lanes', 0) (threads a row
-    of a split reduction's combining kernel), ('scalar', index)."""
+    of a split reduction's combining kernel), ('counter', 0) (a zeroed word that the blocks
+    of a split reduction finished by its last block count themselves on), ('scalar', index)."""
     decls, args = [], []
     split = schedule is not None and bool(schedule.splits)     # a split reduction or a split-K GEMM
     reduces = [v for v in group.values if v.op in ("reduce", "matmul")]
@@ -55,19 +56,24 @@ def kernel_params(group: Group, layout: Layout, schedule: Schedule = None,
             const = "const " if stage == 2 else ""
             decls.append(f"{const}{reg_type(r.dtype)}* __restrict__ part{k}")
             args.append(("part", k))
-    if not split or stage == 2:
+    # a split reduction finished by its last block: one kernel with both stages' parameters
+    fused = split and stage == 1 and schedule.last_block
+    if not split or stage == 2 or fused:
         for op in layout.outputs:
             decls.append(f"{storage_type(op.dtype)}* __restrict__ out{op.index}")
             args.append(("out", op.index))
     for l in range(len(layout.loops)):
         decls.append(f"long long n{l}_arg")
         args.append(("extent", l))
-    if split and (stage == 2 or schedule.kind == "matmul"):
+    if split and (stage == 2 or schedule.kind == "matmul" or fused):
         decls.append("long long nsplit")
         args.append(("splits", 0))
-    if split and stage == 2 and schedule.kind != "matmul":     # threads a row (schedules.combine_lanes)
+    if split and (stage == 2 or fused) and schedule.kind != "matmul":     # threads a row (schedules.combine_lanes)
         decls.append("long long nlanes")
         args.append(("lanes", 0))
+    if fused:   # the blocks that have finished (zero before the launch, and again after it)
+        decls.append("unsigned* __restrict__ done")
+        args.append(("counter", 0))
     for v in group.inputs:
         if v.op == "param" and not v.dims:
             i = v.attr("index")

@@ -489,6 +489,7 @@ class Program:
             slot.setdefault(t, base + k)
         base += len(temp_keys)
         scalar_slot = {p.index: base + k for k, p in enumerate(self.scalar_params)}
+        counter_slot = base + len(self.scalar_params)    # (a split finished by its last block: done_counter)
         self.graph_params = graph.params
         self.pointwise_only = all(g.kind == "pointwise" for g in launcher.groups)
         self.steps = []
@@ -496,6 +497,7 @@ class Program:
         self.dependent = []        # per step: launched to overlap the step before (runtime/dependent.py)
         self.choices: dict = {}    # group index -> (Schedule, where it came from)
         self.slots = (len(constants), len(self.array_args), len(launcher.result_ids), len(temp_keys))
+        self.counted = False        # whether a kernel takes this stream's counter of finished blocks
         overlap = dependent_launches(device)
         for group_index, launch, fn, args in launches:
             picks, maps = [], []
@@ -523,6 +525,9 @@ class Program:
                     picks.append(constants.index(launch.schedule.splits))
                 elif kind == "lanes":
                     picks.append(constants.index(combine_lanes(launch.schedule)))
+                elif kind == "counter":
+                    picks.append(counter_slot)
+                    self.counted = True
                 else:
                     picks.append(scalar_slot[ref])
             grid = launch.grid
@@ -544,6 +549,9 @@ class Program:
         values += [t.data.ptr for t in temps]
         values += [float(v) if type(v) is int and p.dtype.is_float else v
                    for v, p in zip(scalars, self.scalar_params)]
+        if self.counted:
+            cupy = _cupy()
+            values.append(done_counter(cupy, self.device, cupy.cuda.get_current_stream().ptr)[0])
         for (fn, grid, block, picks, shared), maps in zip(self.steps, self.maps):
             if maps:
                 _launch_with_maps(fn, grid, block, shared, [cache.address(values[i]) for i, cache in maps],
@@ -678,6 +686,7 @@ class _FastCall:
             names += [f"a{k}" for k in range(n_in)] + [f"q{j}" for j in range(n_out)]
             names += [f"t{k}" for k in range(n_temp)]      # pointers (the temporaries' lines below)
         names += [f"s{k}" for k in range(len(program.scalar_params))]
+        names += ["done"] if program.counted else []      # this stream's counter (done_counter)
         # the dispatcher passes the arrays' pointers it read for the key: inputs, then outputs
         pointers = [f"a{k}" for k in range(n_in)] + ([f"q{j}" for j in range(n_out)] if with_out else [])
         lines = [f"def fast({', '.join(['args', 'out'] + pointers)}):",
@@ -728,6 +737,10 @@ class _FastCall:
         if blocks is None and any(program.maps):
             raise TdslRuntimeError("this CuPy has no driver launch (cupy.cuda.driver.launchKernel), "
                                    "which a kernel taking tensor maps (TMA) needs")
+        if program.counted:     # (the array for CuPy's launch, its pointer for the driver's)
+            val.update(DONE=lambda stream, make=done_counter, cupy=cupy, device=device: make(cupy, device, stream),
+                       stream=cupy.cuda.get_current_stream)
+            lines.append(f"    done = DONE(stream(DEV).ptr)[{0 if blocks is None else 1}]")
         if blocks is None:      # CuPy's launch: arrays and int64 scalars as they are
             for n, (fn, grid, block, picks, shared) in enumerate(program.steps):
                 val[f"F{n}"], val[f"G{n}"], val[f"B{n}"] = fn, grid, block
@@ -775,6 +788,25 @@ class _FastCall:
 
     def __call__(self, args, out):    # replaced per instance by the generated function
         raise NotImplementedError
+
+
+# A split reduction finished by its last block (Schedule.last_block) counts its finished
+# blocks on a word that is zero before the launch and that the last block zeroes again. A
+# stream's kernels run one after another (each waits for the one before at its first
+# statement: tdsl::follow_in_stream), so one word a stream serves every such kernel of every
+# call and thread on it; two streams have two, as their kernels may run at once.
+_DONE_COUNTERS: dict = {}
+
+
+def done_counter(cupy, device: int, stream: int) -> tuple:
+    """(the array, its pointer) of stream `stream`'s counter of finished blocks on `device`."""
+    key = (device, stream)
+    counter = _DONE_COUNTERS.get(key)
+    if counter is None:
+        with cupy.cuda.Device(device):
+            array = cupy.zeros(1, cupy.uint32)      # (zeroed on the current stream: before the launch)
+        counter = _DONE_COUNTERS[key] = (array, array.data.ptr)
+    return counter
 
 
 # A warm call keeps its temporaries (a reduction's per-column values, a split's partials) from

@@ -404,8 +404,8 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
     grid = -(-(p.rows // column_vector(s, p.layout)) // (s.block // s.row_threads))
     if s.kind == "reduce_split":
         final = -(-p.rows // (s.block // combine_lanes(s)))     # (lanes threads a row)
-        return [Launch(s, (max(1, min(MAX_GRID, grid)), s.splits, 1), p.loops, 1),
-                Launch(s, (max(1, min(MAX_GRID, final)), 1, 1), p.loops, 2)]
+        return [Launch(s, (max(1, min(MAX_GRID, grid)), s.splits, 1), p.loops, 1)] + (
+            [] if s.last_block else [Launch(s, (max(1, min(MAX_GRID, final)), 1, 1), p.loops, 2)])
     if s.blocks_per_sm:
         grid = min(grid, p.sm_count * s.blocks_per_sm)
     if s.cluster > 1:       # a cluster a row (a whole number of clusters: they loop over the rest)

@@ -200,7 +200,7 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
                "min_blocks", "unroll", "cluster")
 _BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel",
-                "specialized", "outer", "shared_row", "straddle")
+                "specialized", "outer", "shared_row", "straddle", "last_block")
 
 
 def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
@@ -353,6 +353,10 @@ class Schedule:
                                 # run from one row into the next (a row length that is no multiple of vec);
                                 # operands without every loop are read lane by lane at each lane's own
                                 # coordinates, and the elements after the last whole vector one at a time (_sd)
+    last_block: bool = False    # reduce_split: one kernel, not two: the block that finishes last (a counter in
+                                # global memory says which) combines every row's partials and finishes the
+                                # rows, as the combining kernel would; for few rows, where that kernel's
+                                # launch costs more than its work (_lb)
 
     def __post_init__(self):
         why = self.invalid()
@@ -424,6 +428,8 @@ class Schedule:
         if self.straddle and (self.kind != "pointwise" or self.tile or self.outer or self.vec < 2):
             return ("only an untiled pointwise kernel walking flat in vectors (vec > 1) lets its vectors "
                     "run across rows (straddle)")
+        if self.last_block and self.kind != "reduce_split":
+            return "only a split reduction has its last block combine the partials (last_block)"
         if self.kind == "reduce_row":
             if self.row_threads not in (1, 2, 4, 8, 16, 32, self.block):
                 return "row_threads must be 1, 2, 4, 8, 16, 32 (a row a part of a warp) or the block size"
@@ -573,6 +579,8 @@ class Schedule:
             parts.append(f"t{self.row_threads}")
             if self.min_blocks > 1:
                 parts.append(f"r{self.register_cap}")
+            if self.last_block:         # the last block to finish combines the partials
+                parts.append("lb")
         if self.kind == "reduce_row":
             parts.append(f"t{self.row_threads}")
             if not self.hoist:
