@@ -115,6 +115,8 @@ CASES = [
     ("full norm f32", f"{K}(x: f32[N]) -> f32 {{ return sqrt(sum(x * x)) }}", {"N": 1 << 24}),
     ("full mse f16", f"{K}(x: f16[N], y: f16[N]) -> f32 {{\n d = f32(x) - f32(y)\n return mean(d * d)\n}}",
      {"N": 1 << 25}),
+    ("full sum odd", f"{K}(x: f32[N]) -> f32 {{ return sum(x) }}", {"N": (1 << 26) + 1}),
+    ("full max f16 odd", f"{K}(x: f16[N]) -> f16 {{ return max(x) }}", {"N": (1 << 26) + 3}),
     ("full-ish sums 8 rows", f"{K}(x: f32[M, N]) -> f32[M] {{ return sum(x, axis=N) }}", {"M": 8, "N": 1 << 22}),
     ("two-axis sums", f"{K}(x: f32[B, T, C]) -> f32[C] {{ return sum(x, axis=(B, T)) }}",
      {"B": 64, "T": 1024, "C": 512}),

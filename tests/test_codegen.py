@@ -2844,3 +2844,26 @@ def test_only_a_split_reduction_is_finished_by_its_last_block():
         Schedule("reduce_row", block=256, vec=4, items=4, row_threads=256, last_block=True)
     assert Schedule("reduce_split", block=512, vec=4, items=0, row_threads=512, splits=8,
                     last_block=True).tag.endswith("_lb_x32")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_splits_of_lengths_that_break_the_vectors_are_peeled(arch):
+    """A split reduction along rows whose length is no multiple of the vector reads each
+    chunk in 16-byte vectors from the row's first aligned element, the few elements before
+    and after them one at a time by the first split (columns.split_schedule): 128-bit loads
+    in the SASS, no spills. Until 2026-12-03 such rows were read an element at a time."""
+    cases = [("kernel f(x: f32[N]) -> f32 { return sum(x) }", dict(N=(1 << 26) + 1), 4),
+             ("kernel f(x: f16[N]) -> f16 { return max(x) }", dict(N=(1 << 24) + 3), 8),
+             ("kernel f(x: f32[M, N], w: f32[N]) -> f32[M] { return sum(x * w, axis=N) }", dict(M=8, N=(1 << 20) + 5), 4)]
+    for src, extents, vec in cases:
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        lay = plan_layout(g, k.graph)
+        s = default(problem(g, lay, extents, arch=arch))
+        assert (s.kind, s.peel, s.vec) == ("reduce_split", True, vec), s.tag
+        ks, compiled, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+        assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "LDG.E.128"), s.tag
+        assert "(blockIdx.y == 0 ? ragged : 0)" in ks.source
+    with pytest.raises(TdslError, match="peeled"):
+        Schedule("reduce_split", block=256, vec=4, items=0, row_threads=32, splits=8, peel=True)

@@ -2294,7 +2294,7 @@ def test_eight_bit_streams_by_default(src, extents, outer):
 
 
 # Split reductions with few rows: one kernel, its last block combining the partials
-# (Schedule.last_block), at lengths no vector or split divides.
+# (Schedule.last_block), at lengths no vector or split divides (rows peeled to aligned vectors).
 LAST_BLOCK_PROGRAMS = [
     ("kernel f(x: f32[N]) -> f32 { return sum(x) }", dict(N=(1 << 22) + 3)),
     ("kernel f(x: f16[N]) -> f16 { return max(x) }", dict(N=(1 << 24) + 8)),
@@ -2303,6 +2303,9 @@ LAST_BLOCK_PROGRAMS = [
     ("kernel f(x: i32[N]) -> i32 { return sum(x) }", dict(N=(1 << 22) + 1)),
     # rows finished with an input of their own; columns a warp each; an online pair over M
     ("kernel f(x: f32[M, N], w: f32[M]) -> f32[M] { return sum(x, axis=N) * w }", dict(M=8, N=(1 << 20) + 5)),
+    # peeled rows, each starting at another offset, beside a weight read lane by lane
+    ("kernel f(x: bf16[M, N], w: bf16[N]) -> f32[M] { return sum(f32(x) * f32(w), axis=N) }",
+     dict(M=5, N=(1 << 21) + 3)),
     ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=(1 << 22) + 1, N=8)),
     ("kernel f(x: f32[M, N]) -> f32[N] {\n m = max(x, axis=M)\n return m + log(sum(exp(x - m), axis=M))\n}",
      dict(M=200003, N=5)),

@@ -517,7 +517,7 @@ class _Renderer(PointwiseRendering):
         peel = self.s.peel
         if peel:
             operands = peeled_operands(lay)
-            if split or operands is None:
+            if (split and tpr != self.s.block) or operands is None:
                 raise TdslScheduleError(f"{self.s.tag}: a peeled row is looped, reduced along the innermost "
                                         f"dim alone, its operands along it contiguous (rows.peel_refusal)")
             whole, gathered = operands
@@ -528,6 +528,10 @@ class _Renderer(PointwiseRendering):
                         f"const idx_t head = head_gap < {n} ? head_gap : {n};   // elements before the first vector",
                         f"const idx_t vend = ({n} - head) / {V};      // whole vectors",
                         f"const idx_t ragged = {n} - vend * {V};     // elements before and after them"]
+            if split:   # this block's chunk of the row's whole vectors; the first block takes the rest
+                peel_row += ["const idx_t chunk = (vend + gridDim.y - 1) / gridDim.y;",
+                             "const idx_t rbegin = (idx_t)blockIdx.y * chunk;",
+                             "const idx_t rend = vend < rbegin + chunk ? vend : rbegin + chunk;"]
         if self.column_tiles and row_major(lay):
             raise TdslScheduleError(f"{self.s.tag}: a split reduction shares a row among {tpr} threads of a "
                                     f"block only across memory (rows lie along the innermost dim here: "
@@ -830,7 +834,8 @@ class _Renderer(PointwiseRendering):
             + (peel_row if peel else []),
             r_coords=self.coords(r_loops, f"head + c * {self.vec}" if peel else
                                  f"c * {self.vec}" if self.vec > 1 and kv == 1 else "c"),
-            peel=peel, ragged_coords=self.coords(r_loops, f"(c < head ? c : c + vend * {self.vec})") if peel else [],
+            peel=peel, loop_end="vend" if peel and not split else "rend",
+            ragged_end="(blockIdx.y == 0 ? ragged : 0)" if split else "ragged", ragged_coords=self.coords(r_loops, f"(c < head ? c : c + vend * {self.vec})") if peel else [],
             out_ragged=out_ragged,
             branchless=branchless,
             buffers=[self.buffer_decl(op, max(1, self.s.items), zeroed=branchless) for op in elem_inputs]

@@ -10,6 +10,7 @@ from .layout import column_loop
 from .partition import online_pair_alone, per_row_before_reductions, reduction_levels
 from .schedules import THREADS_PER_SM, Schedule, combine_lanes, resident_blocks
 from .problem import Problem, pow2_at_least, max_vector
+from .rows import peel_vector
 
 
 def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
@@ -31,7 +32,7 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
     threads) and `min_length` (the shortest row split): online_pair_split's."""
     if not p.splittable() or p.row_length < min_length:
         return None
-    vec = 1
+    vec, peel = 1, False
     if p.row_major() or p.rows == 1:
         if column_vec > 1:
             return None
@@ -39,6 +40,10 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
         row_blocks = p.rows
         busy = row_blocks * block
         vec = max_vector(p) if p.row_major() else 1
+        # a length that breaks the vectors: peeled to aligned vectors, the few before and after
+        # them read element by element by the first split (sum(x) of f32 [2^26 + 1]: see below)
+        peel = vec == 1 and p.row_major() and peel_vector(p) > 1
+        vec = peel_vector(p) if peel else vec
         # 8 elements or more a 16-byte load: twice the blocks, which keep loads in flight while
         # others widen and combine (H200 2026-12-03, [2^26] at 132 and 264 blocks of 512, us:
         # max f16 37.9 / 36.0, sum of bf16 37.6 / 35.8, mean square of f16 differences 37.3 /
@@ -65,7 +70,7 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
     if splits < 2:
         return None
     s = Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
-                 index64=p.index64)
+                 peel=p.row_major() and peel, index64=p.index64)
     return replace(s, last_block=finished_by_last_block(p, s))
 
 

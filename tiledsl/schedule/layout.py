@@ -210,7 +210,7 @@ def peeled_operands(layout: Layout) -> Optional[tuple[list, list]]:
         return None
     along = [op for op in layout.inputs + layout.outputs if inner in op.loops]
     whole = [op for op in along if over_every_loop(layout, op)]
-    gathered = [op for op in along if tuple(op.loops) == (inner,)]
+    gathered = [op for op in along if tuple(op.loops) == (inner,) and not over_every_loop(layout, op)]
     if len(whole) + len(gathered) != len(along):
         return None
     return whole, gathered

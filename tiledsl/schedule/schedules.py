@@ -389,9 +389,10 @@ class Schedule:
         if not self.online and not (self.kind == "reduce_row" and self.items == 0):
             return "only a looped row reduction (items=0) chooses one pass or two for max and sum(exp) (online)"
         if self.peel and not (self.kind == "reduce_row" and self.vec > 1 and self.row_threads >= 32
-                              and not self.prefetch and self.stages == 1):
+                              and not self.prefetch and self.stages == 1
+                              or self.kind == "reduce_split" and self.vec > 1 and self.row_threads == self.block):
             return ("only a row reduction read in vectors (vec > 1), a warp or more a row, neither "
-                    "prefetched nor staged, is peeled to aligned vectors")
+                    "prefetched nor staged, or a split one a block a row's chunk, is peeled to aligned vectors")
         if self.prefetch and self.kind != "reduce_row":
             return "only a row reduction prefetches its next row"
         if self.stages < 1 or (self.stages > 1 and self.kind not in ("matmul", "reduce_row")):
