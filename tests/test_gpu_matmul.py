@@ -429,14 +429,15 @@ def test_a_programs_later_kernels_launch_to_overlap_the_one_before(program, over
     assert calls
     for call in calls:
         launches = call.source.count("launch(FP") + call.source.count("launch_ex(d")
-        assert launches > 1, call.source
+        # (a sum of one row is one kernel, finished by its last block: Schedule.last_block)
+        assert launches == 1 if program == "sum" else launches > 1, call.source
         assert all((f"launch_ex(d{n}.address, FP{n}," in call.source) == (overlap == "1") for n in range(launches))
 
 
 CHAIN = {   # calls in a row, each reading what the one before wrote
     "scale": "kernel scale(x: f32[N], s: f32) -> f32[N] { return x * s + 1.0 }",
     "rms": "kernel rms(x: f32[N]) -> f32[N] { return x * rsqrt(mean(x * x) + 1e-6) }",
-    "total": "kernel total(x: f32[N]) -> f32 { return sum(x) }",                        # two kernels: a split
+    "total": "kernel total(x: f32[N]) -> f32 { return sum(x) }",                        # a split, one kernel
     "bump": "kernel bump(x: f32[N], t: f32[O]) -> f32[N] { return x + sum(t) * 1e-7 }",  # two kernels
 }
 

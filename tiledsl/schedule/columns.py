@@ -44,12 +44,6 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
         # them read element by element by the first split (sum(x) of f32 [2^26 + 1]: see below)
         peel = vec == 1 and p.row_major() and peel_vector(p) > 1
         vec = peel_vector(p) if peel else vec
-        # 8 elements or more a 16-byte load: twice the blocks, which keep loads in flight while
-        # others widen and combine (H200 2026-12-03, [2^26] at 132 and 264 blocks of 512, us:
-        # max f16 37.9 / 36.0, sum of bf16 37.6 / 35.8, mean square of f16 differences 37.3 /
-        # 36.2; f32 sum, max and norm level within 2%)
-        if vec >= 8:
-            blocks_per_sm *= 2
     else:   # across memory: a tile of columns (rows, to tiledsl), a column's threads a row apart
         block, vec = 256, column_vec
         columns = min(block, pow2_at_least(p.rows // vec))
