@@ -835,7 +835,8 @@ class _Renderer(PointwiseRendering):
             r_coords=self.coords(r_loops, f"head + c * {self.vec}" if peel else
                                  f"c * {self.vec}" if self.vec > 1 and kv == 1 else "c"),
             peel=peel, loop_end="vend" if peel and not split else "rend",
-            ragged_end="(blockIdx.y == 0 ? ragged : 0)" if split else "ragged", ragged_coords=self.coords(r_loops, f"(c < head ? c : c + vend * {self.vec})") if peel else [],
+            ragged_end="(blockIdx.y == 0 ? ragged : 0)" if split else "ragged",     # (a split's first block)
+            ragged_coords=self.coords(r_loops, f"(c < head ? c : c + vend * {self.vec})") if peel else [],
             out_ragged=out_ragged,
             branchless=branchless,
             buffers=[self.buffer_decl(op, max(1, self.s.items), zeroed=branchless) for op in elem_inputs]
