@@ -333,3 +333,41 @@ def test_a_warm_call_keeps_small_temporaries_per_thread_and_stream():
     del allocated[:]
     temp_pointers(fast, calls=3)
     assert allocated == [(big,)] * 3
+
+
+def test_a_warm_call_passes_its_streams_counter_of_finished_blocks(monkeypatch):
+    """A split finished by its last block (Schedule.last_block) takes a zeroed word of the
+    call's device and stream (launcher.done_counter): made at a stream's first call, the
+    same word at its next, another for another stream; read from the stream the warm call
+    already looked up."""
+    from types import SimpleNamespace as NS
+    from contextlib import nullcontext
+    from tiledsl.dtypes import DTYPES
+    from tiledsl.runtime import launcher as L
+
+    class _UsableDevice(nullcontext):
+        def use(self):
+            pass
+    monkeypatch.setattr(L, "_DONE_COUNTERS", {})
+    made = []
+    stream = NS(ptr=77)
+
+    def zeros(n, dtype):
+        made.append(n)
+        return NS(data=NS(ptr=(1 << 32) + 256 * len(made)))
+    cupy = NS(ndarray=lambda shape, dtype: NS(data=NS(ptr=1 << 30)), zeros=zeros, uint32="uint32",
+              cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: stream,
+                      driver=NS(launchKernel=lambda *a: 0), Device=lambda d: _UsableDevice()))
+    launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
+    program = NS(slots=(1, 1, 1, 0), counted=True, constants=[4096], scalar_params=[], array_args=[0],
+                 out_shapes=[((), DTYPES["f32"])], temps=[], pointwise_only=False,
+                 steps=[(NS(ptr=1234), (1, 8, 1), (512,), (1, 2, 0, 3), 0)], maps=[()], dependent=[False])
+    views = {0: NS(shape=(4096,), dtype=np.dtype("float32"))}
+    call = L._FastCall(launcher, program, views, 0, 1, True).__call__
+    assert "done = DONE(S)[1]" in call.source and call.source.count("DONE(") == 1
+    call((None,), "o", 1 << 20, 1 << 21)
+    call((None,), "o", 1 << 20, 1 << 21)
+    assert made == [1] and list(L._DONE_COUNTERS) == [(0, 77)]
+    stream.ptr = 78
+    call((None,), "o", 1 << 20, 1 << 21)
+    assert made == [1, 1] and L._DONE_COUNTERS[(0, 77)][1] != L._DONE_COUNTERS[(0, 78)][1]

@@ -737,10 +737,11 @@ class _FastCall:
         if blocks is None and any(program.maps):
             raise TdslRuntimeError("this CuPy has no driver launch (cupy.cuda.driver.launchKernel), "
                                    "which a kernel taking tensor maps (TMA) needs")
-        if program.counted:     # (the array for CuPy's launch, its pointer for the driver's)
+        if program.counted:     # this stream's counter: the array for CuPy's launch, its pointer for the driver's
             val.update(DONE=lambda stream, make=done_counter, cupy=cupy, device=device: make(cupy, device, stream),
                        stream=cupy.cuda.get_current_stream)
-            lines.append(f"    done = DONE(stream(DEV).ptr)[{0 if blocks is None else 1}]")
+            if blocks is None:
+                lines.append("    done = DONE(stream(DEV).ptr)[0]")
         if blocks is None:      # CuPy's launch: arrays and int64 scalars as they are
             for n, (fn, grid, block, picks, shared) in enumerate(program.steps):
                 val[f"F{n}"], val[f"G{n}"], val[f"B{n}"] = fn, grid, block
@@ -754,6 +755,8 @@ class _FastCall:
                 val["launch_ex"] = _driver_launch() or (lambda *refused: 1)     # (refused since planned)
             lines += ["    try:", "        blk = this_thread.blocks", "    except AttributeError:",
                       "        blk = new_blocks()", "    S = stream(DEV).ptr"]      # DEV is current
+            if program.counted:
+                lines.append("    done = DONE(S)[1]")
             if kept:            # this thread's temporaries on this stream, allocated at its first call
                 val.update(KEPT=_KeptTemps(cupy, [shape for shape, _ in program.temps],
                                            [dtype for _, dtype in program.temps]), ident=threading.get_ident)
