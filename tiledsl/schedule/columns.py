@@ -40,8 +40,8 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
         row_blocks = p.rows
         busy = row_blocks * block
         vec = max_vector(p) if p.row_major() else 1
-        # a length that breaks the vectors: peeled to aligned vectors, the few before and after
-        # them read element by element by the first split (sum(x) of f32 [2^26 + 1]: see below)
+        # a length that breaks the vectors (sum(x) of f32 [2^26 + 1]): peeled to aligned vectors,
+        # the few elements before and after them read one at a time by the first split
         peel = vec == 1 and p.row_major() and peel_vector(p) > 1
         vec = peel_vector(p) if peel else vec
     else:   # across memory: a tile of columns (rows, to tiledsl), a column's threads a row apart
