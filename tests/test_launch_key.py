@@ -364,7 +364,7 @@ def test_a_warm_call_passes_its_streams_counter_of_finished_blocks(monkeypatch):
                  steps=[(NS(ptr=1234), (1, 8, 1), (512,), (1, 2, 0, 3), 0)], maps=[()], dependent=[False])
     views = {0: NS(shape=(4096,), dtype=np.dtype("float32"))}
     call = L._FastCall(launcher, program, views, 0, 1, True).__call__
-    assert "done = DONE(S)[1]" in call.source and call.source.count("DONE(") == 1
+    assert "done = DONE(CUPY, DEV, S)[1]" in call.source and call.source.count("DONE(") == 1
     call((None,), "o", 1 << 20, 1 << 21)
     call((None,), "o", 1 << 20, 1 << 21)
     assert made == [1] and list(L._DONE_COUNTERS) == [(0, 77)]

@@ -738,10 +738,9 @@ class _FastCall:
             raise TdslRuntimeError("this CuPy has no driver launch (cupy.cuda.driver.launchKernel), "
                                    "which a kernel taking tensor maps (TMA) needs")
         if program.counted:     # this stream's counter: the array for CuPy's launch, its pointer for the driver's
-            val.update(DONE=lambda stream, make=done_counter, cupy=cupy, device=device: make(cupy, device, stream),
-                       stream=cupy.cuda.get_current_stream)
+            val.update(DONE=done_counter, CUPY=cupy, stream=cupy.cuda.get_current_stream)
             if blocks is None:
-                lines.append("    done = DONE(stream(DEV).ptr)[0]")
+                lines.append("    done = DONE(CUPY, DEV, stream(DEV).ptr)[0]")
         if blocks is None:      # CuPy's launch: arrays and int64 scalars as they are
             for n, (fn, grid, block, picks, shared) in enumerate(program.steps):
                 val[f"F{n}"], val[f"G{n}"], val[f"B{n}"] = fn, grid, block
@@ -756,7 +755,7 @@ class _FastCall:
             lines += ["    try:", "        blk = this_thread.blocks", "    except AttributeError:",
                       "        blk = new_blocks()", "    S = stream(DEV).ptr"]      # DEV is current
             if program.counted:
-                lines.append("    done = DONE(S)[1]")
+                lines.append("    done = DONE(CUPY, DEV, S)[1]")
             if kept:            # this thread's temporaries on this stream, allocated at its first call
                 val.update(KEPT=_KeptTemps(cupy, [shape for shape, _ in program.temps],
                                            [dtype for _, dtype in program.temps]), ident=threading.get_ident)

@@ -10,7 +10,7 @@ from .layout import column_loop
 from .partition import online_pair_alone, per_row_before_reductions, reduction_levels
 from .schedules import THREADS_PER_SM, Schedule, combine_lanes, resident_blocks
 from .problem import Problem, pow2_at_least, max_vector
-from .rows import peel_vector
+from .rows import looped_row_vector
 
 
 def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
@@ -39,11 +39,9 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
         block, tpr = 512, 512
         row_blocks = p.rows
         busy = row_blocks * block
-        vec = max_vector(p) if p.row_major() else 1
-        # a length that breaks the vectors (sum(x) of f32 [2^26 + 1]): peeled to aligned vectors,
-        # the few elements before and after them read one at a time by the first split
-        peel = vec == 1 and p.row_major() and peel_vector(p) > 1
-        vec = peel_vector(p) if peel else vec
+        # as a looped row: a length that breaks the vectors (sum(x) of f32 [2^26 + 1]) peeled to
+        # aligned vectors, the few elements before and after them read one at a time by the first split
+        vec, peel = looped_row_vector(p) if p.row_major() else (1, False)
     else:   # across memory: a tile of columns (rows, to tiledsl), a column's threads a row apart
         block, vec = 256, column_vec
         columns = min(block, pow2_at_least(p.rows // vec))
@@ -64,7 +62,7 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
     if splits < 2:
         return None
     s = Schedule("reduce_split", block=block, vec=vec, items=0, row_threads=tpr, splits=splits,
-                 peel=p.row_major() and peel, index64=p.index64)
+                 peel=peel, index64=p.index64)
     return replace(s, last_block=finished_by_last_block(p, s))
 
 

@@ -57,7 +57,10 @@ def element_bytes(inputs) -> int:
 
 def peel_weights_fit(p: Problem) -> bool:
     """Whether a peeled row's weights over N (gathered lane by lane) take no more bytes an
-    element than its per-row inputs: what the default peels (see default())."""
+    element than its per-row inputs: what the default peels (see default()). One row (no kept
+    loop: a full reduction) has no weights: its inputs are the row (layout.peeled_operands)."""
+    if not p.layout.kept_loops:
+        return True
     return element_bytes(p.layout.weight_inputs) <= element_bytes(p.layout.row_inputs)
 
 
