@@ -1680,7 +1680,12 @@ def test_a_few_long_rows_run_spread(program):
             check(k, random_arguments(k.graph, extents), extents, out_kind)
     spread = k._launcher._spread_launcher
     assert spread is not None and spread._plans, "ran unspread"
-    assert all(len(p.steps) >= 3 for p in spread._plans.values())    # a split (two kernels), then pointwise
+    for plan in spread._plans.values():
+        kinds = [spread.groups[i].kind for i in sorted(plan.choices)]
+        splits = [s for s, _ in plan.choices.values() if s.splits > 1]
+        assert splits and kinds[-1] == "pointwise", (kinds, plan.choices)
+        # a split finished by its last block is one kernel, any other split two
+        assert len(plan.steps) == len(kinds) + sum(not s.last_block for s in splits), plan.choices
 
 
 def test_rows_enough_to_fill_the_gpu_stay_fused():
