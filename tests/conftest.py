@@ -65,3 +65,26 @@ def _defaults_do_not_spill(request):
     spills = [m for m in default_spills() if m not in before]
     if spills:
         pytest.fail("a default schedule spills: " + "; ".join(spills), pytrace=False)
+
+
+# On the lent GPU machine a command may run 10 minutes, and a timed-out pytest prints no
+# summary: `TDSL_TEST_SHARD=i/n` keeps every n-th test from the i-th (the same split on every
+# worker), and `TDSL_FAILURE_LOG=path` appends each failure's report to path the moment it
+# fails (scripts/device_pass.sh, gpumem1 and gpumem2).
+def pytest_collection_modifyitems(config, items):
+    shard = os.environ.get("TDSL_TEST_SHARD")
+    if not shard:
+        return
+    index, count = (int(part) for part in shard.split("/"))
+    if not 0 <= index < count:
+        raise pytest.UsageError(f"TDSL_TEST_SHARD={shard}: want i/n with 0 <= i < n")
+    kept = [item for n, item in enumerate(items) if n % count == index]
+    config.hook.pytest_deselected(items=[item for n, item in enumerate(items) if n % count != index])
+    items[:] = kept
+
+
+def pytest_runtest_logreport(report):
+    path = os.environ.get("TDSL_FAILURE_LOG")
+    if path and report.failed and not hasattr(report, "node"):    # (once: where it ran, not again on xdist's controller)
+        with open(path, "a") as log:
+            log.write(f"FAILED {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
