@@ -15,7 +15,7 @@ from dataclasses import replace
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from tiledsl.schedule import columns, rows  # noqa: E402
+from tiledsl.schedule import choose, columns, rows  # noqa: E402
 
 K = "kernel f"
 CASES = [
@@ -190,6 +190,11 @@ def main() -> None:
         if os.environ.get("SURVEY_CLUSTERS") and d.kind == "reduce_row" and d.vec > 1:
             case.variants.update({f"cl {s.cluster}x{s.block}": s
                                   for s in rows.cluster_row_shares(case.problem, d.vec, peel=d.peel)})
+        # a straddling default beside its walks of runs of vec rows (Schedule.outer and straddle:
+        # an input without the outermost loop read once for the runs), 2 to 8 runs, blocks of 128
+        if d.kind == "pointwise" and d.straddle and not d.outer:
+            case.variants.update({f"runs {s.items} v{s.vec}": s for s in choose.candidates(case.problem)
+                                  if s.outer and s.straddle and s.block == 128})
         if os.environ.get("SURVEY_ALL"):
             _, fastest = row_probe.fastest_candidates(case, 4)
             case.variants.update({f"cand {n}": s for n, s in enumerate(fastest) if s != d})

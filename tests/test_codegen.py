@@ -208,9 +208,47 @@ def test_vectors_straddling_rows_are_refused_where_they_cannot_run(src, extents,
     assert not any(c.straddle and c.vec == 8 for c in candidates(p, k.hints))
     assert not default(p, k.hints).straddle or default(p, k.hints).vec < 8
     for bad in (dict(kind="reduce_row", row_threads=128, block=128, vec=8, items=1), dict(kind="pointwise", vec=1),
-                dict(kind="pointwise", vec=4, items=8, outer=True)):
+                dict(kind="pointwise", vec=4, tile=(32, 32))):
         with pytest.raises(TdslError, match="straddle"):
             Schedule(straddle=True, **bad)
+
+
+@pytest.mark.parametrize("src,extents,why", [
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return x + b }", dict(M=15, N=781),
+     "two runs or more of the outermost loop (15)"),
+    ("kernel f(x: bf16[M, N], y: bf16[M, N]) -> bf16[M, N] { return x + y }", dict(M=64, N=781),
+     "an input without that loop"),
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return x + b }", dict(M=(65535 * 8 + 1) * 8, N=9),
+     "more than 65535 groups"),
+])
+def test_straddled_runs_of_rows_are_refused_where_they_cannot_run(src, extents, why):
+    """A walk of runs of vec rows whose vectors straddle them (Schedule.outer and straddle)
+    needs two runs, an input without the outermost loop to read once, and its groups of runs
+    (and the rows after them) within the grid's 65535 blocks along y: fits() says which."""
+    k, p = _problem_of(src, extents)
+    s = Schedule("pointwise", block=128, vec=8, items=8, outer=True, straddle=True)
+    assert why in fits(p, s)
+    assert not any(c.outer and c.straddle and c.vec == 8 and c.items == 8 for c in candidates(p, k.hints))
+
+
+def test_straddled_runs_of_rows_read_a_broadcast_once_a_thread():
+    """Walking runs of 8 rows of 781 (Schedule.outer and straddle), a thread reads b's lanes
+    once, before its items, then x's vectors of every run at the flat index: no division per
+    item by the row's length, and its launch covers the runs, then the rows after them."""
+    k, p = _problem_of("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return gelu(x + b) }",
+                       dict(M=8 * 41 + 3, N=781))
+    s = Schedule("pointwise", block=128, vec=8, items=4, outer=True, straddle=True)
+    assert s in candidates(p, k.hints) and not fits(p, s)
+    src = render(k.graph, p.group, p.layout, s, 1).source
+    body = src[src.index("if ((idx_t)blockIdx.y < slices)"):src.index("} else {    // the rows after")]
+    once, walk = body.split("for (int j = 0;", 1)
+    assert "in1[" in once and "in1[" not in walk and "in0 + t * 8" in walk
+    assert "% n1" not in walk and "/ n1" not in walk
+    [launch] = launches(p, s)
+    assert launch.grid == (7, -(-41 // 4) + 1, 1)      # 781 vectors a run; 41 runs, 4 a thread; 3 rows after
+    ks, compiled, usage = _compile(k, p.group, p.layout, s, "sm_90a")
+    assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+    assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "LDG.E.128")
 
 
 @pytest.mark.parametrize("src,extents,outer,items", [

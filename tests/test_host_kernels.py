@@ -442,12 +442,46 @@ def test_vectors_straddling_rows_run_right_on_the_host(label, src, extents):
     """The default and the tuner's straddling walks of one item and of the most it offers,
     at both vector widths, against the float64 reference, outputs poisoned."""
     k, p = _problem(src, extents)
-    offered = [s for s in candidates(p, k.hints) if s.straddle and s.block == 128]
+    offered = [s for s in candidates(p, k.hints) if s.straddle and not s.outer and s.block == 128]
     most = {v: max(s.items for s in offered if s.vec == v) for v in {s.vec for s in offered}}
     walks = {(s.vec, s.items): s for s in offered if s.items in (1, most[s.vec])}
     assert len(walks) >= 3, sorted(walks)
     _check(k, extents)
     for s in walks.values():
+        _check(k, extents, s)
+
+
+# (label, source, extents): vectors that straddle rows walked along runs of vec rows (Schedule.outer
+# and straddle): inputs without the outermost loop read once a thread; runs that the items divide
+# and that they do not, rows after the last run (none, with whole vectors, with a tail of elements)
+STRADDLED_RUNS = [
+    ("bias, rows of 781, 2 runs and 3 rows", "kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] "
+     "{ return gelu(x + b) }", dict(M=19, N=781)),
+    ("runs and no rows after them", "kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }",
+     dict(M=32, N=781)),
+    ("rows of 9 in vectors of 8", "kernel f(x: f16[M, N], b: f16[N]) -> f16[M, N] { return x * b }",
+     dict(M=75, N=9)),
+    # a vector crossing two loops' ends at once (C then T), p and q read once at each lane's (t, c)
+    ("3-D, carries into two loops", "kernel f(x: f32[B, T, C], p: f32[C], q: f32[T]) -> f32[B, T, C] "
+     "{ return x + p * q }", dict(B=21, T=3, C=5)),
+    # s has the outermost loop only: read lane by lane for every run; t, a scalar, once
+    ("an operand of the outermost loop, a scalar", "kernel f(x: f16[M, N], s: f16[M], b: f16[N], t: f32) -> "
+     "f16[M, N] { return f16(x * s + b * t) }", dict(M=37, N=37)),
+    ("a mask over the coordinates", "kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] "
+     "{ return where(idx(N) <= idx(M), x, b) + f32(idx(M)) }", dict(M=19, N=67)),
+    ("two results, two dtypes", "kernel f(x: f32[M, N], p: f16[N]) -> (f32[M, N], f16[M, N]) "
+     "{ y = x * p\n return y, f16(y + 1.0) }", dict(M=13, N=1001)),
+]
+
+
+@pytest.mark.parametrize("label,src,extents", STRADDLED_RUNS, ids=[w[0] for w in STRADDLED_RUNS])
+def test_vectors_straddling_rows_walked_in_runs_of_rows_run_right_on_the_host(label, src, extents):
+    """Every walk of runs of rows the tuner offers (both vectors, 2 to 8 runs a thread, blocks
+    of 128 and 256) against the float64 reference, outputs poisoned."""
+    k, p = _problem(src, extents)
+    walks = [s for s in candidates(p, k.hints) if s.straddle and s.outer]
+    assert {s.items for s in walks} >= {2, 4} and len({s.vec for s in walks}) == 2, [s.tag for s in walks]
+    for s in walks:
         _check(k, extents, s)
 
 

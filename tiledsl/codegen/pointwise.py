@@ -15,6 +15,8 @@ class PointwiseRendering:
         available = lambda v: v.id in uniform_ids  # noqa: E731
         loops = list(range(len(self.layout.loops)))
         B, V = self.s.block, self.vec
+        if self.s.outer and self.s.straddle:
+            return self.straddled_runs(uniform, available)
         if self.s.outer:    # items a row of the outermost loop apart; inputs without it loaded once
             self.once = {id(op) for op in self.layout.inputs if 0 not in op.loops}
             walk = [f"const idx_t inner = ({' * '.join(f'n{l}' for l in loops[1:])}) / {V};",
@@ -40,7 +42,47 @@ class PointwiseRendering:
         tail = self.straddle_tail(count, available) if self.s.straddle else []
         self.flat_offset, self.straddle = "", False
         return dict(items=self.s.items, uniform=uniform, walk=walk, item=item, guard=guard, once=once,
-                    buffers=buffers, coords=coords, loads=loads, out_decls=decl, lanes=lanes, stores=stores, tail=tail)
+                    buffers=buffers, coords=coords, loads=loads, out_decls=decl, lanes=lanes, stores=stores, tail=tail,
+                    rest=[])
+
+    def straddled_runs(self, uniform: list[str], available) -> dict:
+        """Vectors that straddle rows, walked along runs of `vec` rows of the outermost loop
+        (Schedule.outer and straddle): a run is a whole number of vectors, and vector `lane` of
+        every run starts at the same coordinates within its row, so an input without the
+        outermost loop (b of x[M, 781] + b[781]) is read lane by lane once for the thread's
+        `items` runs, where a flat walk reads it, and finds its coordinates, for every vector.
+        The rows after the last whole run (fewer than vec) are walked flat by one more row of
+        blocks, `rest`; the elements after the last whole vector, one a thread (straddle_tail)."""
+        loops = list(range(len(self.layout.loops)))
+        B, V, I = self.s.block, self.vec, self.s.items
+        self.once = {id(op) for op in self.layout.inputs if 0 not in op.loops}
+        count = " * ".join(f"n{l}" for l in loops)
+        walk = [f"const idx_t inner = {' * '.join(f'n{l}' for l in loops[1:])};   // vectors a run",
+                f"const idx_t total = ({count}) / {V};",
+                f"const idx_t runs = n0 / {V};",
+                f"const idx_t slices = (runs + {I - 1}) / {I};",
+                f"const idx_t lane = (idx_t)blockIdx.x * {B} + threadIdx.x;",
+                f"const idx_t run0 = (idx_t)blockIdx.y * {I};"]
+        # (the same for every run: no division by n0)
+        within = [f"const idx_t row_in_run = lane * {V} / inner;",
+                  f"const idx_t at_in_row = lane * {V} % inner;"] + self.coords(loops[1:], "at_in_row")
+        self.straddle, self.flat_offset = True, f"t * {V}"
+        once = ["if (lane < inner) {"] + within + ["const idx_t c0 = row_in_run;"]
+        for op in self.layout.inputs:
+            once += self.load_lines(op, "0") if id(op) in self.once else []
+        once.append("}")
+        loads, decl, lanes, stores = self.walk_statements("j", available)
+        buffers = [self.buffer_decl(op, 1 if id(op) in self.once else I) for op in self.layout.inputs]
+        self.once = set()       # the rows after the last run: a flat walk, a vector a thread
+        r_loads, r_decl, r_lanes, r_stores = self.walk_statements("0", available)
+        rest = (["const idx_t t = runs * inner + lane;", "if (lane < total - runs * inner) {"]
+                + self.coords(loops, f"t * {V}") + r_loads + r_decl + r_lanes + r_stores + ["}"])
+        tail = self.straddle_tail(count, available, "blockIdx.x == 0 && blockIdx.y == 0")
+        self.flat_offset, self.straddle = "", False
+        return dict(items=I, uniform=uniform, walk=walk, item="(run0 + (idx_t)j) * inner + lane",
+                    guard="lane < inner && run0 + j < runs", once=once, buffers=buffers,
+                    coords=within + [f"const idx_t c0 = (run0 + (idx_t)j) * {V} + row_in_run;"], loads=loads,
+                    out_decls=decl, lanes=lanes, stores=stores, tail=tail, rest=rest)
 
     def walk_statements(self, slot: str, available) -> tuple:
         """(loads, result declarations, the lanes' loop, stores) of one item `slot` of a
@@ -72,7 +114,7 @@ class PointwiseRendering:
             lines.append(carry + "}" * (len(loops) - 1))
         return lines
 
-    def straddle_tail(self, count: str, available) -> list[str]:
+    def straddle_tail(self, count: str, available, first_block: str = "blockIdx.x == 0") -> list[str]:
         """The elements after the last whole vector of a walk whose vectors straddle rows (at
         most vec - 1 of them), one a thread of the first block, with no vectors."""
         loops = list(range(len(self.layout.loops)))
@@ -82,7 +124,7 @@ class PointwiseRendering:
             buffers = [self.buffer_decl(op, 1) for op in self.layout.inputs]
         return (["{   // the elements after the last whole vector, one a thread",
                  f"const idx_t t = total * {self.s.vec} + threadIdx.x;",
-                 f"if (blockIdx.x == 0 && t < ({count})) {{"]
+                 f"if ({first_block} && t < ({count})) {{"]
                 + self.coords(loops, "t") + buffers + loads + decl + lanes + stores + ["}", "}"])
 
     def pointwise_tiled(self) -> dict:

@@ -85,6 +85,13 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                     for vec in sorted({straddled, max(2, straddled // 2)}) for block in (128, 256, 512)
                     for items in (1, 2, 4, 8) if items * vec <= MAX_ROW_ELEMENTS
                     and (items == 1 or pointwise.held_words(p, vec, items, straddle=True) <= pointwise.HELD_WORDS)]
+            # ... and walking runs of vec rows: an input without the outermost loop read once for them all
+            out += [Schedule("pointwise", block=block, vec=vec, items=items, outer=True, straddle=True,
+                             index64=p.index64)
+                    for vec in sorted({straddled, max(2, straddled // 2)}) for block in (128, 256)
+                    for items in (2, 4, 8) if items * vec <= MAX_ROW_ELEMENTS
+                    and pointwise.held_words(p, vec, items, outer=True, straddle=True) <= pointwise.HELD_WORDS
+                    and not pointwise.outer_refusal(p, items, vec)]
         if transposed_loop(p) is not None:
             out += [Schedule("pointwise", block=block, vec=vec, tile=tile, index64=p.index64)
                     for vec in sorted({1, pointwise.tile_vector(p)})
@@ -389,9 +396,11 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
         if p.total == 0:
             return []
         grid = -(-(p.total // s.vec) // (s.block * s.items))
-        if s.outer:     # blocks along x over the vectors of one row, along y over groups of `items` rows
-            inner = p.total // p.loops[0] // s.vec
-            return [Launch(s, (max(1, min(MAX_GRID, -(-inner // s.block))), -(-p.loops[0] // s.items), 1), p.loops)]
+        if s.outer:     # blocks along x over the vectors of one row (of a run of vec rows where they
+            #             straddle rows), along y over groups of `items` rows (runs): outer_slices
+            inner = p.total // p.loops[0] // (1 if s.straddle else s.vec)
+            return [Launch(s, (max(1, min(MAX_GRID, -(-inner // s.block))),
+                               pointwise.outer_slices(p, s.items, s.vec if s.straddle else 0), 1), p.loops)]
         if s.tile:      # a block per tile of the two loops, for every coordinate of the others
             i, j = p.inner, transposed_loop(p)
             grid = (-(-p.loops[i] // s.tile[0]) * -(-p.loops[j] // s.tile[1])
@@ -428,7 +437,7 @@ def fits(p: Problem, s: Schedule) -> str:
     if s.kind == "pointwise" and s.tile and transposed_loop(p) is None:
         return "a transposing tile needs an operand laid out across the innermost loop"
     if s.outer:
-        why = pointwise.outer_refusal(p, s.items)
+        why = pointwise.outer_refusal(p, s.items, s.vec if s.straddle else 0)
         if why:
             return why
     if s.straddle:

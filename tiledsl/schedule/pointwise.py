@@ -265,16 +265,32 @@ def reused_bytes(p: Problem) -> int:
     return sum(p.size(op.loops) * op.dtype.itemsize for op in reused_inputs(p))
 
 
-def outer_refusal(p: Problem, items: int) -> str:
-    """'' where a walk of `items` rows along this group's outermost loop (Schedule.outer) can run."""
+def outer_refusal(p: Problem, items: int, straddle: int = 0) -> str:
+    """'' where a walk of `items` rows along this group's outermost loop (Schedule.outer) can
+    run; with vectors of `straddle` that straddle rows, `items` runs of that many rows."""
     if not reused_inputs(p) or p.loops[0] < 2:
         return ("walking the outermost loop (outer) pays only for an input without that loop, which it loads "
                 "once for several of its rows")
     if transposed_loop(p) is not None:
         return "a group with a transposed operand walks in tiles, not along its outermost loop"
-    if -(-p.loops[0] // items) > MAX_GRID_Y:
+    if straddle and p.loops[0] < 2 * straddle:
+        return (f"a walk of runs of {straddle} rows whose vectors straddle them needs two runs or more "
+                f"of the outermost loop ({p.loops[0]})")
+    if outer_slices(p, items, straddle) > MAX_GRID_Y:
         return f"the outermost loop of {p.loops[0]} makes more than {MAX_GRID_Y} groups of {items} rows"
     return ""
+
+
+def outer_slices(p: Problem, items: int, straddle: int = 0) -> int:
+    """Blocks along y of a walk along the outermost loop: groups of `items` rows; with vectors
+    of `straddle` that straddle rows, groups of `items` runs of that many rows (a run of rows is
+    a whole number of vectors, each at the same inner coordinates in every run), and one more
+    for the rows after the last whole run, walked flat (codegen/pointwise.py)."""
+    if not straddle:
+        return -(-p.loops[0] // items)
+    runs, row = p.loops[0] // straddle, p.total // p.loops[0]
+    rest = p.total // straddle - runs * row         # whole vectors after the last run
+    return max(1, -(-runs // items) + (1 if rest else 0))
 
 
 # Functions of many instructions each (a polynomial, a range reduction), where exp, log,

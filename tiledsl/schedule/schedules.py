@@ -28,6 +28,12 @@ of it: one compiled kernel serves every size of its class.
                                         the next, b read lane by lane at each
                                         lane's own column, the last few elements
                                         one at a time
+    pointwise  outer=True straddle=True gelu(x + b), bf16 x[M, 781] + b[781] in
+               items=4 vec=8 (_o_sd)    straddling vectors: b's column divided out
+                                        and its 8 lanes read for every vector (34
+                                        instructions an element) -> runs of 8 rows,
+                                        vector k of each at the same columns: b's
+                                        lanes read once for 4 runs (27; sm_90a)
     reduce_row row_threads=256 items=4   a row of 4096 f32 lives in registers:
                                         read from HBM once, reduced twice
     reduce_row row_threads=32 vec=8     softmax over rows of 512 f16: a block of 64
@@ -426,8 +432,8 @@ class Schedule:
                     "a row, copies its rows into shared memory (shared_row)")
         if self.outer and (self.kind != "pointwise" or self.tile):
             return "only an untiled pointwise kernel walks its items along the outermost loop (outer)"
-        if self.straddle and (self.kind != "pointwise" or self.tile or self.outer or self.vec < 2):
-            return ("only an untiled pointwise kernel walking flat in vectors (vec > 1) lets its vectors "
+        if self.straddle and (self.kind != "pointwise" or self.tile or self.vec < 2):
+            return ("only an untiled pointwise kernel walking in vectors (vec > 1) lets its vectors "
                     "run across rows (straddle)")
         if self.last_block and self.kind != "reduce_split":
             return "only a split reduction has its last block combine the partials (last_block)"
