@@ -1831,6 +1831,27 @@ def test_vectors_that_straddle_rows(src, extents, schedule):
     _check_pinned(src, extents, schedule)
 
 
+# Straddling vectors walked in runs of vec rows (Schedule.outer and straddle): every such walk
+# the tuner offers, with runs the items do not divide, rows after the last run (whole vectors and a
+# tail), inputs read once for the runs (over one inner loop, two, and with the outermost only
+# beside them), a mask over the coordinates, and the benchmark's rows of 781
+STRADDLED_RUN_PROGRAMS = [
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return gelu(x + b) }", dict(M=8 * 37 + 5, N=781)),
+    ("kernel f(x: f32[B, T, C], p: f32[C], q: f32[T]) -> f32[B, T, C] { return x + p * q }", dict(B=45, T=3, C=5)),
+    ("kernel f(x: f16[M, N], s: f16[M], b: f16[N], t: f16) -> f16[M, N] { return x * s + b * t }",
+     dict(M=301, N=37)),
+    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return where(idx(N) <= idx(M), x, b) + f32(idx(M)) }",
+     dict(M=300, N=67)),
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=32768, N=781)),
+]
+
+
+@pytest.mark.parametrize("src,extents,schedule",
+                         list(_pinned_params(STRADDLED_RUN_PROGRAMS, lambda s: s.outer and s.straddle)))
+def test_vectors_that_straddle_rows_walked_in_runs_of_rows(src, extents, schedule):
+    _check_pinned(src, extents, schedule)
+
+
 # Looped rows copied into shared memory (Schedule.shared_row): every such candidate the tuner
 # offers (256 to 1024 threads, one pass or two), at rows peeled (lengths no
 # vector divides) and whole, with weights read from global memory, two per-row inputs, and
