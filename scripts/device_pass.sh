@@ -35,12 +35,13 @@ for phase in "$@"; do
          echo "--- the old tree"; (cd /tmp/abold && timeout 280 python3 scripts/probe_element_rows.py $ELEM)
          echo "--- this tree"; timeout 280 python3 scripts/probe_element_rows.py $ELEM ;;
     # A/B: PROBE (a script) in the old tree (.whl/abtree.tar = `git archive OLD tiledsl templates`), then
-    # this one, twice in turn (combine_ab: PROBE=scripts/probe_combine.py)
+    # this one, twice in turn (combine_ab: PROBE=scripts/probe_combine.py); AB_LIMIT seconds a run (140:
+    # too few for the survey's 9 full reductions of 2^26, which printed nothing on 2026-12-03)
     ab|combine_ab) [ "$phase" = combine_ab ] && PROBE=scripts/probe_combine.py
          rm -rf /tmp/abold && mkdir -p /tmp/abold && tar -c --exclude=./.whl --exclude=./.git . | tar -x -C /tmp/abold \
            && rm -rf /tmp/abold/tiledsl /tmp/abold/templates && tar -xf .whl/abtree.tar -C /tmp/abold || exit 1
-         for r in 1 2; do echo "--- the old tree"; (cd /tmp/abold && timeout 140 python3 $PROBE)
-         echo "--- this tree"; timeout 140 python3 $PROBE; done ;;
+         for r in 1 2; do echo "--- the old tree"; (cd /tmp/abold && timeout ${AB_LIMIT:-140} python3 $PROBE)
+         echo "--- this tree"; timeout ${AB_LIMIT:-140} python3 $PROBE; done ;;
     pairs) timeout 400 python3 scripts/probe_column_pairs.py $PAIRS ;;   # PAIRS="names to keep"
     ncucols) timeout 300 ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum python3 scripts/ncu_columns.py $NCUCOLS 2>&1 | grep -E "tdsl_|duration|bytes" ;;   # NCUCOLS="1000x1000 4096x4096"
     strips) timeout 480 python3 scripts/probe_column_strips.py $STRIPS ;;   # STRIPS="case names to keep"
