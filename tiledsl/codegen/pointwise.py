@@ -18,17 +18,13 @@ class PointwiseRendering:
         if self.s.outer and self.s.straddle:
             return self.straddled_runs(uniform, available)
         if self.s.outer:    # items a row of the outermost loop apart; inputs without it loaded once
-            self.once = {id(op) for op in self.layout.inputs if 0 not in op.loops}
             walk = [f"const idx_t inner = ({' * '.join(f'n{l}' for l in loops[1:])}) / {V};",
                     f"const idx_t lane = (idx_t)blockIdx.x * {B} + threadIdx.x;",
                     f"const idx_t row0 = (idx_t)blockIdx.y * {self.s.items};"]
             item, guard = "", "lane < inner && row0 + j < n0"     # (no flat index t)
             within = self.coords(loops[1:], f"lane * {V}")      # (the same for every item: no division by n0)
             coords = within + ["const idx_t c0 = row0 + j;"]
-            once = ["if (lane < inner) {"] + within
-            for op in self.layout.inputs:
-                once += self.load_lines(op, "0") if id(op) in self.once else []
-            once.append("}")
+            once = self.loaded_once(within)
         else:               # items a block apart over the flat index t
             count = " * ".join(f"n{l}" for l in loops) or "1"
             walk = [f"const idx_t total = ({count}) / {V};",
@@ -55,7 +51,6 @@ class PointwiseRendering:
         blocks, `rest`; the elements after the last whole vector, one a thread (straddle_tail)."""
         loops = list(range(len(self.layout.loops)))
         B, V, I = self.s.block, self.vec, self.s.items
-        self.once = {id(op) for op in self.layout.inputs if 0 not in op.loops}
         count = " * ".join(f"n{l}" for l in loops)
         walk = [f"const idx_t inner = {' * '.join(f'n{l}' for l in loops[1:])};   // vectors a run",
                 f"const idx_t total = ({count}) / {V};",
@@ -67,10 +62,7 @@ class PointwiseRendering:
         within = [f"const idx_t row_in_run = lane * {V} / inner;",
                   f"const idx_t at_in_row = lane * {V} % inner;"] + self.coords(loops[1:], "at_in_row")
         self.straddle, self.flat_offset = True, f"t * {V}"
-        once = ["if (lane < inner) {"] + within + ["const idx_t c0 = row_in_run;"]
-        for op in self.layout.inputs:
-            once += self.load_lines(op, "0") if id(op) in self.once else []
-        once.append("}")
+        once = self.loaded_once(within + ["const idx_t c0 = row_in_run;"])    # (c0: the lanes' carry)
         loads, decl, lanes, stores = self.walk_statements("j", available)
         buffers = [self.buffer_decl(op, 1 if id(op) in self.once else I) for op in self.layout.inputs]
         self.once = set()       # the rows after the last run: a flat walk, a vector a thread
@@ -83,6 +75,13 @@ class PointwiseRendering:
                     guard="lane < inner && run0 + j < runs", once=once, buffers=buffers,
                     coords=within + [f"const idx_t c0 = (run0 + (idx_t)j) * {V} + row_in_run;"], loads=loads,
                     out_decls=decl, lanes=lanes, stores=stores, tail=tail, rest=rest)
+
+    def loaded_once(self, coords: list[str]) -> list[str]:
+        """A walk along the outermost loop's loads of the inputs without that loop (`once`),
+        at a thread's coordinates within a row (`coords`), before its items."""
+        self.once = {id(op) for op in self.layout.inputs if 0 not in op.loops}
+        loads = [line for op in self.layout.inputs if id(op) in self.once for line in self.load_lines(op, "0")]
+        return ["if (lane < inner) {"] + coords + loads + ["}"]
 
     def walk_statements(self, slot: str, available) -> tuple:
         """(loads, result declarations, the lanes' loop, stores) of one item `slot` of a
