@@ -278,29 +278,37 @@ def test_pointwise_defaults_walk_rows_where_math_is_costly_or_there_are_no_vecto
     assert (ks.schedule.outer, ks.schedule.items) == (outer, items), ks.name
 
 
-@pytest.mark.parametrize("src,extents,vec,items", [
-    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=32768, N=781), 8, 2),
-    (BIAS_GELU.format(t="bf16"), dict(M=32768, N=781), 8, 2),
-    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 26) + 1), 8, 2),
-    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 26) + 2), 4, 4),    # (8-bit: EIGHT_BIT_VECTOR)
-    ("kernel f(x: f16[M, N], s: f16[M]) -> f16[M, N] { return x * s }", dict(M=32768, N=1001), 8, 2),
+@pytest.mark.parametrize("src,extents,vec,items,outer", [
+    ("kernel f(x: bf16[M, N], b: bf16[N]) -> bf16[M, N] { return relu(x + b) }", dict(M=32768, N=781), 8, 4, True),
+    (BIAS_GELU.format(t="bf16"), dict(M=32768, N=781), 8, 4, True),
+    # runs of 8 rows whose blocks would not fill the GPU (2 groups of 4 runs, 7 blocks each): flat
+    (BIAS_GELU.format(t="bf16"), dict(M=64, N=781), 8, 2, False),
+    # an input without the outermost loop of two loops (p[T, C]): runs of rows of T x C
+    ("kernel f(x: bf16[B, T, C], p: bf16[T, C]) -> bf16[B, T, C] { return x + p }", dict(B=32, T=1023, C=1023),
+     8, 4, True),
+    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 26) + 1), 8, 2, False),
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 26) + 2), 4, 4, False),    # (8-bit: EIGHT_BIT_VECTOR)
+    ("kernel f(x: f16[M, N], s: f16[M]) -> f16[M, N] { return x * s }", dict(M=32768, N=1001), 8, 2, False),    # (s has the outermost loop)
     # two operands gathered lane by lane: GATHERED_LANES keeps the vectors to 4, a block moving 6 KB
     ("kernel f(x: f16[M, N], s: f16[N], t: f16[N]) -> f16[M, N] { return x * s + t }",
-     dict(M=16384, N=1001), 4, 4),
+     dict(M=16384, N=1001), 4, 4, True),
     # whole-row vectors of 4 bytes or more stay: f32 single elements, bf16 pairs, i8 quads
-    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=16384, N=1021), 0, 8),
-    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 26) + 2), 0, 4),
-    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 26) + 4), 0, 4),
+    ("kernel f(x: f32[M, N], b: f32[N]) -> f32[M, N] { return x + b }", dict(M=16384, N=1021), 0, 8, False),
+    ("kernel f(x: bf16[N], y: bf16[N]) -> bf16[N] { return x + y }", dict(N=(1 << 26) + 2), 0, 4, False),
+    ("kernel f(x: i8[N]) -> i8[N] { return x + x }", dict(N=(1 << 26) + 4), 0, 4, False),
     # a broadcast of 8 MiB or more is still loaded once for 8 rows (outer_items), odd rows or not
-    ("kernel f(x: bf16[B, S], p: bf16[S]) -> bf16[B, S] { return x + p }", dict(B=8, S=(1 << 22) + 13), 0, 8),
+    ("kernel f(x: bf16[B, S], p: bf16[S]) -> bf16[B, S] { return x + p }", dict(B=8, S=(1 << 22) + 13), 0, 8, True),
 ])
-def test_pointwise_defaults_straddle_rows_where_whole_row_vectors_are_narrower_than_4_bytes(src, extents, vec, items):
+def test_pointwise_defaults_straddle_rows_where_whole_row_vectors_are_narrower_than_4_bytes(src, extents, vec, items,
+                                                                                         outer):
     """pointwise.straddle_default: where the innermost extent leaves whole-row vectors of
-    fewer than 4 bytes, the default's vectors (`vec`, 0: none straddle) run across rows."""
+    fewer than 4 bytes, the default's vectors (`vec`, 0: none straddle) run across rows; in
+    runs of vec rows, `items` a thread (outer, pointwise.straddled_runs), where an input
+    without the outermost loop is read and the runs' blocks fill the GPU."""
     k = tiledsl.compile(src)
     [ks] = sources_for(k, extents)
     s = ks.schedule
-    assert (s.vec if s.straddle else 0, s.items) == (vec, items), ks.name
+    assert (s.vec if s.straddle else 0, s.items, s.outer) == (vec, items, outer), ks.name
     assert "_sd_" in ks.name if vec else "_sd_" not in ks.name
 
 

@@ -260,7 +260,12 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         outer_block = pointwise.EIGHT_BIT_BLOCK if eight_bit and not pinned else block
         rows_once = pointwise.outer_items(p, vec, outer_block)     # a broadcast input loaded once for several rows
         if straddled and not (rows_once and pointwise.reused_bytes(p) >= pointwise.OUTER_REUSE_BYTES):
-            # a row length that breaks the vectors: they run on across rows
+            # a row length that breaks the vectors: they run on across rows, in runs of vec rows
+            # where an input without the outermost loop is read once for a thread's runs
+            runs = pointwise.straddled_runs(p, straddled, block)
+            if runs:
+                return Schedule("pointwise", block=block, vec=straddled, items=runs, outer=True, straddle=True,
+                                index64=p.index64)
             items = pointwise.flat_items(p, straddled, block, straddle=True)
             block = block if pinned else pointwise.flat_block(p, straddled, items, block)
             return Schedule("pointwise", block=block, vec=straddled, items=items, straddle=True, index64=p.index64)

@@ -293,6 +293,25 @@ def outer_slices(p: Problem, items: int, straddle: int = 0) -> int:
     return max(1, -(-runs // items) + (1 if rest else 0))
 
 
+RUN_ITEMS = 4   # runs of vec rows a thread of a straddling walk along the outermost loop takes
+
+
+def straddled_runs(p: Problem, vec: int, block: int) -> int:
+    """Runs of `vec` rows a thread takes by default where vectors of `vec` straddle rows
+    (Schedule.outer and straddle), or 0 for the flat straddling walk: RUN_ITEMS where an input
+    without the outermost loop is read (once for a thread's runs, not lane by lane for every
+    vector), the walk can run (outer_refusal), its loads fit HELD_WORDS and its blocks fill
+    the GPU. H200 2026-12-03 (scripts/probe_survey.py), us, flat / 4 runs a thread, 128
+    threads: gelu(x + b) bf16 32768x781 39.8 / 32.9 (0.60x -> 0.73x copy); x * s + t f16
+    16384x1001 21.7 / 20.1 (vectors of 4); x + p bf16 32x1023x1023 (p[T, C]) 39.2 / 38.2;
+    relu(x + b) bf16 32768x781 28.5 / 28.9. 2 runs lost up to 34% (relu 38.3); 8 gained no more."""
+    items = RUN_ITEMS
+    if outer_refusal(p, items, vec) or held_words(p, vec, items, outer=True, straddle=True) > HELD_WORDS:
+        return 0
+    row_vectors = p.total // p.loops[0]         # vectors in a run of vec rows: a row's elements
+    return items if -(-row_vectors // block) * outer_slices(p, items, vec) >= p.sm_count else 0
+
+
 # Functions of many instructions each (a polynomial, a range reduction), where exp, log,
 # sigmoid, silu and division take one or two of the special function unit's and a fix-up
 LONG_MATH_OPS = frozenset({"gelu", "gelu_tanh", "erf", "tanh", "sin", "cos", "pow"})
