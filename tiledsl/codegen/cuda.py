@@ -81,6 +81,9 @@ APPROX_STEPS = 4
 # element, each step waited on the last and diverged where the max grew (H100, softmax
 # f16 4096x50257: 773.3 us; chunks of 16, 501.8).
 ONLINE_CHUNK = 8
+# Steps of a column walk summed apart before they join its running float sums: a thread walks
+# all of a column (reduce_col), and 4 million f32 through one chain lose about 1e-5 of the sum
+COLUMN_SUM_BLOCK = 256
 # A held row that keeps costly values between phases (Schedule.keep) keeps, too, a value a
 # later phase needs again that took this many element values to compute: a causal mask's
 # where(idx(K) <= idx(Q), s * scale, -inf), five, cost its kernel a fifth of its
@@ -731,9 +734,26 @@ class _Renderer(PointwiseRendering):
                 init = [line for r in rs for line in (
                     f"{reg_type(r.dtype)} acc{r.id}[{kv}];",
                     f"for (int e = 0; e < {kv}; ++e) acc{r.id}[e] = {_identity(r.attr('kind'), r.dtype)};")]
+            # a thread walking a whole column: its float sums gather COLUMN_SUM_BLOCK steps at a
+            # time, then add them to what came before (one rounding chain of M / 256 + 256, not M)
+            sums = [r for r in rs if r.attr("kind") in ("sum", "mean") and r.dtype.is_float]
+            blocked = None
+            if self.s.kind == "reduce_col" and not cached and sums:
+                held = [(f"acc{r.id}", f"held{r.id}", reg_type(r.dtype), literal(0, r.dtype)) for r in sums]
+                if kv > 1:
+                    blocked = dict(steps=COLUMN_SUM_BLOCK,
+                                   open=[f"{T} {h}[{kv}];" for a, h, T, z in held]
+                                   + [f"for (int e = 0; e < {kv}; ++e) {{ {h}[e] = {a}[e]; {a}[e] = {z}; }}"
+                                      for a, h, T, z in held],
+                                   close=[f"for (int e = 0; e < {kv}; ++e) {a}[e] = {h}[e] + {a}[e];"
+                                          for a, h, T, z in held])
+                else:
+                    blocked = dict(steps=COLUMN_SUM_BLOCK,
+                                   open=[f"const {T} {h} = {a}; {a} = {z};" for a, h, T, z in held],
+                                   close=[f"{a} = {h} + {a};" for a, h, T, z in held])
             phase_code.append(dict(
                 init=init, loads=late_lines if cached else per_row_loads, lanes=self.lane_loop(body),
-                ragged=ragged, finish=finish + row_stmts[p]))
+                ragged=ragged, finish=finish + row_stmts[p], blocked=blocked))
 
         row_outs = [op for op in lay.outputs if not (set(op.dims) & r_dims)]
         decl, lanes, stores = [], [], []
