@@ -739,18 +739,12 @@ class _Renderer(PointwiseRendering):
             sums = [r for r in rs if r.attr("kind") in ("sum", "mean") and r.dtype.is_float]
             blocked = None
             if self.s.kind == "reduce_col" and not cached and sums:
-                held = [(f"acc{r.id}", f"held{r.id}", reg_type(r.dtype), literal(0, r.dtype)) for r in sums]
-                if kv > 1:
-                    blocked = dict(steps=COLUMN_SUM_BLOCK,
-                                   open=[f"{T} {h}[{kv}];" for a, h, T, z in held]
-                                   + [f"for (int e = 0; e < {kv}; ++e) {{ {h}[e] = {a}[e]; {a}[e] = {z}; }}"
-                                      for a, h, T, z in held],
-                                   close=[f"for (int e = 0; e < {kv}; ++e) {a}[e] = {h}[e] + {a}[e];"
-                                          for a, h, T, z in held])
-                else:
-                    blocked = dict(steps=COLUMN_SUM_BLOCK,
-                                   open=[f"const {T} {h} = {a}; {a} = {z};" for a, h, T, z in held],
-                                   close=[f"{a} = {h} + {a};" for a, h, T, z in held])
+                each = f"for (int e = 0; e < {kv}; ++e) " if kv > 1 else ""     # (vectors of columns)
+                held = [(f"acc{r.id}{lane_acc}", f"held{r.id}", reg_type(r.dtype), literal(0, r.dtype)) for r in sums]
+                blocked = dict(steps=COLUMN_SUM_BLOCK,
+                               open=[f"{T} {h}{f'[{kv}]' if kv > 1 else ''};" for a, h, T, z in held]
+                               + [f"{each}{{ {h}{lane_acc} = {a}; {a} = {z}; }}" for a, h, T, z in held],
+                               close=[f"{each}{a} = {h}{lane_acc} + {a};" for a, h, T, z in held])
             phase_code.append(dict(
                 init=init, loads=late_lines if cached else per_row_loads, lanes=self.lane_loop(body),
                 ragged=ragged, finish=finish + row_stmts[p], blocked=blocked))
