@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: lse biaswalk llm vocab longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: splitgrid inarow placement lse biaswalk llm vocab longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -35,12 +35,12 @@ for phase in "$@"; do
          echo "--- the old tree"; (cd /tmp/abold && timeout 280 python3 scripts/probe_element_rows.py $ELEM)
          echo "--- this tree"; timeout 280 python3 scripts/probe_element_rows.py $ELEM ;;
     # A/B: PROBE (a script) in the old tree (.whl/abtree.tar = `git archive OLD tiledsl templates`), then
-    # this one, twice in turn (combine_ab: PROBE=scripts/probe_combine.py); AB_LIMIT seconds a run (140:
+    # this one, AB_ROUNDS (2) times in turn (combine_ab: PROBE=scripts/probe_combine.py); AB_LIMIT seconds a run (140:
     # too few for the survey's 9 full reductions of 2^26, which printed nothing on 2026-12-03)
     ab|combine_ab) [ "$phase" = combine_ab ] && PROBE=scripts/probe_combine.py
          rm -rf /tmp/abold && mkdir -p /tmp/abold && tar -c --exclude=./.whl --exclude=./.git . | tar -x -C /tmp/abold \
            && rm -rf /tmp/abold/tiledsl /tmp/abold/templates && tar -xf .whl/abtree.tar -C /tmp/abold || exit 1
-         for r in 1 2; do echo "--- the old tree"; (cd /tmp/abold && timeout ${AB_LIMIT:-140} python3 $PROBE)
+         for r in $(seq ${AB_ROUNDS:-2}); do echo "--- the old tree"; (cd /tmp/abold && timeout ${AB_LIMIT:-140} python3 $PROBE)
          echo "--- this tree"; timeout ${AB_LIMIT:-140} python3 $PROBE; done ;;
     pairs) timeout 400 python3 scripts/probe_column_pairs.py $PAIRS ;;   # PAIRS="names to keep"
     ncucols) timeout 300 ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum python3 scripts/ncu_columns.py $NCUCOLS 2>&1 | grep -E "tdsl_|duration|bytes" ;;   # NCUCOLS="1000x1000 4096x4096"
@@ -113,6 +113,9 @@ for phase in "$@"; do
     tail) timeout 300 python3 scripts/probe_tail.py $TAIL ;;   # TAIL="names to keep"
     biaswalk) timeout 500 python3 scripts/probe_bias_walk.py $BIASWALK ;;   # BIASWALK="names to keep"
     survey) timeout 300 python3 scripts/probe_survey.py $SURVEY ;;   # SURVEY="names to keep"
+    splitgrid) timeout 560 python3 scripts/probe_split_grid.py $SPLITGRID ;;   # SPLITGRID="names to keep"
+    inarow) for dl in 1 0; do TILEDSL_DEPENDENT_LAUNCH=$dl timeout 280 python3 scripts/probe_calls_in_a_row.py $INAROW; done ;;   # INAROW="names to keep"
+    placement) timeout 200 python3 scripts/probe_placement.py ;;
     vocab) timeout 500 python3 scripts/probe_vocab.py $VOCAB ;;   # VOCAB="names to keep"; VOCAB_ALL=1: the tuner's fastest too
     llm) timeout 550 python3 -X faulthandler scripts/probe_llm.py $LLM ;;   # LLM="names to keep"; LLM_BEFORE=1: the partition before too
     masked) timeout 550 python3 -X faulthandler scripts/probe_masked.py $MASKED ;;   # MASKED="names to keep": index masks four ways
