@@ -124,3 +124,27 @@ def test_the_warm_call_launches_each_later_step_to_overlap_the_one_before(monkey
     fast((None,), "o", 0x1000, 0x2000)
     assert len(overlapping) == 2 and usual[-1] == (0xB, 4, 1, 1, 128, 1, 1, 0, 0x55)
     assert not dependent.available("90")     # and no class planned from now on asks
+
+
+@pytest.mark.parametrize("blocks, resident, spreads", [
+    (1, 4, True),           # a single block has nowhere to crowd
+    (132, 1, True), (264, 2, True), (396, 3, True), (528, 4, True), (4096, 3, True),   # every SM's room filled
+    (136, 2, False), (264, 3, False), (396, 4, False), (132, 2, False), (2, 8, False),
+    (136, 0, True), (136, None, True),     # residency unknown: overlapping, as before the rule
+])
+def test_a_grid_overlaps_the_kernel_before_only_where_its_blocks_still_spread(blocks, resident, spreads):
+    """spreads_when_overlapping (H200, scripts/probe_placement.py): blocks placed while the
+    kernel before still runs crowd the SMs that have room, so a grid between one block and
+    every SM's room (resident x SMs) is launched the usual way."""
+    assert dependent.spreads_when_overlapping(blocks, resident or None, 132) is spreads
+
+
+def test_residency_the_driver_cannot_give_is_unknown(monkeypatch):
+    """resident_blocks_per_sm: the driver's occupancy query, None where it fails or is absent."""
+    def query(count, function, block, shared):
+        count._obj.value = 3 if block == 512 else 0
+        return 0 if shared == 0 else 1
+    monkeypatch.setattr(dependent, "_occupancy", query)
+    assert dependent.resident_blocks_per_sm(0xF00, 512, 0) == 3
+    assert dependent.resident_blocks_per_sm(0xF00, 512, 1024) is None     # an error from the driver
+    assert dependent.resident_blocks_per_sm(0xF00, 256, 0) is None        # no block fits

@@ -431,7 +431,28 @@ def test_a_programs_later_kernels_launch_to_overlap_the_one_before(program, over
         launches = call.source.count("launch(FP") + call.source.count("launch_ex(d")
         # (a sum of one row is one kernel, finished by its last block: Schedule.last_block)
         assert launches == 1 if program == "sum" else launches > 1, call.source
-        assert all((f"launch_ex(d{n}.address, FP{n}," in call.source) == (overlap == "1") for n in range(launches))
+    _launched_as_planned(k, overlap)
+
+
+def _launched_as_planned(kernel, overlap: str) -> None:
+    """Each warm call launches each kernel to overlap the one before, or the usual way, as
+    its planned program says; each program says so where the driver's residency lets the
+    kernel's blocks spread (dependent.spreads_when_overlapping), nowhere with
+    TILEDSL_DEPENDENT_LAUNCH=0."""
+    import numpy as np
+    from tiledsl.runtime.dependent import resident_blocks_per_sm, spreads_when_overlapping
+    from tiledsl.runtime.launcher import _sm_count
+    launchers = [kernel._launcher] + [kernel._launcher._spread_launcher] * bool(kernel._launcher._spread_launcher)
+    programs = [p for ln in launchers for p in ln._plans.values()]
+    for program in programs:
+        for (fn, grid, block, _, shared), overlaps in zip(program.steps, program.dependent):
+            spreads = spreads_when_overlapping(int(np.prod(grid)), resident_blocks_per_sm(fn.ptr, block[0], shared),
+                                               _sm_count(0))
+            assert overlaps == (overlap == "1" and spreads), (grid, block, overlaps)
+    said = [program.dependent for program in programs]
+    for call in kernel._launcher._fast.values():
+        launches = call.source.count("launch(FP") + call.source.count("launch_ex(d")
+        assert [f"launch_ex(d{n}.address, FP{n}," in call.source for n in range(launches)] in said, call.source
 
 
 CHAIN = {   # calls in a row, each reading what the one before wrote
@@ -490,8 +511,9 @@ def test_calls_in_a_row_keep_the_streams_order(overlap, stream, monkeypatch):
     assert not np.isnan(in_a_row).any()
     assert np.array_equal(in_a_row, drained)
     assert np.linalg.norm(in_a_row - want) / np.linalg.norm(want) <= 1e-4
-    warm = [call.source for kernel in k.values() for call in kernel._launcher._fast.values()]
-    assert warm and all(("launch_ex(d0.address, FP0," in source) == (overlap == "1") for source in warm)
+    assert all(kernel._launcher._fast for kernel in k.values())
+    for kernel in k.values():
+        _launched_as_planned(kernel, overlap)
 
 
 @pytest.mark.parametrize("cluster", [1, 2], ids=["alone", "pairs"])

@@ -538,10 +538,21 @@ class Program:
                 grid = resident_grid(grid, launch.schedule.cluster, fits)
             self.steps.append((fn, grid, (launch.schedule.block,), tuple(picks), launch.shared_bytes))
             self.maps.append(tuple(maps))
-            # every kernel is launched to overlap the kernel before it in the stream (this program's,
+            # a kernel is launched to overlap the kernel before it in the stream (this program's,
             # or the last of whatever ran before the call: tiledsl's, CuPy's, torch's), and waits
-            # for that one's end and writes at its first statement (tdsl::follow_in_stream)
-            self.dependent.append(overlap)
+            # for that one's end and writes at its first statement (tdsl::follow_in_stream), where
+            # its blocks still spread over the SMs so
+            self.dependent.append(overlap and self._spreads(fn, grid, launch))
+
+    def _spreads(self, fn, grid: tuple, launch) -> bool:
+        """Whether `grid` of `fn` launched to overlap still lands on every SM (dependent.py)."""
+        from .dependent import resident_blocks_per_sm, spreads_when_overlapping
+        blocks = grid[0] * (grid[1] if len(grid) > 1 else 1) * (grid[2] if len(grid) > 2 else 1)
+        if blocks <= 1 or not hasattr(fn, "ptr"):
+            return True
+        with _cupy().cuda.Device(self.device):
+            resident = resident_blocks_per_sm(fn.ptr, launch.schedule.block, launch.shared_bytes)
+        return spreads_when_overlapping(blocks, resident, _sm_count(self.device))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
