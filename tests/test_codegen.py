@@ -2885,6 +2885,35 @@ def test_splits_of_few_rows_are_one_kernel_finished_by_its_last_block(arch):
         assert any(re.fullmatch(r"LDG\.E(\.64)?\.STRONG\.SYS", o) for o in ops), (s.tag, sorted(ops))
 
 
+def test_splits_along_rows_fill_every_sm_s_room_once_compiled():
+    """columns.splits_filling_room: a default split along rows (one block of 512 an SM) takes
+    as many splits as the compiled kernel's residency fills, at most max_splits, finished by
+    its last block where that block still takes every row in one pass; an unknown residency,
+    a split of columns, or rows too short for more splits keep the default."""
+    from tiledsl.schedule.columns import max_splits, splits_filling_room
+    cases = [("kernel f(x: f16[N]) -> f16 { return max(x) }", dict(N=1 << 26), 3, 396),
+             ("kernel f(x: f32[N]) -> f32 { return sum(x) }", dict(N=1 << 26), 2, 264),
+             ("kernel f(x: f32[M, N]) -> f32[M] { return sum(x, axis=N) }", dict(M=8, N=1 << 22), 2, 33),
+             ("kernel f(x: f32[N]) -> f32 { return sum(x) }", dict(N=40000), 4, None)]
+    for src, extents, resident, want in cases:
+        k = tiledsl.compile(src)
+        [g] = partition(k.graph)
+        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 132, "sm_90a")
+        s = default(p)
+        assert s.kind == "reduce_split" and s.splits < resident * 132 // p.rows, (extents, s.splits)
+        filled = splits_filling_room(p, s, resident)
+        want = want or max_splits(p, s.row_threads, s.vec)
+        assert filled.splits == want and filled.tag == s.tag, (extents, filled.splits, filled.tag)
+        assert filled.last_block == (p.rows * combine_lanes(filled) <= filled.block)
+        assert [launch.stage for launch in launches(p, filled)] == [1]
+        assert splits_filling_room(p, s, None) == s
+    k = tiledsl.compile("kernel cm(x: f16[R, C]) -> f32[C] { return mean(x, axis=R) }")
+    [g] = partition(k.graph)
+    p = problem(g, plan_layout(g, k.graph), dict(R=65536, C=64), frozenset(), 132, "sm_90a")
+    s = default(p)
+    assert s.kind == "reduce_split" and splits_filling_room(p, s, 8) == s
+
+
 def test_only_a_split_reduction_is_finished_by_its_last_block():
     with pytest.raises(TdslError, match="last_block"):
         Schedule("reduce_row", block=256, vec=4, items=4, row_threads=256, last_block=True)

@@ -2370,6 +2370,56 @@ def test_splits_of_few_rows_are_one_kernel_finished_by_its_last_block(src, exten
         assert all(int(a.get()[0]) == 0 for a, _ in _DONE_COUNTERS.values())
 
 
+PLACEMENT_PROGRAMS = [
+    ("kernel f(x: f16[N]) -> f16 { return max(x) }", dict(N=(1 << 24) + 8), "fills"),
+    ("kernel f(x: f32[N]) -> f32 { return sum(x) }", dict(N=1 << 23), "fills"),
+    ("kernel f(x: f32[M, N]) -> f32[M] { return sum(x, axis=N) }", dict(M=8, N=(1 << 21) + 5), "fills"),
+    ("kernel f(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+     dict(M=16384, N=1024), "waves"),
+    ("kernel f(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}",
+     dict(M=40, N=1024), "few"),
+    ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=4096), None),
+]
+
+
+@pytest.mark.parametrize("src, extents, expect", PLACEMENT_PROGRAMS)
+def test_launches_overlap_the_kernel_before_only_where_their_blocks_spread(src, extents, expect):
+    """Each planned kernel launches to overlap the one before it exactly where the driver's
+    residency says its blocks still spread (dependent.spreads_when_overlapping): a default
+    split along rows fills every SM's room (columns.splits_filling_room) and overlaps, rows
+    in waves of blocks overlap, 40 rows of blocks do not. Six calls in a row on fresh inputs,
+    each into its own poisoned out=, every result then against float64."""
+    import cupy as cp
+    from tiledsl.runtime.dependent import resident_blocks_per_sm, spreads_when_overlapping
+    from tiledsl.runtime.launcher import _sm_count
+    k = fresh(src)
+    rng = np.random.default_rng(fresh_seed())
+    hosts = [host_arguments(k, extents, int(rng.integers(2 ** 62))) for _ in range(6)]
+    first = as_list(k(*[cp.asarray(a) for a in hosts[0]]))
+    outs = [[poison(o.shape, o.dtype) for o in first] for _ in hosts]
+    for h, o in zip(hosts, outs):
+        k(*[cp.asarray(a) for a in h], out=o[0] if len(o) == 1 else tuple(o))
+    for n, (h, o) in enumerate(zip(hosts, outs)):
+        for got, want in zip(o, as_list(k.reference(*h, compute="f64"))):
+            err = relative_error(got.get().astype(np.float64), want)
+            assert err <= 1e-5, (n, err)
+    launchers = [k._launcher] + ([k._launcher._spread_launcher] if k._launcher._spread_launcher else [])
+    programs = [p for ln in launchers for p in ln._plans.values()]
+    assert programs
+    for program in programs:
+        for (fn, grid, block, _, shared), overlaps in zip(program.steps, program.dependent):
+            blocks = int(np.prod(grid))
+            resident = resident_blocks_per_sm(fn.ptr, block[0], shared)
+            assert resident and overlaps == spreads_when_overlapping(blocks, resident, _sm_count(0)), \
+                (blocks, resident, overlaps)
+    (fn, grid, block, _, shared), overlaps = program.steps[0], program.dependent[0]
+    room = resident_blocks_per_sm(fn.ptr, block[0], shared) * _sm_count(0)
+    if expect == "fills":
+        assert len(program.steps) == 1 and int(np.prod(grid)) == room // extents.get("M", 1) * extents.get("M", 1)
+    if expect is not None:
+        assert overlaps == (expect != "few"), (grid, room)
+
+
 def test_splits_finished_by_their_last_block_on_two_streams_at_once():
     """Full sums and maxima launched in turn on two streams (their kernels may run at once,
     each stream with its own counter), 12 calls each on fresh inputs, every result exact

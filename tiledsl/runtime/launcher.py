@@ -362,7 +362,10 @@ class Launcher:
                 p = problem(g, lay, extents, bad, sm_count, arch, hbm_gbps)
                 if override is None:
                     override, origin = self._tuned(i, p, extents, device)
-                for launch in plan(p, self.kernel.hints, override):
+                planned = plan(p, self.kernel.hints, override)
+                if override is None:
+                    planned = self._splits_filling_room(i, p, planned, device, origin)
+                for launch in planned:
                     fn, args = self._function(i, launch, device, origin)
                     launches.append((i, launch, fn, args))
                     choices[i] = (launch.schedule, origin)
@@ -370,6 +373,25 @@ class Launcher:
             program.choices = choices
             self._remember(key, program)
         return program
+
+    def _splits_filling_room(self, index: int, p, planned: list, device: int, origin: str) -> list:
+        """A default split along rows re-planned with as many splits as fill every SM's room
+        once its kernel is compiled (columns.splits_filling_room); the splits are an argument,
+        not in the kernel's text, so the kernel is the same."""
+        first = planned[0]
+        s = first.schedule
+        if s.kind != "reduce_split" or first.stage != 1 or self.kernel.hints.directives:
+            return planned
+        fn, _ = self._function(index, first, device, origin)
+        if not hasattr(fn, "ptr"):
+            return planned
+        from ..schedule.choose import launches
+        from ..schedule.columns import splits_filling_room
+        from .dependent import resident_blocks_per_sm
+        with _cupy().cuda.Device(device):
+            resident = resident_blocks_per_sm(fn.ptr, s.block, first.shared_bytes)
+        filled = splits_filling_room(p, s, resident)
+        return planned if filled == s else launches(p, filled)
 
     def _remember(self, key, program: "Program") -> None:
         if len(self._plans) > 256:

@@ -66,6 +66,26 @@ def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
     return replace(s, last_block=finished_by_last_block(p, s))
 
 
+def splits_filling_room(p: Problem, s: Schedule, resident: Optional[int]) -> Schedule:
+    """A split along rows (split_schedule's one block of 512 an SM) cut, once compiled, into
+    as many splits as fill every SM's room (`resident` blocks an SM, the driver's count),
+    at most max_splits: a grid that fills it lands evenly when launched to overlap the
+    kernel before (runtime/dependent.spreads_when_overlapping), one between the SM count
+    and that room does not, and is launched the usual way. H200 2026-12-04
+    (scripts/probe_split_grid.py, one call / 2000 calls in a row, us): max f16 [2^26]
+    (3 blocks an SM) 132 splits 38.9 / 36.3, 396 37.6 / 35.1; sum of bf16 [2^26] (2) 38.7 /
+    36.0, 264 36.8 / 34.2; sum f32 [2^26] (2) 66.9 / 64.2, 264 67.4 / 64.3; max f16 [2^24]
+    9.6 and 9.0 in a row. Other splits (columns: their tiles' own rule) are left as they are."""
+    if s.kind != "reduce_split" or resident is None or not (p.row_major() or p.rows == 1) \
+            or s.row_threads != s.block:
+        return s
+    splits = min(resident * p.sm_count // max(1, p.rows), max_splits(p, s.row_threads, s.vec))
+    if splits < 2 or splits == s.splits:
+        return s
+    filled = replace(s, splits=splits)
+    return replace(filled, last_block=finished_by_last_block(p, filled))
+
+
 def finished_by_last_block(p: Problem, s: Schedule) -> bool:
     """Whether split reduction `s` is one kernel whose last block combines the partials
     (Schedule.last_block): where that block takes every row in one pass of its threads
