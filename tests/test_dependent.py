@@ -139,6 +139,16 @@ def test_a_grid_overlaps_the_kernel_before_only_where_its_blocks_still_spread(bl
     assert dependent.spreads_when_overlapping(blocks, resident or None, 132) is spreads
 
 
+@pytest.mark.parametrize("kind, stage, blocks, resident, overlaps", [
+    ("reduce_split", 1, 136, 2, False), ("reduce_split", 1, 264, 2, True), ("reduce_row", 1, 40, 8, False),
+    ("pointwise", 1, 100000, 16, True), ("reduce_col", 1, 1, 8, True),
+    ("reduce_split", 2, 64, 8, True),     # a combining kernel: light, overlapping as before
+    ("matmul", 1, 136, 2, True), ("matmul", 2, 16, 4, True),      # a GEMM's kernels: as before
+])
+def test_memory_bound_first_kernels_overlap_only_where_they_spread(kind, stage, blocks, resident, overlaps):
+    assert dependent.overlaps_the_kernel_before(kind, stage, blocks, resident, 132) is overlaps
+
+
 def test_residency_the_driver_cannot_give_is_unknown(monkeypatch):
     """resident_blocks_per_sm: the driver's occupancy query, None where it fails or is absent."""
     def query(count, function, block, shared):

@@ -436,19 +436,21 @@ def test_a_programs_later_kernels_launch_to_overlap_the_one_before(program, over
 
 def _launched_as_planned(kernel, overlap: str) -> None:
     """Each warm call launches each kernel to overlap the one before, or the usual way, as
-    its planned program says; each program says so where the driver's residency lets the
-    kernel's blocks spread (dependent.spreads_when_overlapping), nowhere with
-    TILEDSL_DEPENDENT_LAUNCH=0."""
+    its planned program says; each program says so where dependent.overlaps_the_kernel_before
+    does from the driver's residency (a memory-bound kernel where its blocks spread; a GEMM's,
+    a combining kernel), nowhere with TILEDSL_DEPENDENT_LAUNCH=0."""
     import numpy as np
-    from tiledsl.runtime.dependent import resident_blocks_per_sm, spreads_when_overlapping
+    from tiledsl.runtime.dependent import overlaps_the_kernel_before, resident_blocks_per_sm
     from tiledsl.runtime.launcher import _sm_count
     launchers = [kernel._launcher] + [kernel._launcher._spread_launcher] * bool(kernel._launcher._spread_launcher)
     programs = [p for ln in launchers for p in ln._plans.values()]
     for program in programs:
-        for (fn, grid, block, _, shared), overlaps in zip(program.steps, program.dependent):
-            spreads = spreads_when_overlapping(int(np.prod(grid)), resident_blocks_per_sm(fn.ptr, block[0], shared),
-                                               _sm_count(0))
-            assert overlaps == (overlap == "1" and spreads), (grid, block, overlaps)
+        assert len(program.kinds) == len(program.steps) == len(program.dependent)
+        for (fn, grid, block, _, shared), overlaps, (kind, stage) in zip(program.steps, program.dependent,
+                                                                          program.kinds):
+            resident = resident_blocks_per_sm(fn.ptr, block[0], shared)
+            wanted = overlaps_the_kernel_before(kind, stage, int(np.prod(grid)), resident, _sm_count(0))
+            assert overlaps == (overlap == "1" and wanted), (kind, stage, grid, block, resident, overlaps)
     said = [program.dependent for program in programs]
     for call in kernel._launcher._fast.values():
         launches = call.source.count("launch(FP") + call.source.count("launch_ex(d")

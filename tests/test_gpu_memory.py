@@ -2385,12 +2385,13 @@ PLACEMENT_PROGRAMS = [
 @pytest.mark.parametrize("src, extents, expect", PLACEMENT_PROGRAMS)
 def test_launches_overlap_the_kernel_before_only_where_their_blocks_spread(src, extents, expect):
     """Each planned kernel launches to overlap the one before it exactly where the driver's
-    residency says its blocks still spread (dependent.spreads_when_overlapping): a default
+    residency says its blocks still spread (dependent.overlaps_the_kernel_before): a default
     split along rows fills every SM's room (columns.splits_filling_room) and overlaps, rows
-    in waves of blocks overlap, 40 rows of blocks do not. Six calls in a row on fresh inputs,
-    each into its own poisoned out=, every result then against float64."""
+    in waves of blocks overlap, 40 rows of blocks do not, a combining kernel does. Six calls
+    in a row on fresh inputs, each into its own poisoned out=, every result then against
+    float64."""
     import cupy as cp
-    from tiledsl.runtime.dependent import resident_blocks_per_sm, spreads_when_overlapping
+    from tiledsl.runtime.dependent import overlaps_the_kernel_before, resident_blocks_per_sm
     from tiledsl.runtime.launcher import _sm_count
     k = fresh(src)
     rng = np.random.default_rng(fresh_seed())
@@ -2407,11 +2408,12 @@ def test_launches_overlap_the_kernel_before_only_where_their_blocks_spread(src, 
     programs = [p for ln in launchers for p in ln._plans.values()]
     assert programs
     for program in programs:
-        for (fn, grid, block, _, shared), overlaps in zip(program.steps, program.dependent):
+        for (fn, grid, block, _, shared), overlaps, (kind, stage) in zip(program.steps, program.dependent,
+                                                                          program.kinds):
             blocks = int(np.prod(grid))
             resident = resident_blocks_per_sm(fn.ptr, block[0], shared)
-            assert resident and overlaps == spreads_when_overlapping(blocks, resident, _sm_count(0)), \
-                (blocks, resident, overlaps)
+            assert resident and overlaps == overlaps_the_kernel_before(kind, stage, blocks, resident, _sm_count(0)), \
+                (kind, stage, blocks, resident, overlaps)
     (fn, grid, block, _, shared), overlaps = program.steps[0], program.dependent[0]
     room = resident_blocks_per_sm(fn.ptr, block[0], shared) * _sm_count(0)
     if expect == "fills":

@@ -80,6 +80,16 @@ def spreads_when_overlapping(blocks: int, resident: Optional[int], sm_count: int
     return blocks <= 1 or resident is None or blocks >= resident * sm_count
 
 
+def overlaps_the_kernel_before(kind: str, stage: int, blocks: int, resident: Optional[int], sm_count: int) -> bool:
+    """Whether a warm call launches a kernel to overlap the one before it: a memory-bound
+    kernel (the one-wave grids measured above: splits, rows, columns) where its blocks
+    still spread (spreads_when_overlapping); a GEMM's kernels and any combining kernel (a
+    second stage, light: it adds partials) always, as before the rule, where overlapping
+    was measured to gain (H100 2026-11-26: attention 2048x2048x128 29.2 -> 26.4 us, column
+    means then a subtraction 91.8 -> 89.5, split-K 512x512x16384 a further 7%)."""
+    return kind == "matmul" or stage != 1 or spreads_when_overlapping(blocks, resident, sm_count)
+
+
 def available(compute_capability: str) -> bool:
     """Whether launches on a device of this compute capability ('90', ...) may overlap."""
     return int(compute_capability) >= 90 and _driver_launch() is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import math
 import os
 import struct
 import threading
@@ -517,6 +518,7 @@ class Program:
         self.steps = []
         self.maps = []             # per step: (value slot of the array's pointer, MapCache) of each tensor map
         self.dependent = []        # per step: launched to overlap the step before (runtime/dependent.py)
+        self.kinds = []            # per step: (its schedule's kind, its stage)
         self.choices: dict = {}    # group index -> (Schedule, where it came from)
         self.slots = (len(constants), len(self.array_args), len(launcher.result_ids), len(temp_keys))
         self.counted = False        # whether a kernel takes this stream's counter of finished blocks
@@ -563,18 +565,20 @@ class Program:
             # a kernel is launched to overlap the kernel before it in the stream (this program's,
             # or the last of whatever ran before the call: tiledsl's, CuPy's, torch's), and waits
             # for that one's end and writes at its first statement (tdsl::follow_in_stream), where
-            # its blocks still spread over the SMs so
-            self.dependent.append(overlap and self._spreads(fn, grid, launch))
+            # its blocks still spread over the SMs so (dependent.overlaps_the_kernel_before)
+            self.kinds.append((launch.schedule.kind, launch.stage))
+            self.dependent.append(overlap and self._overlaps(fn, grid, launch))
 
-    def _spreads(self, fn, grid: tuple, launch) -> bool:
-        """Whether `grid` of `fn` launched to overlap still lands on every SM (dependent.py)."""
-        from .dependent import resident_blocks_per_sm, spreads_when_overlapping
-        blocks = grid[0] * (grid[1] if len(grid) > 1 else 1) * (grid[2] if len(grid) > 2 else 1)
-        if blocks <= 1 or not hasattr(fn, "ptr"):
-            return True
-        with _cupy().cuda.Device(self.device):
-            resident = resident_blocks_per_sm(fn.ptr, launch.schedule.block, launch.shared_bytes)
-        return spreads_when_overlapping(blocks, resident, _sm_count(self.device))
+    def _overlaps(self, fn, grid: tuple, launch) -> bool:
+        """Whether `grid` of `fn` is launched to overlap the kernel before (dependent.py), from
+        the driver's residency of the compiled kernel (asked once, when the call is planned)."""
+        from .dependent import overlaps_the_kernel_before, resident_blocks_per_sm
+        resident = None
+        if hasattr(fn, "ptr"):
+            with _cupy().cuda.Device(self.device):
+                resident = resident_blocks_per_sm(fn.ptr, launch.schedule.block, launch.shared_bytes)
+        return overlaps_the_kernel_before(launch.schedule.kind, launch.stage, math.prod(grid), resident,
+                                          _sm_count(self.device))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
