@@ -8,11 +8,9 @@ TILEDSL_DEPENDENT_LAUNCH=0 and without to see what the overlap does to a row of 
     python scripts/probe_calls_in_a_row.py [names to keep]"""
 import os
 import sys
-import time
 from dataclasses import replace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cupy as cp  # noqa: E402
 
 import row_probe  # noqa: E402
 from benchmarks.common import copy_bandwidth  # noqa: E402
@@ -37,21 +35,6 @@ PROGRAMS = [
 ]
 
 
-def loop_us(case, s, calls: int = 1000) -> float:
-    k, x, out = case.kernel, case.sets[0], case.out
-    set_overrides(k._launcher, {0: s})
-    k(*x, out=out)
-    best = float("inf")
-    for _ in range(3):
-        cp.cuda.runtime.deviceSynchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            k(*x, out=out)
-        cp.cuda.runtime.deviceSynchronize()
-        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
-    return best
-
-
 def main() -> None:
     print(f"TILEDSL_DEPENDENT_LAUNCH={os.environ.get('TILEDSL_DEPENDENT_LAUNCH', '1')}")
     copy = copy_bandwidth()["gbps"]
@@ -68,11 +51,7 @@ def main() -> None:
         case.variants = row_probe.exact(case, row_probe.distinct(case.variants))
         cases.append(case)
     row_probe.time_and_report(cases, copy, label_width=11, tag_width=40)
-    print("in a row, host us a call (1000 calls on one input, best of 3):")
-    for case in cases:
-        print(f"  {case.name:20s} " + "  ".join(f"{lab} {loop_us(case, s):7.2f}" for lab, s in case.variants.items()),
-              flush=True)
-        set_overrides(case.kernel._launcher, {})
+    row_probe.report_in_a_row(cases, 1000, 20)
 
 
 if __name__ == "__main__":

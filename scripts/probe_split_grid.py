@@ -7,17 +7,13 @@ at 2^24 16-bit elements or fewer, x stays in the L2), the best of 3.
 
     python scripts/probe_split_grid.py [names to keep]"""
 import os
-import statistics
 import sys
-import time
 from dataclasses import replace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cupy as cp  # noqa: E402
 
 import row_probe  # noqa: E402
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 
 K = "kernel f"
 PROGRAMS = [(f"max f16 {e}", f"{K}(x: f16[N]) -> f16 {{ return max(x) }}", {"N": 1 << e}) for e in (20, 22, 24, 25, 26)]
@@ -28,21 +24,6 @@ PROGRAMS += [(f"max f32 {e}", f"{K}(x: f32[N]) -> f32 {{ return max(x) }}", {"N"
 PROGRAMS += [(f"sum f32 {e}", f"{K}(x: f32[N]) -> f32 {{ return sum(x) }}", {"N": 1 << e}) for e in (20, 24, 26)]
 PROGRAMS += [("max f16 odd 26", f"{K}(x: f16[N]) -> f16 {{ return max(x) }}", {"N": (1 << 26) + 3}),
              ("sum f32 rows 8", f"{K}(x: f32[M, N]) -> f32[M] {{ return sum(x, axis=N) }}", {"M": 8, "N": 1 << 22})]
-
-
-def loop_us(case, s, calls: int = 2000) -> float:
-    k, x, out = case.kernel, case.sets[0], case.out
-    set_overrides(k._launcher, {0: s})
-    k(*x, out=out)
-    best = float("inf")
-    for _ in range(3):
-        cp.cuda.runtime.deviceSynchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            k(*x, out=out)
-        cp.cuda.runtime.deviceSynchronize()
-        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
-    return best
 
 
 def main() -> None:
@@ -59,11 +40,7 @@ def main() -> None:
         case.variants = row_probe.exact(case, row_probe.distinct(v))
         cases.append(case)
     row_probe.time_and_report(cases, copy, label_width=8, tag_width=36)
-    print("loop, host us a call (2000 calls on one input, best of 3):")
-    for case in cases:
-        print(f"  {case.name:16s} " + "  ".join(f"{lab} {loop_us(case, s):6.2f}" for lab, s in case.variants.items()),
-              flush=True)
-        set_overrides(case.kernel._launcher, {})
+    row_probe.report_in_a_row(cases, 2000, 16)
 
 
 if __name__ == "__main__":

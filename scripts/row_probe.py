@@ -7,6 +7,7 @@ result) and reported as median microseconds and a ratio to copy."""
 import os
 import statistics
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -136,6 +137,32 @@ def distinct(variants: dict) -> dict:
     for label, s in variants.items():
         first_label.setdefault(s, label)
     return {label: s for s, label in first_label.items()}
+
+
+def in_a_row_us(case: RowCase, schedule, calls: int = 1000) -> float:
+    """Host microseconds a call of `calls` calls in a row of the case under `schedule` on its
+    first input set, the stream drained at the end; the best of 3 rounds."""
+    k, x, out = case.kernel, case.sets[0], case.out
+    set_overrides(k._launcher, {0: schedule})
+    k(*x, out=out)
+    best = float("inf")
+    for _ in range(3):
+        cp.cuda.runtime.deviceSynchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            k(*x, out=out)
+        cp.cuda.runtime.deviceSynchronize()
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+    return best
+
+
+def report_in_a_row(cases: list, calls: int, name_width: int = 16) -> None:
+    """Each case's variants timed `calls` calls in a row (in_a_row_us), a line a case."""
+    print(f"in a row, host us a call ({calls} calls on one input, best of 3):")
+    for case in cases:
+        times = "  ".join(f"{label} {in_a_row_us(case, s, calls):7.2f}" for label, s in case.variants.items())
+        print(f"  {case.name:{name_width}s} {times}", flush=True)
+        set_overrides(case.kernel._launcher, {})
 
 
 def time_and_report(cases: list, copy_gbps: float, rounds: int = 3, label_width: int = 14,
