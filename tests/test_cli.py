@@ -241,6 +241,21 @@ def test_emit_schedule_shows_the_groups_a_call_runs(capsys, in_repo_root):
     assert re.findall(r"^group \d+: (\w+)", many_rows, re.M) == ["reduce"]
 
 
+def test_emit_schedule_says_a_split_along_rows_is_filled_at_launch(capsys, tmp_path):
+    """A split along rows shows the rules' splits and says the launcher, on a GPU, takes as
+    many as fill every SM's room (columns.splits_filling_room); a column split says nothing."""
+    rows = tmp_path / "rows.tdsl"
+    rows.write_text("kernel f(x: f16[N]) -> f16 { return max(x) }\n")
+    cols = tmp_path / "cols.tdsl"
+    cols.write_text("kernel cm(x: f16[R, C]) -> f32[C] { return mean(x, axis=R) }\n")
+    rc, out, err = run_cli(capsys, "emit", str(rows), "--stage", "schedule", "--shape", "N=67108864")
+    assert rc == 0, err
+    assert re.search(r"\(splits=\d+ by the rules; on the GPU the launcher takes as many as fill every SM's room", out)
+    rc, out, err = run_cli(capsys, "emit", str(cols), "--stage", "schedule", "--shape", "R=65536,C=64")
+    assert rc == 0, err
+    assert "reduce_split" in out and "splits_filling_room" not in out
+
+
 def test_run_cpu(capsys, in_repo_root):
     rc, out, err = run_cli(capsys, "run", "examples/softmax.tdsl", "--shape", "M=3,N=7", "--cpu")
     assert rc == 0, err

@@ -27,7 +27,12 @@ def emit_stage(kernel, stage: str, extents: Optional[dict], arch: str, hbm_gbps:
     sources = sources_for(kernel, extents, arch=arch, hbm_gbps=hbm_gbps)
     if stage == "schedule":     # the groups a call at these sizes runs (spread where a few long rows are)
         lines = [describe([g for g, _ in groups_for(kernel.graph, extents, arch=arch)])]
-        lines += [f"kernel {s.name}: {s.schedule}" for s in sources]
+        for s in sources:
+            lines.append(f"kernel {s.name}: {s.schedule}")
+            if s.schedule.kind == "reduce_split" and s.schedule.row_threads == s.schedule.block \
+                    and not kernel.hints.directives and not s.name.endswith("_s2"):
+                lines.append(f"  (splits={s.schedule.splits} by the rules; on the GPU the launcher takes as many as "
+                             "fill every SM's room once the kernel is compiled: columns.splits_filling_room)")
         return "\n".join(lines)
     if stage == "cuda":
         return "\n".join(s.source for s in sources)
