@@ -1588,6 +1588,25 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     assert aligned.vec > 1 and "#pragma unroll 16" not in render(k.graph, g, lay, aligned, 1).source
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_row_read_element_by_element_storing_8_byte_results_unrolls_less(arch):
+    """stream_words counts 2 words for each 8-byte result stored along a row read one by one:
+    the codegen fuzz's full max over i8 [1000, 5] stored transposed in f64 beside a bf16 copy
+    (2026-12-04) spilled 20 bytes at 64 registers on sm_90a unrolled 16 deep; 4 deep it
+    does not; so an i64 result. (Rows with 4-byte results keep 16: the test above.)"""
+    src = ("kernel prop(p0: i8[1000, 5], p1: bool[1000]) -> (bf16[1000, 5], {t}[5, 1000]) {{\n"
+           "    t2 = p0.T.T\n    t3 = where((p0 < p0), p0, p0)\n    return t2, maximum(t3.T, max(t3))\n}}")
+    for t, unroll in (("f64", 4), ("i64", 4)):
+        k = tiledsl.compile(src.format(t=t))
+        [g] = partition(k.graph)
+        lay = plan_layout(g, k.graph)
+        s = default(problem(g, lay, {"1000": 1000, "5": 5}, frozenset(), 132, arch))
+        assert (s.kind, s.vec, s.items, s.unroll) == ("reduce_row", 1, 0, 0), s.tag
+        ks, _, usage = _compile(k, g, lay, s, arch)
+        assert ks.source.count(f"#pragma unroll {unroll}\n") == 2, (t, ks.source.count("#pragma unroll"))
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (t, usage)
+
+
 @pytest.mark.parametrize("name", ["softmax", "rmsnorm"])
 def test_a_looped_row_whose_length_breaks_alignment_is_peeled_to_aligned_vectors(name):
     """Rows of 131073, too long for a block to hold and streamed where clusters are not

@@ -214,7 +214,11 @@ def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
     4-byte words (the inputs over reduced dims, `vec` elements each, an element read
     alone taking a register of its own; in a row reduction read one by one or peeled, only
     the inputs that change from row to row: a weight over N comes from L1; in a full
-    reduction's one row, all of them), and whether any of them has 8-byte elements."""
+    reduction's one row, all of them), and whether any of them has 8-byte elements. A row
+    read one by one also counts 2 words for each 8-byte result it stores along the row:
+    its last phase's loop holds them as it holds the loads (an f64 result of a full max over
+    i8 [1000, 5], stored transposed beside a bf16 copy, spilled 20 bytes at 64 registers
+    on sm_90a unrolled 16 deep; the codegen fuzz, 2026-12-04)."""
     kept = set(layout.kept_loops)
     streamed = list(layout.reduced_inputs)
     if s.kind == "reduce_row" and (s.vec == 1 or s.peel) and kept:
@@ -223,6 +227,9 @@ def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
     columns = column_loop(layout) if column_vector(s, layout) > 1 else None
     words = sum(op.dtype.itemsize / 4 * s.vec if s.vec > 1 and (columns is None or columns in op.loops)
                 else max(1.0, op.dtype.itemsize / 4) * (s.vec if columns is None else 1) for op in streamed)
+    if s.kind == "reduce_row" and s.vec == 1:
+        words += sum(2.0 for op in layout.outputs
+                     if op.dtype.itemsize == 8 and set(op.loops) & set(layout.reduced_loops))
     # at least one word a row read one by one; at least half a word in any loop (a sum of a scalar
     # parameter streams nothing)
     return max(1.0 if s.kind == "reduce_row" and s.vec == 1 else 0.5, words), \
