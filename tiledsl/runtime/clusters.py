@@ -20,16 +20,23 @@ class _LaunchConfig(ctypes.Structure):      # CUlaunchConfig (cuda.h)
                 ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
 
 
+def driver_function(name: str, argtypes: list):
+    """The CUDA driver's function `name` (it returns a CUresult) through ctypes; OSError or
+    AttributeError where the driver or the function is absent."""
+    fn = getattr(ctypes.CDLL("libcuda.so.1"), name)
+    fn.restype = ctypes.c_int
+    fn.argtypes = argtypes
+    return fn
+
+
 _query = None
 
 
 def _driver_query():
     global _query
     if _query is None:
-        fn = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveClusters
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)]
-        _query = fn
+        _query = driver_function("cuOccupancyMaxActiveClusters",
+                                 [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)])
     return _query
 
 

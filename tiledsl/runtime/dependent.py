@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 from typing import Callable, Optional
 
-from .clusters import _LaunchConfig
+from .clusters import _LaunchConfig, driver_function
 
 PROGRAMMATIC_STREAM_SERIALIZATION = 6       # CUlaunchAttributeID (cuda.h)
 
@@ -33,13 +33,10 @@ def _driver_launch() -> Optional[Callable]:
     global _launch_ex
     if _launch_ex is None:
         try:
-            fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+            _launch_ex = driver_function("cuLaunchKernelEx", [ctypes.c_void_p] * 4)
         except (OSError, AttributeError):
             _launch_ex = False
             return None
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        _launch_ex = fn
     return _launch_ex or None
 
 
@@ -53,10 +50,8 @@ def resident_blocks_per_sm(function_ptr: int, block: int, shared_bytes: int) -> 
     global _occupancy
     try:
         if _occupancy is None:
-            fn = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveBlocksPerMultiprocessor
-            fn.restype = ctypes.c_int
-            fn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-            _occupancy = fn
+            _occupancy = driver_function("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                                         [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t])
         count = ctypes.c_int(0)
         if _occupancy(ctypes.byref(count), ctypes.c_void_p(function_ptr), block, shared_bytes) != 0:
             return None

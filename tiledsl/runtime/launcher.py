@@ -384,14 +384,9 @@ class Launcher:
         if s.kind != "reduce_split" or first.stage != 1 or self.kernel.hints.directives:
             return planned
         fn, _ = self._function(index, first, device, origin)
-        if not hasattr(fn, "ptr"):
-            return planned
         from ..schedule.choose import launches
         from ..schedule.columns import splits_filling_room
-        from .dependent import resident_blocks_per_sm
-        with _cupy().cuda.Device(device):
-            resident = resident_blocks_per_sm(fn.ptr, s.block, first.shared_bytes)
-        filled = splits_filling_room(p, s, resident)
+        filled = splits_filling_room(p, s, _resident_blocks(fn, first, device))
         return planned if filled == s else launches(p, filled)
 
     def _remember(self, key, program: "Program") -> None:
@@ -572,13 +567,9 @@ class Program:
     def _overlaps(self, fn, grid: tuple, launch) -> bool:
         """Whether `grid` of `fn` is launched to overlap the kernel before (dependent.py), from
         the driver's residency of the compiled kernel (asked once, when the call is planned)."""
-        from .dependent import overlaps_the_kernel_before, resident_blocks_per_sm
-        resident = None
-        if hasattr(fn, "ptr"):
-            with _cupy().cuda.Device(self.device):
-                resident = resident_blocks_per_sm(fn.ptr, launch.schedule.block, launch.shared_bytes)
-        return overlaps_the_kernel_before(launch.schedule.kind, launch.stage, math.prod(grid), resident,
-                                          _sm_count(self.device))
+        from .dependent import overlaps_the_kernel_before
+        return overlaps_the_kernel_before(launch.schedule.kind, launch.stage, math.prod(grid),
+                                          _resident_blocks(fn, launch, self.device), _sm_count(self.device))
 
     def run(self, in_ptrs: list, out_ptrs: list, scalars: list) -> None:
         values = self.constants + in_ptrs + out_ptrs
@@ -632,6 +623,16 @@ def _allocate(cupy, shape, dtype):
 
 
 _SM_COUNTS: dict[int, int] = {}
+
+
+def _resident_blocks(fn, launch, device: int) -> Optional[int]:
+    """Blocks of compiled `fn` an SM of `device` holds at once, launched as `launch` says
+    (the driver's occupancy query); None where it cannot say (or `fn` is no driver function)."""
+    if not hasattr(fn, "ptr"):
+        return None
+    from .dependent import resident_blocks_per_sm
+    with _cupy().cuda.Device(device):
+        return resident_blocks_per_sm(fn.ptr, launch.schedule.block, launch.shared_bytes)
 
 
 def _sm_count(device: int) -> int:

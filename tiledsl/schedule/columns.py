@@ -75,9 +75,9 @@ def splits_filling_room(p: Problem, s: Schedule, resident: Optional[int]) -> Sch
     (scripts/probe_split_grid.py, one call / 2000 calls in a row, us): max f16 [2^26]
     (3 blocks an SM) 132 splits 38.9 / 36.3, 396 37.6 / 35.1; sum of bf16 [2^26] (2) 38.7 /
     36.0, 264 36.8 / 34.2; sum f32 [2^26] (2) 66.9 / 64.2, 264 67.4 / 64.3; max f16 [2^24]
-    9.6 and 9.0 in a row. Other splits (columns: their tiles' own rule) are left as they are."""
-    if s.kind != "reduce_split" or resident is None or not (p.row_major() or p.rows == 1) \
-            or s.row_threads != s.block:
+    9.6 and 9.0 in a row. Other splits (a tile of columns, row_threads < block: their tiles'
+    own rule) are left as they are."""
+    if s.kind != "reduce_split" or resident is None or s.row_threads != s.block:
         return s
     splits = min(resident * p.sm_count // max(1, p.rows), max_splits(p, s.row_threads, s.vec))
     if splits < 2 or splits == s.splits:
