@@ -436,3 +436,25 @@ __all__ = ["gpu_status", "gpu_available", "device_count", "torch_cuda", "require
            "dtype_name", "shape_of", "data_ptr", "synchronize", "free_memory", "poison",
            "still_poisoned", "int_sentinel", "as_list", "result_shapes", "device_arguments",
            "check", "sample_positions", "bf16_numpy"]
+
+
+def planned_launches(kernel, overlap: str = "1") -> list:
+    """Every program `kernel`'s launchers planned (the spread one's too), each step checked:
+    launched to overlap the kernel before exactly where dependent.overlaps_the_kernel_before
+    says from the driver's residency (nowhere with TILEDSL_DEPENDENT_LAUNCH=0, `overlap`
+    "0"). Returns [(program, [(blocks, resident) of each step])]."""
+    from tiledsl.runtime.dependent import overlaps_the_kernel_before, resident_blocks_per_sm
+    from tiledsl.runtime.launcher import _sm_count
+    launchers = [kernel._launcher] + [kernel._launcher._spread_launcher] * bool(kernel._launcher._spread_launcher)
+    out = []
+    for program in [p for ln in launchers for p in ln._plans.values()]:
+        assert len(program.kinds) == len(program.steps) == len(program.dependent)
+        facts = []
+        for (fn, grid, block, _, shared), overlaps, (kind, stage) in zip(program.steps, program.dependent,
+                                                                          program.kinds):
+            blocks, resident = int(np.prod(grid)), resident_blocks_per_sm(fn.ptr, block[0], shared)
+            wanted = overlaps_the_kernel_before(kind, stage, blocks, resident, _sm_count(0))
+            assert overlaps == (overlap == "1" and wanted), (kind, stage, grid, block, resident, overlaps)
+            facts.append((blocks, resident))
+        out.append((program, facts))
+    return out

@@ -9,7 +9,7 @@ import pytest
 import tiledsl
 from tiledsl.inputs import TOLERANCE, random_arguments
 
-from gpu_helpers import check, gpu_status
+from gpu_helpers import check, gpu_status, planned_launches
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 _ok, _why = gpu_status()
@@ -439,19 +439,7 @@ def _launched_as_planned(kernel, overlap: str) -> None:
     its planned program says; each program says so where dependent.overlaps_the_kernel_before
     does from the driver's residency (a memory-bound kernel where its blocks spread; a GEMM's,
     a combining kernel), nowhere with TILEDSL_DEPENDENT_LAUNCH=0."""
-    import numpy as np
-    from tiledsl.runtime.dependent import overlaps_the_kernel_before, resident_blocks_per_sm
-    from tiledsl.runtime.launcher import _sm_count
-    launchers = [kernel._launcher] + [kernel._launcher._spread_launcher] * bool(kernel._launcher._spread_launcher)
-    programs = [p for ln in launchers for p in ln._plans.values()]
-    for program in programs:
-        assert len(program.kinds) == len(program.steps) == len(program.dependent)
-        for (fn, grid, block, _, shared), overlaps, (kind, stage) in zip(program.steps, program.dependent,
-                                                                          program.kinds):
-            resident = resident_blocks_per_sm(fn.ptr, block[0], shared)
-            wanted = overlaps_the_kernel_before(kind, stage, int(np.prod(grid)), resident, _sm_count(0))
-            assert overlaps == (overlap == "1" and wanted), (kind, stage, grid, block, resident, overlaps)
-    said = [program.dependent for program in programs]
+    said = [program.dependent for program, _ in planned_launches(kernel, overlap)]
     for call in kernel._launcher._fast.values():
         launches = call.source.count("launch(FP") + call.source.count("launch_ex(d")
         assert [f"launch_ex(d{n}.address, FP{n}," in call.source for n in range(launches)] in said, call.source

@@ -29,7 +29,7 @@ from tiledsl.inputs import relative_error
 from tiledsl.errors import (TdslArgumentError, TdslError, TdslShapeError, TdslTypeError)
 
 from gpu_helpers import (as_list, bf16_numpy, check, device_count, draw, free_memory,
-                         fresh_seed, gpu_status, host_arguments, poison, require_torch,
+                         fresh_seed, gpu_status, host_arguments, planned_launches, poison, require_torch,
                          result_shapes, sample_positions, still_poisoned, synchronize, to_device,
                          to_host)
 
@@ -2391,7 +2391,6 @@ def test_launches_overlap_the_kernel_before_only_where_their_blocks_spread(src, 
     in a row on fresh inputs, each into its own poisoned out=, every result then against
     float64."""
     import cupy as cp
-    from tiledsl.runtime.dependent import overlaps_the_kernel_before, resident_blocks_per_sm
     from tiledsl.runtime.launcher import _sm_count
     k = fresh(src)
     rng = np.random.default_rng(fresh_seed())
@@ -2404,22 +2403,14 @@ def test_launches_overlap_the_kernel_before_only_where_their_blocks_spread(src, 
         for got, want in zip(o, as_list(k.reference(*h, compute="f64"))):
             err = relative_error(got.get().astype(np.float64), want)
             assert err <= 1e-5, (n, err)
-    launchers = [k._launcher] + ([k._launcher._spread_launcher] if k._launcher._spread_launcher else [])
-    programs = [p for ln in launchers for p in ln._plans.values()]
-    assert programs
-    for program in programs:
-        for (fn, grid, block, _, shared), overlaps, (kind, stage) in zip(program.steps, program.dependent,
-                                                                          program.kinds):
-            blocks = int(np.prod(grid))
-            resident = resident_blocks_per_sm(fn.ptr, block[0], shared)
-            assert resident and overlaps == overlaps_the_kernel_before(kind, stage, blocks, resident, _sm_count(0)), \
-                (kind, stage, blocks, resident, overlaps)
-    (fn, grid, block, _, shared), overlaps = program.steps[0], program.dependent[0]
-    room = resident_blocks_per_sm(fn.ptr, block[0], shared) * _sm_count(0)
+    planned = planned_launches(k)
+    assert planned and all(resident for _, facts in planned for _, resident in facts)
+    program, [(blocks, resident), *_] = planned[-1]
+    room = resident * _sm_count(0)
     if expect == "fills":
-        assert len(program.steps) == 1 and int(np.prod(grid)) == room // extents.get("M", 1) * extents.get("M", 1)
+        assert len(program.steps) == 1 and blocks == room // extents.get("M", 1) * extents.get("M", 1)
     if expect is not None:
-        assert overlaps == (expect != "few"), (grid, room)
+        assert program.dependent[0] == (expect != "few"), (blocks, room)
 
 
 def test_splits_finished_by_their_last_block_on_two_streams_at_once():
