@@ -2315,6 +2315,40 @@ def test_many_16_bit_columns_take_a_tile_with_chunks_of_16_loads():
     assert (wide.kind, wide.vec, wide.row_threads) == ("reduce_split", 1, 1), wide.tag
 
 
+F32_COLUMN_TILES = [   # (program, extents, whether an H200 takes the tile)
+    ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=4096), True),
+    ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x * x, axis=M) }", dict(M=1 << 20, N=64), True),
+    ("kernel f(x: f32[B, C]) -> f32[C] { return mean(x, axis=B) }", dict(B=65536, C=768), True),
+    ("kernel f(x: f32[M, N]) -> (f32[N], f32[N]) { return sum(x, axis=M), max(x, axis=M) }",
+     dict(M=65537, N=1028), True),
+    # too few column tiles for 2 splits; chunks under 16 loads a thread; 4-byte integers
+    ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=2048, N=32768), False),
+    ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=1000), False),
+    ("kernel f(x: i32[M, N]) -> i64[N] { return sum(x, axis=M) }", dict(M=16384, N=4096), False)]
+
+
+@pytest.mark.parametrize("src,extents,tiled", F32_COLUMN_TILES, ids=[str(e) for _, e, _ in F32_COLUMN_TILES])
+def test_f32_columns_take_tiles_of_16_byte_vectors_where_memory_is_fast(src, extents, tiled):
+    """f32 reductions across memory on an H200's class of GPU (columns.f32_column_tile): tiles
+    of 16 vectors of 4 columns, 32 threads down each chunk, in whole waves of blocks (sum
+    16384x4096 68.7 -> 66.3 us, H200 2026-12-04); an H100's rules and an unknown GPU's keep
+    a thread a column, as do the shapes the tile does not suit. Compiled for sm_90a and
+    sm_80, the tiles do not spill."""
+    g, lay = _group(src)
+    for gbps in (4800.0, 3352.0, 0.0):
+        s = default(problem(g, lay, extents, frozenset(), 132, "sm_90a", gbps))
+        if tiled and gbps == 4800.0:
+            assert (s.kind, s.vec, s.block, s.row_threads) == ("reduce_split", 4, 512, 32), s.tag
+            assert s == column_tile_split(problem(g, lay, extents, frozenset(), 132, "sm_90a", gbps), 16, 512)
+            k = tiledsl.compile(src)
+            [gk] = partition(k.graph)
+            for arch in ARCHS:
+                _, _, usage = _compile(k, gk, plan_layout(gk, k.graph), s, arch)
+                assert usage.spill_stores == 0 and usage.local_bytes == 0, (arch, usage)
+        else:
+            assert not (s.kind == "reduce_split" and s.vec == 4 and 1 < s.row_threads < s.block), (gbps, s.tag)
+
+
 def test_a_16_bit_result_is_rounded_once_where_only_stored():
     """A cast to f16/bf16 that nothing in its kernel reads again is rounded by its store
     alone (to_storage): rounding it first cost two conversions an element (sm_90a SASS of

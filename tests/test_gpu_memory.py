@@ -1296,6 +1296,29 @@ def test_16_bit_columns_default_to_tiles_of_vectors(src, extents):
     check(k, host_arguments(k, extents), extents, "out")
 
 
+F32_COLUMN_TILE_DEFAULTS = [
+    # a part tile of columns (1025 vectors, 65 tiles of 16) and a short last chunk of rows
+    ("kernel c(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16387, N=4100)),
+    # one tile, 528 chunks; two reductions; a scalar after the reduction
+    ("kernel c(x: f32[M, N]) -> f32[N] { return mean(x, axis=M) }", dict(M=1000003, N=64)),
+    ("kernel c(x: f32[M, N]) -> (f32[N], f32[N]) { return sum(x, axis=M), max(x, axis=M) }",
+     dict(M=65537, N=1028)),
+    ("kernel c(x: f32[B, C], s: f32) -> f32[C] { return sum(x * x, axis=B) * s }", dict(B=262147, C=260))]
+
+
+@pytest.mark.parametrize("src,extents", F32_COLUMN_TILE_DEFAULTS, ids=[str(e) for _, e in F32_COLUMN_TILE_DEFAULTS])
+def test_f32_columns_default_to_tiles_where_memory_is_fast(src, extents):
+    """f32 reductions across memory on a GPU with much bandwidth per SM (an H200) run by
+    default in tiles of 16 vectors of 4 columns (columns.f32_column_tile), elsewhere a thread
+    a column: exact at tails, every element written, under the schedule the launcher plans."""
+    k, d = _default_here(src, extents)
+    tiled = (d.kind, d.vec, d.block, d.row_threads) == ("reduce_split", 4, 512, 32)
+    assert tiled == _much_bandwidth_here(), d.tag
+    check(k, host_arguments(k, extents), extents, "out")
+    ran = [program.choices[0][0] for program in k._launcher._plans.values()]
+    assert d in ran, ([s.tag for s in ran], d.tag)
+
+
 @pytest.mark.parametrize("src,extents", [
     ("kernel c(x: f16[M, N]) -> f32[N] { return sum(x * f32(idx(N)), axis=M) * f32(idx(N)) }",
      dict(M=65537, N=776)),

@@ -10,7 +10,7 @@ from .layout import column_loop
 from .partition import online_pair_alone, per_row_before_reductions, reduction_levels
 from .schedules import THREADS_PER_SM, Schedule, combine_lanes, resident_blocks
 from .problem import Problem, pow2_at_least, max_vector
-from .rows import looped_row_vector
+from .rows import looped_row_vector, much_bandwidth_per_sm
 
 
 def split_schedule(p: Problem, column_vec: int = 1, blocks_per_sm: int = 2,
@@ -187,7 +187,9 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     f32 columns keep the defaults (level, or slower in tiles). Tiles with registers for
     1024 threads take no more chunks than one wave of blocks: 8 chunks, not 9, of a batch
     norm's variance f16 16384x4096 took 50.1 us against 56.4 (H100 2026-11-27)."""
-    if not sixteen_bit_columns(p) or 8 not in column_vectors(p):
+    if column_bytes(p) == 4:
+        return f32_column_tile(p)
+    if column_bytes(p) != 2 or 8 not in column_vectors(p):
         return None
     full = tiles_fit_full_occupancy(p)
     for columns in (16, 32):
@@ -211,6 +213,33 @@ def column_tile_default(p: Problem) -> Optional[Schedule]:
     if row_blocks * splits > resident and resident // row_blocks >= 2:
         splits = resident // row_blocks
     return replace(tile, splits=splits)
+
+
+F32_TILE_LOADS = 16     # the fewest 16-byte loads a thread of an f32 column tile takes down its chunk
+
+
+def f32_column_tile(p: Problem) -> Optional[Schedule]:
+    """The default for columns of 4-byte values across memory on a GPU with much bandwidth
+    per SM (an H200): tiles of 16 vectors of 4 columns (16 bytes a thread a row), 32 threads
+    down each column's chunk, in whole waves of blocks (column_tile_split's splits); None
+    where no such tile has 2 splits, where a thread would take under F32_TILE_LOADS loads,
+    or on an H100's class of GPU, where tiles ran level or slower (H100 2026-11-27: sum f32
+    16384x4096 92.9 against 93.4 us, 1048576x64 over 122 against 107.3). H200 2026-12-04
+    (scripts/probe_f32_col_tiles.py, us, a thread a column / this tile): sum f32 16384x4096
+    68.7 / 66.3 (Triton 66.6), 8192x8192 68.4 / 66.2, 65536x1024 69.8 / 66.5, 262144x256
+    71.0 / 66.7, 1048576x128 133.1 / 124.8, 1048576x64 70.3 / 67.5, 4096x4096 22.8 / 21.5,
+    16384x1000 23.5 / 24.2 (a part tile), mean 65536x768 54.8 / 51.9, sum of squares
+    16384x4096 68.8 / 66.0; no tile at 2048x32768 and over a middle axis (64x1024x512),
+    where tiles of 32 vectors were slower (67.0 / 66.4, 37.6 / 37.0). The chunks stay those
+    of whole waves: the 16-bit rule's fewer, longer ones lost (16384x4096 68.6)."""
+    if not much_bandwidth_per_sm(p) or 4 not in column_vectors(p):
+        return None
+    if not all(op.dtype.name == "f32" for op in streamed_column_inputs(p)):
+        return None     # (4-byte integers: not measured)
+    tile = column_tile_split(p, 16, 512)
+    if tile is None or p.row_length < F32_TILE_LOADS * tile.splits * tile.row_threads:
+        return None
+    return tile
 
 
 SHORT_COLUMN_ROWS_A_LANE = (64, 96)   # a lane's rows of a short column: online pair, other reductions
@@ -316,17 +345,18 @@ def paired_columns(p: Problem) -> int:
     f16 column sums 16384x4096 54.2 / 41.3, f16 batch mean 65536x768 46.9 / 42.1, bf16
     65536x1024 56.9 / 47.4; 4 and 8 columns no better; 64 bf16 columns 66.0 / 154.6)."""
     loop = column_loop(p.layout) if not p.row_major() else None
-    if loop is None or p.loops[loop] < 512 or not sixteen_bit_columns(p):
+    if loop is None or p.loops[loop] < 512 or column_bytes(p) != 2:
         return 1
     return 2 if 2 in column_vectors(p) else 1
 
 
-def sixteen_bit_columns(p: Problem) -> bool:
-    """Whether a reduction across memory reads 16-bit values along its columns (the kept
-    loop innermost in memory), and only those, row after row (a column's own inputs, read
-    once, do not count)."""
+def column_bytes(p: Problem) -> int:
+    """The width in bytes of the values a reduction across memory reads along its columns
+    (the kept loop innermost in memory) row after row, where they all share one (a column's
+    own inputs, read once, do not count); 0 where they differ or there are none."""
     walking = streamed_column_inputs(p) if not p.row_major() else []
-    return bool(walking) and all(op.dtype.itemsize == 2 for op in walking)
+    widths = {op.dtype.itemsize for op in walking}
+    return widths.pop() if len(widths) == 1 else 0
 
 
 def streamed_column_inputs(p: Problem) -> list:
