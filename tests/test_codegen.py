@@ -2960,6 +2960,9 @@ def test_splits_along_rows_fill_every_sm_s_room_once_compiled():
         assert filled.last_block == (p.rows * combine_lanes(filled) <= filled.block)
         assert [launch.stage for launch in launches(p, filled)] == [1]
         assert splits_filling_room(p, s, None) == s
+        # the tuner times what the launcher would run at any residency of 1 to 4 blocks an SM
+        for r in range(1, 5):
+            assert splits_filling_room(p, s, r) in candidates(p), (extents, r)
     k = tiledsl.compile("kernel cm(x: f16[R, C]) -> f32[C] { return mean(x, axis=R) }")
     [g] = partition(k.graph)
     p = problem(g, plan_layout(g, k.graph), dict(R=65536, C=64), frozenset(), 132, "sm_90a")

@@ -111,9 +111,16 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     split = columns.split_schedule(p)
     if split is not None:   # the default's splits, twice as many (while chunks last) and half
         most = columns.max_splits(p, split.row_threads, split.vec)
-        for n in dict.fromkeys((split.splits, min(2 * split.splits, most), split.splits // 2)):
-            if n >= 2:
-                out.append(replace(split, splits=n))
+        # a split along rows also at each count that fills every SM's room, for 1 to 4 blocks an
+        # SM: the count the launcher gives the default once its kernel's residency is known
+        # (columns.splits_filling_room; max f16 [2^26], 3 blocks an SM: 396), which the tuner
+        # would otherwise never time, and a pinned count could lose to the untuned default
+        filling = ([k * p.sm_count // max(1, p.rows) for k in range(1, THREADS_PER_SM // split.block + 1)]
+                   if split.row_threads == split.block else [])
+        for n in dict.fromkeys((split.splits, min(2 * split.splits, most), split.splits // 2, *filling)):
+            if 2 <= n <= most:
+                cut = replace(split, splits=n)
+                out.append(replace(cut, last_block=columns.finished_by_last_block(p, cut)))
         if not p.row_major() and split.row_threads < split.block:   # a tile of columns: twice and half as tall
             out += [replace(split, row_threads=t) for t in (2 * split.row_threads, split.row_threads // 2)
                     if 1 <= t < split.block]
