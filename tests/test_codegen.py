@@ -2315,6 +2315,35 @@ def test_many_16_bit_columns_take_a_tile_with_chunks_of_16_loads():
     assert (wide.kind, wide.vec, wide.row_threads) == ("reduce_split", 1, 1), wide.tag
 
 
+RESIDUAL_NORMS = [     # a residual add returned beside its norm (and a softmax of two row inputs)
+    "kernel f(x: {t}[M, N], r: {t}[M, N], w: {w}[N], b: {w}[N]) -> ({t}[M, N], {t}[M, N]) {{\n"
+    " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}}",
+    "kernel f(x: {t}[M, N], r: {t}[M, N], w: {w}[N]) -> ({t}[M, N], {t}[M, N]) {{\n"
+    " h = x + r\n return h, h * rsqrt(mean(h * h, axis=N) + 1e-6) * w\n}}",
+    "kernel f(x: {t}[M, N], r: {t}[M, N], w: {w}[N]) -> {t}[M, N] {{\n"
+    " h = x * r + w\n e = exp(h - max(h, axis=N))\n return e / sum(e, axis=N)\n}}"]
+
+
+@pytest.mark.parametrize("hbm_gbps", [3352.0, 4800.0])
+@pytest.mark.parametrize("t,w", [("f16", "f32"), ("bf16", "f16")])
+@pytest.mark.parametrize("src", RESIDUAL_NORMS, ids=["layernorm", "rmsnorm", "softmax"])
+def test_two_16_bit_row_inputs_over_long_rows_do_not_spill(src, t, w, hbm_gbps):
+    """Two 16-bit inputs over the row held packed (a residual add and its norm): at rows of
+    36000 to 100000 a block of 1024 held 40 elements a thread, or a cluster's blocks 32, and
+    spilled 8-68 bytes at 64 registers (rows.several_packed_rows_crowd); the defaults and the
+    tuner's unrolled peeled rows (rows.peeled_weight_words) compile without spills for sm_90a."""
+    k = tiledsl.compile(src.format(t=t, w=w))
+    for extents in (dict(M=1001, N=36000), dict(M=1001, N=40003), dict(M=1001, N=40960), dict(M=67, N=50000),
+                    dict(M=67, N=100000)):
+        assert_defaults_do_not_spill(k, extents, hbm_gbps)
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(M=67, N=40003), frozenset(), 132, "sm_90a", hbm_gbps)
+    for s in [s for s in candidates(p) if s.kind == "reduce_row" and s.peel and s.unroll]:
+        _, _, usage = _compile(k, g, lay, s, "sm_90a")
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+
+
 F32_COLUMN_TILES = [   # (program, extents, whether an H200 takes the tile)
     ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=4096), True),
     ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x * x, axis=M) }", dict(M=1 << 20, N=64), True),

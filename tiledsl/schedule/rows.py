@@ -575,11 +575,40 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
     bytes, which the words budget refuses). default() says what happens where the
     share does not fit."""
     elements = items * vec
-    cap = MAX_PACKED_ROW_ELEMENTS if packed and packed_rows(p, vec) else MAX_ROW_ELEMENTS
+    packs = packed and packed_rows(p, vec)
+    cap = MAX_PACKED_ROW_ELEMENTS if packs else MAX_ROW_ELEMENTS
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
     words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
-    return (elements <= cap and elements * words <= row_register_budget(vec)
+    budget = SEVERAL_PACKED_ROWS_WORDS if packs and several_packed_rows_crowd(p, vec) else row_register_budget(vec)
+    return (elements <= cap and elements * words <= budget
             and not (vec == 1 and wide_results and elements > 8))
+
+
+# Words of a thread's share where several 16-bit inputs over the row are held packed and
+# crowd its registers (several_packed_rows_crowd).
+SEVERAL_PACKED_ROWS_WORDS = 32
+
+
+def several_packed_rows_crowd(p: Problem, vec: int) -> bool:
+    """Whether several 16-bit inputs over the row, held packed, meet (a residual add, h = x +
+    r) where their f32 values crowd the registers: a row peeled to aligned vectors (its
+    offsets), or two words of weights an element read beside them (a layernorm's f32 weight
+    and bias). A residual add and its norm at 40 elements a thread (40 words) spilled at 64
+    registers, 1024 threads (ptxas sm_90a, 2026-12-04): its layernorm with f32 weight and bias
+    16-32 bytes at rows of 36000 to 40960, its rmsnorm, layernorm and a softmax of x * r + w
+    peeled (40003) 48-68 bytes; at 32 words none. Aligned, 40 elements with 16-bit weights or
+    one f32 weight took 64 registers and did not spill."""
+    varying = row_varying_inputs(p)
+    if len(varying) < 2:
+        return False
+    weight_words = sum(op.dtype.itemsize / 4 for op in p.layout.reduced_inputs if op not in varying)
+    return peel_vector(p) > 1 or weight_words >= 2
+
+
+def row_varying_inputs(p: Problem) -> list:
+    """The inputs over the row that change from row to row (not its weights)."""
+    kept = set(p.layout.kept_loops)
+    return [op for op in p.layout.reduced_inputs if set(op.loops) & kept]
 
 
 def keeps_fit(p: Problem, items: int, vec: int) -> bool:
@@ -719,8 +748,26 @@ def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
         return []                          # keep in flight, and unrolled 8 deep ptxas spilled it)
     words, wide = stream_words(s, p.layout)
     rule = stream_unroll_rule(s, words, wide)
+    held = words + peeled_weight_words(p, s)
     return sorted({n for n in (pow2_at_most(16 / words), pow2_at_most(32 / words), rule // 2, rule // 4)
-                   if 2 <= n <= 16 and n != rule})
+                   if 2 <= n <= 16 and n != rule and n * held <= UNROLL_HELD_WORDS})
+
+
+# The most 4-byte words an explicit unroll of a peeled row may hold an iteration's loads in,
+# its weights' vectors with its rows' (a streamed row kernel runs at 64 registers at most)
+UNROLL_HELD_WORDS = 48
+
+
+def peeled_weight_words(p: Problem, s: Schedule) -> float:
+    """The 4-byte words of a peeled row's inputs over the row alone (weights) an iteration of
+    its streamed loop loads: stream_words leaves them out (they come from L1), but they take
+    registers beside the rows' vectors. 4 iterations of a residual add and its f16 layernorm
+    (67x40003; x and r 8 words an iteration, f32 w and b 16) spilled 12 bytes at 64
+    registers (sm_90a, the GPU tests' spill warnings, 2026-12-04)."""
+    if s.kind != "reduce_row" or not s.peel or s.vec == 1:
+        return 0.0
+    kept = set(p.layout.kept_loops)
+    return sum(op.dtype.itemsize / 4 * s.vec for op in p.layout.reduced_inputs if not set(op.loops) & kept)
 
 
 # Shared memory an SM gives its blocks (sm_90, sm_100: 228 KB, a block at most 227; sm_80, sm_87:
@@ -1044,6 +1091,7 @@ def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bo
 
 
 CLUSTER_I64_WORDS = 24    # words of i64 elements a cluster's thread may hold at 64 registers
+CLUSTER_SEVERAL_PACKED_WORDS = 24   # ... and of several 16-bit inputs over the row, held packed
 
 
 def cluster_share_fits(p: Problem, items: int, vec: int, threads: int, blocks: int, hoisted: bool) -> bool:
@@ -1053,7 +1101,14 @@ def cluster_share_fits(p: Problem, items: int, vec: int, threads: int, blocks: i
     than float math). `sum(abs(x) + sum(abs(x)))` over i64 [K, 64, 2], vec 2, ptxas sm_90a
     (2026-11-27), registers / bytes spilled at 5, 6, 7, 8, 9 vectors a thread: 8 blocks
     56/0, 64/0, 64/16, 64/48, 64/92 (the default at K = 1031: GPU fuzz); a block alone 40/0
-    to 63/0; f64 and f32 rows in clusters of 8 none up to 8 and 20 vectors."""
+    to 63/0; f64 and f32 rows in clusters of 8 none up to 8 and 20 vectors. Several 16-bit
+    inputs over the row, held packed (a residual add and its layernorm), take at most
+    CLUSTER_SEVERAL_PACKED_WORDS beside the exchange at any block size: at 32 words, 512
+    threads in clusters of 4 and 8, they spilled 8 bytes at 64 registers (ptxas sm_90a,
+    2026-12-04, rows of 50000 to 100000)."""
+    if blocks > 1 and packed_rows(p, vec) and several_packed_rows_crowd(p, vec):
+        words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
+        return items * vec * words <= CLUSTER_SEVERAL_PACKED_WORDS
     if blocks == 1 or threads < 1024 or not hoisted:
         return True
     if not any(op.dtype.itemsize == 8 and op.dtype.is_integer for op in p.layout.reduced_inputs):
