@@ -2324,24 +2324,23 @@ RESIDUAL_NORMS = [     # a residual add returned beside its norm (and a softmax 
     " h = x * r + w\n e = exp(h - max(h, axis=N))\n return e / sum(e, axis=N)\n}}"]
 
 
-@pytest.mark.parametrize("hbm_gbps", [3352.0, 4800.0])
 @pytest.mark.parametrize("t,w", [("f16", "f32"), ("bf16", "f16")])
 @pytest.mark.parametrize("src", RESIDUAL_NORMS, ids=["layernorm", "rmsnorm", "softmax"])
-def test_two_16_bit_row_inputs_over_long_rows_do_not_spill(src, t, w, hbm_gbps):
-    """Two 16-bit inputs over the row held packed (a residual add and its norm): at rows of
-    36000 to 100000 a block of 1024 held 40 elements a thread, or a cluster's blocks 32, and
-    spilled 8-68 bytes at 64 registers (rows.several_packed_rows_crowd); the defaults and the
-    tuner's unrolled peeled rows (rows.peeled_weight_words) compile without spills for sm_90a."""
+def test_a_peeled_row_s_unrolls_count_its_weights(src, t, w):
+    """The tuner's explicit unrolls of a peeled row (rows.stream_unrolls) count its weights'
+    vectors beside its rows' (rows.peeled_weight_words): a residual add and its f16 layernorm at
+    67 x 40003, 4 iterations deep (8 words of x and r, 16 of f32 w and b each), spilled 12 bytes
+    at 64 registers (sm_90a; the GPU tests' spill warnings, 2026-12-04). None spills now."""
     k = tiledsl.compile(src.format(t=t, w=w))
-    for extents in (dict(M=1001, N=36000), dict(M=1001, N=40003), dict(M=1001, N=40960), dict(M=67, N=50000),
-                    dict(M=67, N=100000)):
-        assert_defaults_do_not_spill(k, extents, hbm_gbps)
     [g] = partition(k.graph)
     lay = plan_layout(g, k.graph)
-    p = problem(g, lay, dict(M=67, N=40003), frozenset(), 132, "sm_90a", hbm_gbps)
-    for s in [s for s in candidates(p) if s.kind == "reduce_row" and s.peel and s.unroll]:
+    p = problem(g, lay, dict(M=67, N=40003), frozenset(), 132, "sm_90a", 4800.0)
+    unrolled = [s for s in candidates(p) if s.kind == "reduce_row" and s.peel and s.unroll]
+    for s in unrolled:
         _, _, usage = _compile(k, g, lay, s, "sm_90a")
         assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+    if w == "f32" and "c = h" in src:
+        assert not any(s.unroll == 4 for s in unrolled), [s.tag for s in unrolled]
 
 
 F32_COLUMN_TILES = [   # (program, extents, whether an H200 takes the tile)

@@ -1984,18 +1984,6 @@ def test_a_residual_add_and_its_norm_run_as_one_kernel_by_default():
             check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
-@pytest.mark.parametrize("extents", [dict(M=67, N=40003), dict(M=1001, N=40960), dict(M=67, N=50000),
-                                     dict(M=33, N=100000)], ids=lambda e: f"{e['M']}x{e['N']}")
-@pytest.mark.parametrize("n", [0, 1])
-def test_a_residual_add_and_its_norm_over_long_rows_by_default(n, extents):
-    """Rows of 40000 to 100000, where a block of 1024 held 40 elements a thread of both inputs
-    packed and spilled (16-68 bytes at 64 registers): the defaults hold fewer, alone or in a
-    cluster's blocks (rows.several_packed_rows_crowd), both results right with outputs poisoned
-    and no default spilling."""
-    k, s = _default_here(RESIDUAL_NORM_PROGRAMS[n][0], extents)
-    check(k, host_arguments(k, extents), extents, "out", label=s.tag)     # (conftest: no default spills)
-
-
 MASKED_PROGRAMS = [     # inputs read only where an index condition holds (schedule/guards.py)
     ("kernel f(s: f16[B, Q, K], scale: f32 = 0.088388, neg: f32 = -inf) -> f16[B, Q, K] {\n"
      " z = where(idx(K) <= idx(Q), s * scale, neg)\n e = exp(z - max(z, axis=K))\n return e / sum(e, axis=K)\n}",

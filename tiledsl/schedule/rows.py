@@ -575,40 +575,11 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
     bytes, which the words budget refuses). default() says what happens where the
     share does not fit."""
     elements = items * vec
-    packs = packed and packed_rows(p, vec)
-    cap = MAX_PACKED_ROW_ELEMENTS if packs else MAX_ROW_ELEMENTS
+    cap = MAX_PACKED_ROW_ELEMENTS if packed and packed_rows(p, vec) else MAX_ROW_ELEMENTS
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
     words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
-    budget = SEVERAL_PACKED_ROWS_WORDS if packs and several_packed_rows_crowd(p, vec) else row_register_budget(vec)
-    return (elements <= cap and elements * words <= budget
+    return (elements <= cap and elements * words <= row_register_budget(vec)
             and not (vec == 1 and wide_results and elements > 8))
-
-
-# Words of a thread's share where several 16-bit inputs over the row are held packed and
-# crowd its registers (several_packed_rows_crowd).
-SEVERAL_PACKED_ROWS_WORDS = 32
-
-
-def several_packed_rows_crowd(p: Problem, vec: int) -> bool:
-    """Whether several 16-bit inputs over the row, held packed, meet (a residual add, h = x +
-    r) where their f32 values crowd the registers: a row peeled to aligned vectors (its
-    offsets), or two words of weights an element read beside them (a layernorm's f32 weight
-    and bias). A residual add and its norm at 40 elements a thread (40 words) spilled at 64
-    registers, 1024 threads (ptxas sm_90a, 2026-12-04): its layernorm with f32 weight and bias
-    16-32 bytes at rows of 36000 to 40960, its rmsnorm, layernorm and a softmax of x * r + w
-    peeled (40003) 48-68 bytes; at 32 words none. Aligned, 40 elements with 16-bit weights or
-    one f32 weight took 64 registers and did not spill."""
-    varying = row_varying_inputs(p)
-    if len(varying) < 2:
-        return False
-    weight_words = sum(op.dtype.itemsize / 4 for op in p.layout.reduced_inputs if op not in varying)
-    return peel_vector(p) > 1 or weight_words >= 2
-
-
-def row_varying_inputs(p: Problem) -> list:
-    """The inputs over the row that change from row to row (not its weights)."""
-    kept = set(p.layout.kept_loops)
-    return [op for op in p.layout.reduced_inputs if set(op.loops) & kept]
 
 
 def keeps_fit(p: Problem, items: int, vec: int) -> bool:
@@ -1091,7 +1062,6 @@ def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bo
 
 
 CLUSTER_I64_WORDS = 24    # words of i64 elements a cluster's thread may hold at 64 registers
-CLUSTER_SEVERAL_PACKED_WORDS = 24   # ... and of several 16-bit inputs over the row, held packed
 
 
 def cluster_share_fits(p: Problem, items: int, vec: int, threads: int, blocks: int, hoisted: bool) -> bool:
@@ -1101,14 +1071,7 @@ def cluster_share_fits(p: Problem, items: int, vec: int, threads: int, blocks: i
     than float math). `sum(abs(x) + sum(abs(x)))` over i64 [K, 64, 2], vec 2, ptxas sm_90a
     (2026-11-27), registers / bytes spilled at 5, 6, 7, 8, 9 vectors a thread: 8 blocks
     56/0, 64/0, 64/16, 64/48, 64/92 (the default at K = 1031: GPU fuzz); a block alone 40/0
-    to 63/0; f64 and f32 rows in clusters of 8 none up to 8 and 20 vectors. Several 16-bit
-    inputs over the row, held packed (a residual add and its layernorm), take at most
-    CLUSTER_SEVERAL_PACKED_WORDS beside the exchange at any block size: at 32 words, 512
-    threads in clusters of 4 and 8, they spilled 8 bytes at 64 registers (ptxas sm_90a,
-    2026-12-04, rows of 50000 to 100000)."""
-    if blocks > 1 and packed_rows(p, vec) and several_packed_rows_crowd(p, vec):
-        words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
-        return items * vec * words <= CLUSTER_SEVERAL_PACKED_WORDS
+    to 63/0; f64 and f32 rows in clusters of 8 none up to 8 and 20 vectors."""
     if blocks == 1 or threads < 1024 or not hoisted:
         return True
     if not any(op.dtype.itemsize == 8 and op.dtype.is_integer for op in p.layout.reduced_inputs):
