@@ -313,7 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", default="sm_90a", help="GPU architecture for cubin/sass (default sm_90a)")
     p.add_argument("--hbm-gbps", type=float, default=0.0, metavar="GB/S",
                    help="the GPU's peak memory bandwidth, which some schedule rules read "
-                        "(an H100 SXM: 3352; default: unknown, the rules an H200 gets)")
+                        "(an H100 SXM: 3352, an H200: 4800; default: unknown, which the rules that "
+                        "need much bandwidth per SM read as an H100's)")
     p.set_defaults(func=cmd_emit)
 
     p = sub.add_parser("run", help="run on random inputs, check against the reference, time it",
