@@ -219,8 +219,8 @@ F32_TILE_LOADS = 16     # the fewest 16-byte loads a thread of an f32 column til
 
 
 def f32_column_tile(p: Problem) -> Optional[Schedule]:
-    """The default for columns of 4-byte values across memory on a GPU with much bandwidth
-    per SM (an H200): tiles of 16 vectors of 4 columns (16 bytes a thread a row), 32 threads
+    """The default for f32 columns across memory on a GPU with much bandwidth per SM (an
+    H200): tiles of 16 vectors of 4 columns (16 bytes a thread a row), 32 threads
     down each column's chunk, in whole waves of blocks (column_tile_split's splits); None
     where no such tile has 2 splits, where a thread would take under F32_TILE_LOADS loads,
     or on an H100's class of GPU, where tiles ran level or slower (H100 2026-11-27: sum f32
@@ -228,7 +228,7 @@ def f32_column_tile(p: Problem) -> Optional[Schedule]:
     (scripts/probe_f32_col_tiles.py, us, a thread a column / this tile): sum f32 16384x4096
     68.7 / 66.3 (Triton 66.6), 8192x8192 68.4 / 66.2, 65536x1024 69.8 / 66.5, 262144x256
     71.0 / 66.7, 1048576x128 133.1 / 124.8, 1048576x64 70.3 / 67.5, 4096x4096 22.8 / 21.5,
-    16384x1000 23.5 / 24.2 (a part tile), mean 65536x768 54.8 / 51.9, sum of squares
+    16384x1000 23.5 / 24.2 (kept: under 16 loads a thread), mean 65536x768 54.8 / 51.9, sum of squares
     16384x4096 68.8 / 66.0; no tile at 2048x32768 and over a middle axis (64x1024x512),
     where tiles of 32 vectors were slower (67.0 / 66.4, 37.6 / 37.0). The chunks stay those
     of whole waves: the 16-bit rule's fewer, longer ones lost (16384x4096 68.6)."""
