@@ -2,8 +2,9 @@
 hold 40 elements a thread of both packed inputs at 1024 threads, or 32 in a cluster's blocks,
 and spill 8-68 bytes at 64 registers (ptxas sm_90a); timed beside the shares that do not spill
 (24 or 16 elements a thread in clusters of 4 or 8, the tuner's candidates). H200 2026-12-04: the
-spilling defaults were 5-18% faster, so they stay. Each checked against float64 first; three
-interleaved rounds, median us.
+spilling defaults were 5-18% faster, so they stay (that run took the spill-free shares from a
+rule since taken back, 4b4cea0; this form pins the same shares among the tuner's candidates and
+has not run on a GPU). Each checked against float64 first; three interleaved rounds, median us.
 
     python scripts/probe_residual_rows.py [names to keep]
 """
