@@ -115,8 +115,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         # SM: the count the launcher gives the default once its kernel's residency is known
         # (columns.splits_filling_room; max f16 [2^26], 3 blocks an SM: 396), which the tuner
         # would otherwise never time, and a pinned count could lose to the untuned default
-        filling = ([k * p.sm_count // max(1, p.rows) for k in range(1, THREADS_PER_SM // split.block + 1)]
-                   if split.row_threads == split.block else [])
+        filling = [columns.splits_filling_room(p, split, k).splits for k in range(1, THREADS_PER_SM // split.block + 1)]
         for n in dict.fromkeys((split.splits, min(2 * split.splits, most), split.splits // 2, *filling)):
             if 2 <= n <= most:
                 cut = replace(split, splits=n)

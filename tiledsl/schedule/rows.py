@@ -737,7 +737,7 @@ def peeled_weight_words(p: Problem, s: Schedule) -> float:
     registers (sm_90a, the GPU tests' spill warnings, 2026-12-04)."""
     if s.kind != "reduce_row" or not s.peel or s.vec == 1:
         return 0.0
-    return sum(op.dtype.itemsize / 4 * s.vec for op in p.layout.weight_inputs)
+    return sum(operand_words(op, s.vec) * s.vec for op in p.layout.weight_inputs)
 
 
 # Shared memory an SM gives its blocks (sm_90, sm_100: 228 KB, a block at most 227; sm_80, sm_87:
