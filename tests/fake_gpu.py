@@ -126,9 +126,17 @@ class FakeLauncher:
         self.tuning_db = None
         self.fail_tags = set(fail_tags)
         self.calls = 0
+        self.resident = None        # blocks an SM the pretend driver holds (launched_default)
         self._results: dict = {}
         self._labels = None
         self._search_space = search_space
+
+    def launched_default(self, index, p, device):
+        """What an untuned call would run: the rules' default, a split along rows filling
+        `self.resident` blocks an SM's room where set (Launcher.launched_default)."""
+        from tiledsl.schedule.choose import default
+        from tiledsl.schedule.columns import splits_filling_room
+        return splits_filling_room(p, default(p, self.kernel.hints), self.resident)
 
     def label(self, extents) -> str:
         """The config labels of the schedules this call runs, '+'-joined per group."""

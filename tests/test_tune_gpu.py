@@ -156,3 +156,26 @@ def test_kernel_autotune_from_python_installs_the_winners():
     assert report.extents == dict(M=256, K=128, N=384)
     assert k._launcher.overrides == report.winners and report.groups[0].winner is not None
     _assert_correct_after(k, report.extents)
+
+
+def test_the_default_timed_is_the_one_an_untuned_call_launches(monkeypatch):
+    """max f16 [2^26]: an untuned call runs its split along rows at the count filling every
+    SM's room once compiled (396 on an H100 or H200, not the rules' 132); the tuner's default
+    is that schedule, timed, and a winner other than it beat it side by side."""
+    import cupy
+    monkeypatch.setenv("TILEDSL_TUNING_DB", "off")
+    src = "kernel f(x: f16[N]) -> f16 { return max(x) }"
+    ext = dict(N=1 << 26)
+    x = cupy.asarray(np.random.default_rng().standard_normal(ext["N"]).astype(np.float16))
+    k = tiledsl.compile(src)
+    k(x)
+    [(launched, origin)] = next(iter(k._launcher._plans.values())).choices.values()
+    assert origin == "default" and launched.kind == "reduce_split"
+    report = autotune(tiledsl.compile(src), ext, db=False, max_candidates=12)
+    [g] = report.groups
+    print(report.table())
+    assert g.default == launched
+    [base] = [c for c in g.candidates if c.is_default]
+    assert base.schedule == launched and base.status == "timed" and report.default_seconds == base.median
+    assert [c.schedule for c in g.candidates].count(launched) == 1
+    assert g.winner is base or g.choice.side_by_side, g.choice.reason

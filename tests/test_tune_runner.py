@@ -314,3 +314,29 @@ def test_the_search_space_centres_on_the_default_this_gpus_bandwidth_picks(gpu, 
     report = autotune(_kernel(layernorm), ext, max_candidates=1, db=False)
     [g] = report.groups
     assert g.default.tag.endswith("_nh_r40_x32") and g.winner is not None and g.winner.is_default
+
+
+def test_the_default_is_timed_at_the_splits_an_untuned_call_launches(gpu):
+    """A split along rows that an untuned call cuts, once compiled, into the splits filling
+    every SM's room (Launcher.launched_default; 2 blocks of 512 an SM here: 264) is timed as
+    the default at that count, once: the candidate of that count becomes the default, the
+    rules' count (132) is gone from the search, and the tuned time is compared with it."""
+    from tiledsl.schedule.columns import splits_filling_room
+    src = "kernel f(x: f32[N]) -> f32 { return max(x) }"
+    ext = dict(N=1 << 23)
+    plain = autotune(_kernel(src), ext, db=False)
+    [g] = plain.groups
+    assert g.default.kind == "reduce_split" and g.default.splits == 132 and g.candidates[0].is_default
+    k = _kernel(src)
+    k._launcher.resident = 2
+    report = autotune(k, ext, db=False)
+    [g] = report.groups
+    want = splits_filling_room(g.problem, plain.groups[0].default, 2)
+    assert want.splits == 264 and g.default == want
+    defaults = [c for c in g.candidates if c.is_default]
+    assert defaults == [g.candidates[0]] and defaults[0].schedule == want and defaults[0].status == "timed"
+    assert defaults[0].tag == config_label(want) and "_sp264" in defaults[0].tag
+    assert [c.schedule for c in g.candidates].count(want) == 1
+    assert plain.groups[0].default not in [c.schedule for c in g.candidates]
+    assert len(g.candidates) == len(plain.groups[0].candidates) - 1
+    assert report.default_seconds == defaults[0].median

@@ -389,6 +389,13 @@ class Launcher:
         filled = splits_filling_room(p, s, _resident_blocks(fn, first, device))
         return planned if filled == s else launches(p, filled)
 
+    def launched_default(self, index: int, p, device: int):
+        """The schedule an untuned call runs for group `index` of problem `p` on `device`: the
+        rules' default, a split along rows cut once compiled into the splits that fill every
+        SM's room (_splits_filling_room). The tuner times its default at this schedule."""
+        planned = plan(p, self.kernel.hints)
+        return self._splits_filling_room(index, p, planned, device, "default")[0].schedule
+
     def _remember(self, key, program: "Program") -> None:
         if len(self._plans) > 256:
             self._plans.clear()

@@ -19,6 +19,7 @@ import warnings
 from typing import Optional
 
 from ..errors import TdslError, TdslRuntimeError
+from ..schedule.choose import launches
 from .db import dtypes_text, kernel_fingerprint, make_record, open_db, resolve_db_path
 from .compile import Compilation
 from .progress import Progress
@@ -26,7 +27,7 @@ from .report import TuneReport
 from .roofline import peak_for, work
 from .safety import corrupt, fault_tag
 from .select import Timed, choose, confirm, relative_spread
-from .space import MAX_CANDIDATES, Candidate, DeviceLimits, runs_spread_note, search_space
+from .space import MAX_CANDIDATES, Candidate, DeviceLimits, runs_spread_note, search_space, unique_labels
 from .workload import Workload
 
 
@@ -155,6 +156,7 @@ class _Tuner:
             report.compiled_now, report.from_cache = comp.compiled, comp.cached
             report.stopped_by_budget = any(c.status == "skipped" for g in self.spaces for c in g.candidates)
             report.copy_bandwidth = copy_bandwidth(self.device)
+            self._launched_defaults()
             prog.set_phase("timing")
             self.load.upload()
             self._spin_up()
@@ -174,6 +176,31 @@ class _Tuner:
         self._store()
         report.seconds = time.monotonic() - self.start
         return report
+
+    def _launched_defaults(self) -> None:
+        """Each group's default made what an untuned call launches (Launcher.launched_default):
+        a split along rows runs, once compiled, as many splits as fill every SM's room, not
+        the rules' count search_space starts from, so the default is timed (and beaten, or
+        not) at that count. Where a candidate already has that schedule (compiled, since the
+        filling counts are among the candidates) it becomes the default and the rules'
+        count is dropped; else the default candidate takes the schedule."""
+        for g in self.spaces:
+            try:
+                launched = self.launcher.launched_default(g.index, g.problem, self.device)
+            except Exception:   # noqa: BLE001 - a default that cannot compile is reported when it is timed
+                continue
+            if launched == g.default:
+                continue
+            base = next(c for c in g.candidates if c.is_default)
+            same = next((c for c in g.candidates if c.schedule == launched), None)
+            if same is None:        # (its kernel text the same but where the last block's finish flips)
+                base.schedule, same = launched, base
+                base.stages = tuple(launch.stage for launch in launches(g.problem, launched))
+            else:
+                same.is_default = True
+            g.candidates = [same] + [c for c in g.candidates if c is not same and c is not base]
+            g.default = launched
+            unique_labels(g.candidates)
 
     def _from_database(self) -> bool:
         db = open_db(self.db_path)

@@ -144,7 +144,7 @@ def search_space(kernel, extents: dict, *, sm_count: int = 132, limits: DeviceLi
         ordered = [base] + [s for s in dict.fromkeys(found) if s != base]
         cands = [Candidate(group.index, s, is_default=(k == 0))
                  for k, s in enumerate(ordered[:max(1, max_candidates)])]
-        _unique_labels(cands)
+        unique_labels(cands)
         for c in cands:
             why = static_problem(p, c.schedule, limits)
             if why:
@@ -169,7 +169,7 @@ def config_label(s: Schedule) -> str:
     return s.tag + extra
 
 
-def _unique_labels(cands: list) -> None:
+def unique_labels(cands: list) -> None:
     """Labels are names in tables, the database and the tie-break: make sure
     no two candidates share one (a hash of the fields settles a collision)."""
     import hashlib

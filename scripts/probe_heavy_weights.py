@@ -1,0 +1,39 @@
+"""Probe (device run): long 16-bit rows whose length breaks 16-byte alignment and whose weights
+over N are heavier than the row (f32 weight and bias beside f16 rows: peel_weights_fit says no),
+so the default reads them element by element and looped (the layernorm of x + r at 1001x40003:
+0.36x copy, H200 2026-12-04). Each case's default beside the six fastest of the tuner's
+candidates (all compiled in parallel, timed once, checked against float64 in rank order), then
+three interleaved rounds, median us and the ratio to copy.
+
+    python scripts/probe_heavy_weights.py [names to keep]
+"""
+import os
+import sys
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import row_probe  # noqa: E402
+
+LN = open("examples/layernorm.tdsl").read()
+LN_RES = ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
+          " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}")
+RMS32 = ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
+         "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }")
+CASES = [("layernorm 4097", LN, {"M": 16384, "N": 4097}),
+         ("layernorm 8193", LN, {"M": 8192, "N": 8193}),
+         ("layernorm 12001", LN, {"M": 4096, "N": 12001}),
+         ("layernorm 20001", LN, {"M": 4096, "N": 20001}),
+         ("layernorm 40001", LN, {"M": 2048, "N": 40001}),
+         ("residual layernorm 8193", LN_RES, {"M": 4096, "N": 8193}),
+         ("residual layernorm 40003", LN_RES, {"M": 1001, "N": 40003}),
+         ("residual layernorm 40960", LN_RES, {"M": 1001, "N": 40960}),
+         ("rmsnorm f32w 20001", RMS32, {"M": 4096, "N": 20001})]
+
+
+def variants(case, d) -> dict:
+    _, fastest = row_probe.fastest_candidates(case, 6)
+    return {"default": d, **{f"cand {n}": s for n, s in enumerate(fastest)}}
+
+
+if __name__ == "__main__":
+    row_probe.run(CASES, variants, label_width=8)
