@@ -17,7 +17,7 @@ import tiledsl
 from hypothesis import strategies as st
 from tiledsl.errors import TdslError
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
-from tiledsl.schedule.choose import candidates, default
+from tiledsl.schedule.choose import candidates, default, fits
 from tiledsl.schedule.problem import problem
 from tiledsl.schedule.columns import column_tile_split
 from tiledsl.schedule.layout import plan_layout
@@ -526,6 +526,9 @@ def test_vectors_straddling_rows_walked_in_runs_of_rows_run_right_on_the_host(la
 
 
 PER_PROGRAM = 20       # candidates a program, spread over its space (CI time: ~1 s a compile)
+# A row reduction's candidate whose rows times threads a row pass this (fibers: a switch at every
+# barrier) runs at fewer kept rows (_host_extents): a block of 1024 threads a column of 1032 took 36 s in CI.
+HOST_THREADS = 1 << 17
 
 
 def _problem(src: str, extents: dict):
@@ -535,10 +538,32 @@ def _problem(src: str, extents: dict):
     return k, problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
 
 
+def _host_rows(p, s) -> int:
+    """Kept rows times the threads each takes: what a row reduction's run on the host costs
+    (a fiber a thread, a switch at every barrier), however its grid is laid out."""
+    return int(np.prod([p.loops[l] for l in p.layout.kept_loops])) * s.row_threads
+
+
+def _host_extents(src: str, extents: dict, s) -> dict:
+    """Where row reduction `s`, a block a row, would cost more than HOST_THREADS (_host_rows),
+    the extents with its largest kept dim cut to 64 plus its remainder mod 64 (every vector's
+    and tile's remainder kept; more rows of a block each only repeat the same arithmetic), if
+    `s` still fits there; else `extents`."""
+    k, p = _problem(src, extents)
+    if s.kind != "reduce_row" or s.row_threads != s.block or _host_rows(p, s) <= HOST_THREADS:
+        return extents
+    kept = [d for d in extents if d not in p.group.axes and extents[d] > 128]
+    if not kept:
+        return extents
+    dim = max(kept, key=lambda d: extents[d])
+    cut = {**extents, dim: 64 + extents[dim] % 64}
+    return cut if not fits(_problem(src, cut)[1], s) else extents
+
+
 def _candidates():
     """Up to PER_PROGRAM candidates of each program above, evenly spread over the
     distinct kernels of its space (register budgets and explicit unrolls aside:
-    they change no index arithmetic)."""
+    they change no index arithmetic), each with the extents it runs at on the host."""
     for label, src, extents in PROGRAMS:
         k, p = _problem(src, extents)
         distinct = {}
@@ -549,7 +574,7 @@ def _candidates():
         picked = list(distinct.values())
         step = max(1, -(-len(picked) // PER_PROGRAM))
         for s in picked[::step]:
-            yield pytest.param(label, src, extents, s, id=f"{label}-{s.tag}-sp{s.splits}")
+            yield pytest.param(label, src, _host_extents(src, extents, s), s, id=f"{label}-{s.tag}-sp{s.splits}")
 
 
 @pytest.mark.parametrize("label,src,extents,schedule", list(_candidates()))
