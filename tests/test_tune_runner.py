@@ -320,16 +320,17 @@ def test_the_default_is_timed_at_the_splits_an_untuned_call_launches(gpu):
     """A split along rows that an untuned call cuts, once compiled, into the splits filling
     every SM's room (Launcher.launched_default; 2 blocks of 512 an SM here: 264) is timed as
     the default at that count, once: the candidate of that count becomes the default, the
-    rules' count (132) is gone from the search, and the tuned time is compared with it."""
+    rules' count (132) is gone from the search, and the tuned time is compared with it; a
+    database that stored it answers with it as the default."""
     from tiledsl.schedule.columns import splits_filling_room
     src = "kernel f(x: f32[N]) -> f32 { return max(x) }"
     ext = dict(N=1 << 23)
     plain = autotune(_kernel(src), ext, db=False)
     [g] = plain.groups
     assert g.default.kind == "reduce_split" and g.default.splits == 132 and g.candidates[0].is_default
-    k = _kernel(src)
+    k = _kernel(src, cost=lambda tag: 1e-4 if "_sp264" in tag else 2e-4)    # the launched count fastest
     k._launcher.resident = 2
-    report = autotune(k, ext, db=False)
+    report = autotune(k, ext)
     [g] = report.groups
     want = splits_filling_room(g.problem, plain.groups[0].default, 2)
     assert want.splits == 264 and g.default == want
@@ -340,3 +341,6 @@ def test_the_default_is_timed_at_the_splits_an_untuned_call_launches(gpu):
     assert plain.groups[0].default not in [c.schedule for c in g.candidates]
     assert len(g.candidates) == len(plain.groups[0].candidates) - 1
     assert report.default_seconds == defaults[0].median
+    assert g.winner is defaults[0] and report.stored
+    again = autotune(k, ext)        # a warm database's answer is still called the default
+    assert again.origin == "database" and again.groups[0].winner.is_default

@@ -185,10 +185,7 @@ class _Tuner:
         filling counts are among the candidates) it becomes the default and the rules'
         count is dropped; else the default candidate takes the schedule."""
         for g in self.spaces:
-            try:
-                launched = self.launcher.launched_default(g.index, g.problem, self.device)
-            except Exception:   # noqa: BLE001 - a default that cannot compile is reported when it is timed
-                continue
+            launched = self._launched_default(g)
             if launched == g.default:
                 continue
             base = next(c for c in g.candidates if c.is_default)
@@ -202,6 +199,14 @@ class _Tuner:
             g.default = launched
             unique_labels(g.candidates)
 
+    def _launched_default(self, g):
+        """Group space `g`'s schedule as an untuned call launches it, or the rules' default
+        where that cannot be said (a default that cannot compile is reported when timed)."""
+        try:
+            return self.launcher.launched_default(g.index, g.problem, self.device)
+        except Exception:   # noqa: BLE001 - CUDA and compile errors come in many types
+            return g.default
+
     def _from_database(self) -> bool:
         db = open_db(self.db_path)
         found = []
@@ -212,8 +217,8 @@ class _Tuner:
                 return False
             found.append(hit)
         for g, (schedule, record, _) in zip(self.spaces, found):
-            c = Candidate(g.index, schedule, is_default=(schedule == g.default), status="timed",
-                          median=record.get("seconds"))
+            c = Candidate(g.index, schedule, is_default=schedule in (g.default, self._launched_default(g)),
+                          status="timed", median=record.get("seconds"))
             g.candidates, g.winner, g.origin = [c], c, "database"
         self.report.origin = "database"
         return True
