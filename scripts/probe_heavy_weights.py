@@ -3,7 +3,9 @@ over N are heavier than the row (f32 weight and bias beside f16 rows: peel_weigh
 so the default reads them element by element and looped (the layernorm of x + r at 1001x40003:
 0.36x copy, H200 2026-12-04). Each case's default beside the six fastest of the tuner's
 candidates (all compiled in parallel, timed once, checked against float64 in rank order), then
-three interleaved rounds, median us and the ratio to copy.
+three interleaved rounds, median us and the ratio to copy. The candidates include peeled rows
+with their weights gathered a lane at a time (_pe) and read in vectors shifted by each row's
+head (_pe_sw, Schedule.shift: written 2026-12-04 with no GPU lent, not yet timed).
 
     python scripts/probe_heavy_weights.py [names to keep]
 """

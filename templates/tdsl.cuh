@@ -625,6 +625,48 @@ __device__ __forceinline__ Vec<T, N> load(const T* __restrict__ p) {
     TDSL_ALIGNED(p, sizeof(Vec<T, N>));
     return *reinterpret_cast<const Vec<T, N>*>(p);
 }
+// f(Index<I>()) for I = First .. End - 1, each I a constant: loops unrolled whatever the
+// compiler's budget (an array indexed in a loop it left rolled went to local memory).
+template <int I> struct Index { static constexpr int value = I; };
+template <int First, int End, class F>
+__device__ __forceinline__ void each_index(F&& f) {
+    if constexpr (First < End) {
+        f(Index<First>());
+        each_index<First + 1, End>(f);
+    }
+}
+
+// Lanes s .. s + N - 1 of the 2N 4-byte values from p (16-byte aligned), 0 <= s < N and the same
+// across the block: a peeled row's weight over the row (Schedule.shift), whose lanes move with the
+// row's head, read in 16-byte pieces and shifted by the head in registers, where gathered a lane
+// at a time each lane was a load. The shift is a barrel of masks (a LOP3 a word and stage) at
+// constant indices only. A piece of the second N is read only where a lane takes from it, so
+// every piece read starts inside the weight.
+template <int N, class T>
+__device__ __forceinline__ Vec<T, N> load_shifted(const T* __restrict__ p, int s) {
+    static_assert(sizeof(T) == 4 && N % 4 == 0 && N <= 16, "16-byte pieces of 4-byte values");
+    unsigned w[2 * N];
+    each_index<0, N / 2>([&](auto q) {
+        constexpr int Q = decltype(q)::value;
+        Vec<T, 4> piece = {};
+        if (Q < N / 4 || s > 4 * (Q - N / 4)) piece = load<T, 4>(p + 4 * Q);
+        memcpy(&w[4 * Q], &piece, 16);
+    });
+    each_index<0, 4>([&](auto k) {
+        constexpr int B = 1 << decltype(k)::value;
+        if constexpr (B < N) {
+            const unsigned m = 0u - ((unsigned)(s / B) & 1u);     // all ones where this stage shifts
+            each_index<0, 2 * N - B>([&](auto i) {
+                constexpr int I = decltype(i)::value;
+                w[I] = (w[I + B] & m) | (w[I] & ~m);
+            });
+        }
+    });
+    Vec<T, N> out;
+    memcpy(&out, w, sizeof(out));
+    return out;
+}
+
 template <class T, int N>
 __device__ __forceinline__ void store(T* __restrict__ p, const Vec<T, N>& v) {
     TDSL_ALIGNED(p, sizeof(Vec<T, N>));

@@ -3026,3 +3026,60 @@ def test_splits_of_lengths_that_break_the_vectors_are_peeled(arch):
         assert "(blockIdx.y == 0 ? ragged : 0)" in ks.source
     with pytest.raises(TdslError, match="peeled"):
         Schedule("reduce_split", block=256, vec=4, items=0, row_threads=32, splits=8, peel=True)
+
+
+RESIDUAL_LAYERNORM = ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
+                      " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}")
+RMSNORM_F32 = "kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }"
+SHIFTED_WEIGHTS = [     # peeled rows with 4-byte weights: f16 rows (vectors of 8), f32 rows (vectors of 4)
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=1001, N=40003)),
+    (RESIDUAL_LAYERNORM, dict(M=67, N=40003)),
+    (RMSNORM_F32, dict(M=64, N=8193))]
+
+
+def _sass_loads(cubin) -> dict:
+    """Global load instructions by width in a cubin's SASS: {'LDG.E': n, 'LDG.E.128': n, ...}."""
+    ops = [op.replace(".CONSTANT", "") for op in re.findall(r"\b(LDG\.E[.A-Z0-9]*)", toolchain.sass(cubin))]
+    return {op: ops.count(op) for op in set(ops)}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("src,extents", SHIFTED_WEIGHTS, ids=["layernorm", "residual layernorm", "rmsnorm f32"])
+def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, extents, arch):
+    """Schedule.shift: the tuner offers every peeled row with its 4-byte weights over the row read
+    in 16-byte vectors from their aligned start and shifted by the row's head in registers
+    (tdsl::load_shifted), not gathered a lane at a time. Each compiles without spills or local
+    memory where its gathered twin does (the shift indexes registers at constants only; a looped
+    row unrolled so that 48 words are in flight), its weights' scalar loads gone but the head's
+    and tail's: fewer 4-byte loads than gathered, and fewer for each 16-byte one. Weights of 16 bits
+    and unpeeled rows are refused the shift."""
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, extents, frozenset(), 132, arch, 4800.0)
+    found = candidates(p)
+    peeled = [s for s in found if s.peel and not s.shift and not s.unroll]   # (shifted: fewer unrolls fit)
+    assert peeled and all(replace(s, shift=True) in found for s in peeled), [s.tag for s in peeled]
+    picks = [s for s in peeled if not s.shared_row and s.cluster == 1]
+    assert {s.items > 0 for s in picks} == {True, False}, [s.tag for s in picks]    # looped and held
+    for s in picks:
+        shifted = replace(s, shift=True)
+        assert fits(p, shifted) == "" and shifted.tag.endswith("_pe_sw_x32")
+        ks, compiled, usage = _compile(k, g, lay, shifted, arch)
+        assert "tdsl::load_shifted<" in ks.source
+        _, gathered, was = _compile(k, g, lay, s, arch)
+        # (a residual add's 40 packed elements a thread spill either way; sm_80's ptxas spills the
+        # shifted f16 layernorm held 40 a thread at 1024 threads, a candidate the tuner then prunes)
+        if not was.spill_stores and (arch == "sm_90a" or not s.items):
+            assert usage.spill_stores == 0 and usage.local_bytes == 0, (shifted.tag, usage)
+        before, after = _sass_loads(gathered.cubin), _sass_loads(compiled.cubin)
+        assert after["LDG.E"] < before["LDG.E"], (s.tag, before, after)
+        assert after["LDG.E"] / after["LDG.E.128"] < before["LDG.E"] / before["LDG.E.128"], (s.tag, before, after)
+    sixteen = tiledsl.compile((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"))
+    [g16] = partition(sixteen.graph)
+    p16 = problem(g16, plan_layout(g16, sixteen.graph), extents, frozenset(), 132, arch, 4800.0)
+    peeled16 = [s for s in candidates(p16) if s.peel]
+    assert peeled16 and not any(s.shift for s in peeled16)
+    assert "4-byte weights" in fits(p16, replace(peeled16[0], shift=True))
+    with pytest.raises(TdslError, match="shift"):
+        replace(picks[0], peel=False, shift=True)

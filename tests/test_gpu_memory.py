@@ -2459,3 +2459,38 @@ def test_splits_finished_by_their_last_block_on_two_streams_at_once():
     for got_sum, want_sum, got_max, want_max in calls:
         assert int(got_sum) == want_sum and float(got_max) == want_max
     assert len(_DONE_COUNTERS) >= 2 and all(int(a.get()[0]) == 0 for a, _ in _DONE_COUNTERS.values())
+
+
+SHIFTED_WEIGHT_CASES = [    # peeled rows with 4-byte weights, every head among their rows
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=37, N=4099)),
+    ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
+     " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}",
+     dict(M=67, N=40003)),
+    ("kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }",
+     dict(M=33, N=8193))]
+
+
+def _shifted_weight_candidates():
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.layout import plan_layout
+    from tiledsl.schedule.partition import partition
+    from tiledsl.schedule.problem import problem
+    for src, extents in SHIFTED_WEIGHT_CASES:
+        k = tiledsl.compile(src)
+        [g] = partition(k.graph)
+        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 132, "sm_90a", 4800.0)
+        for s in candidates(p, k.hints):
+            if s.shift:
+                yield pytest.param(src, extents, s, id=f"{'x'.join(map(str, extents.values()))}-{s.tag}")
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_shifted_weight_candidates()))
+def test_weights_shifted_by_each_row_s_head(src, extents, schedule):
+    """Every candidate reading a peeled row's 4-byte weights in vectors shifted by the row's head
+    (Schedule.shift: looped, held, in shared memory, a cluster's) exact, every element written."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    k = fresh(src)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    check(k, host_arguments(k, extents), extents, "out")

@@ -810,3 +810,23 @@ def test_a_split_finished_by_its_last_block_on_the_host(src, extents):
     for last in (True, False):
         got = host_cuda.run_on_host(k, extents, args, schedules=replace(s, last_block=last))[0]
         assert relative_error(got, want) <= TOLERANCE[dtype], (s.tag, last)
+
+
+_RESIDUAL_LAYERNORM = ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
+                       " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}")
+SHIFTED_WEIGHT_PROGRAMS = [   # rows whose starts take every head: 9 rows of 2053 (5 mod 8), 5 of 2051 (3 mod 4)
+    ("layernorm f16, f32 weights", _LAYERNORM, dict(M=9, N=2053)),
+    ("residual layernorm", _RESIDUAL_LAYERNORM, dict(M=9, N=2053)),
+    ("rmsnorm f32", _RMSNORM.replace("f16", "f32"), dict(M=5, N=2051))]
+
+
+@pytest.mark.parametrize("label,src,extents", SHIFTED_WEIGHT_PROGRAMS, ids=[c[0] for c in SHIFTED_WEIGHT_PROGRAMS])
+def test_weights_shifted_by_each_row_s_head_run_right_on_the_host(label, src, extents):
+    """Every kernel the tuner offers with a peeled row's 4-byte weights read in vectors and
+    shifted by the row's head (Schedule.shift; looped, held, copied into shared memory, unrolls
+    aside) against the float64 reference, outputs poisoned: rows starting at each head."""
+    k, p = _problem(src, extents)
+    shifted = {replace(s.code, unroll=0): s for s in candidates(p, k.hints) if s.shift and s.cluster == 1}
+    assert {s.items > 0 for s in shifted.values()} == {True, False}, [s.tag for s in shifted.values()]
+    for s in shifted.values():
+        _check(k, extents, s)

@@ -21,7 +21,7 @@ from ..ir.graph import Graph, Value, reaches
 from ..resources import resource_dir
 from ..schedule.guards import deciding_lane, load_guards
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
-                               over_every_loop, peeled_operands, row_major)
+                               over_every_loop, peeled_operands, row_major, shifted_weights)
 from ..schedule.partition import Group, online_pair_alone, online_pairs, reduction_levels
 from ..schedule.schedules import (COSTLY_OPS, Schedule, column_vector, branchless_elements,
                                   resident_blocks, ring_refusal, shared_row_operand_refusal, stream_unroll_rule,
@@ -214,6 +214,7 @@ class _Renderer(PointwiseRendering):
         self.reciprocal: set[int] = set()   # row values that element values divide by (reduce())
         self.column_tiles = False           # a split reduction across memory, a tile of columns (reduce())
         self.gathered: set[int] = set()     # id()s of a peeled row's operands read lane by lane (reduce())
+        self.shifted: set[int] = set()      # ... and of its weights read in vectors shifted by its head (Schedule.shift)
         self.flat_offset = ""               # a full operand's offset in a flat walk (pointwise())
         self.lane_held: dict[int, Value] = {}   # a vector of columns' values held a lane each (reduce())
         self.once: set[int] = set()         # id()s of inputs loaded once for all items (pointwise outer)
@@ -278,6 +279,8 @@ class _Renderer(PointwiseRendering):
             return "vec" if over_every_loop(self.layout, op) else "lanes" if op.loops else "bcast"
         if self.vec == 1 or self.inner not in op.loops:
             return "bcast" if self.inner not in op.loops else "vec"
+        if id(op) in self.shifted:
+            return "shifted"
         return "vec" if op.loops[-1] == self.inner and id(op) not in self.gathered else "strided"
 
     @contextlib.contextmanager
@@ -314,6 +317,9 @@ class _Renderer(PointwiseRendering):
                      f"{buf}{k}[{slot}] = tdsl::load<{S}, {V}>(in{k} + {at(self.offset(op))});"]
         elif mode == "bcast":
             return [f"{buf}{k}[{slot}] = in{k}[{self.offset(op)}];"]
+        elif mode == "shifted":     # from the vector at the row's position less its head, shifted by the head
+            base = self.offset(op, {self.inner: f"(c{self.inner} - head)"})
+            return [f"{buf}{k}[{slot}] = tdsl::load_shifted<{V}>(in{k} + {base}, (int)head);"]
         elif mode == "lanes":       # each lane's element at its own coordinates (lane_coords)
             off = at(self.offset(op, {l: f"d{l}" for l in op.loops}))
             lines = self.lane_loop([f"{buf}{k}[{slot}].v[e] = in{k}[{off}];"])
@@ -524,7 +530,8 @@ class _Renderer(PointwiseRendering):
                 raise TdslScheduleError(f"{self.s.tag}: a peeled row is looped, reduced along the innermost "
                                         f"dim alone, its operands along it contiguous (rows.peel_refusal)")
             whole, gathered = operands
-            self.gathered = {id(op) for op in gathered}
+            self.shifted = {id(op) for op in shifted_weights(lay)} if self.s.shift else set()
+            self.gathered = {id(op) for op in gathered} - self.shifted
             V, n = self.vec, f"n{self.inner}"
             start = self.offset(whole[0], {self.inner: "0"}) if whole else "0"
             peel_row = [f"const idx_t head_gap = ({V} - ({start}) % {V}) % {V};",
@@ -661,7 +668,8 @@ class _Renderer(PointwiseRendering):
         # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
         # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
         words, wide = stream_words(self.s, lay)
-        stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide)
+        shifted_words = sum(2 * self.vec * op.dtype.itemsize / 4 for op in lay.inputs if id(op) in self.shifted)
+        stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide, shifted_words)
         # (a split reduction holding a pair streams it online: partition.online_pair_alone)
         online = online_pairs(self.group) if not cached and self.s.online else {}
         for p in range(1, phases + 1):

@@ -214,3 +214,13 @@ def peeled_operands(layout: Layout) -> Optional[tuple[list, list]]:
     if len(whole) + len(gathered) != len(along):
         return None
     return whole, gathered
+
+
+def shifted_weights(layout: Layout) -> list:
+    """The inputs a peeled row with Schedule.shift reads in 16-byte vectors shifted by its head:
+    its 4-byte weights over the row alone (peeled_operands' gathered inputs; any others stay
+    gathered a lane at a time)."""
+    operands = peeled_operands(layout)
+    if operands is None:
+        return []
+    return [op for op in operands[1] if op.dtype.itemsize == 4 and any(op is i for i in layout.inputs)]

@@ -242,7 +242,7 @@ def column_vector(s: "Schedule", layout) -> int:
     return s.vec if s.kind in ("reduce_col", "reduce_split") and not row_major(layout) else 1
 
 
-def stream_unroll_rule(s: "Schedule", words: float, wide: bool = False) -> int:
+def stream_unroll_rule(s: "Schedule", words: float, wide: bool = False, held: float = 0.0) -> int:
     """The unroll of a streamed loop of `s` whose iteration loads `words` 4-byte
     words a thread (`stream_words`), where the schedule leaves it to the compiler (unroll=0): 16
     words in flight where an iteration loads more than one 16-byte vector, or one
@@ -258,9 +258,13 @@ def stream_unroll_rule(s: "Schedule", words: float, wide: bool = False) -> int:
     keeps 16 words of its rows' vectors in flight: 4 vectors of one 16-byte input
     (H200 2026-11-26, scripts/probe_peel.py, 512 threads, us, ptxas / 4: softmax
     f16 4096x50257 332.1 / 275.6, 2048x131075 456.4 / 394.6; f32 610.4 / 577.5;
-    rmsnorm bf16 2048x40001 115.2 / 109.6; logsumexp f32 207.4 / 210.4)."""
+    rmsnorm bf16 2048x40001 115.2 / 109.6; logsumexp f32 207.4 / 210.4). Where its weights are
+    shifted (Schedule.shift), their two vectors each an iteration (`held` words) count too: 48
+    words in flight at most (a layernorm's f16 rows with f32 w and b, 36 words an iteration,
+    spilled 24 bytes at 64 registers unrolled 4 deep, none at 1; sm_90a)."""
     if s.kind == "reduce_row" and s.peel:
-        return max(1, int(16 // words))
+        deep = max(1, int(16 // words))
+        return max(1, min(deep, int(48 // (words + held)))) if held else deep
     if s.kind == "reduce_row" and s.vec == 1:
         depth = 16
         while depth > 1 and depth * words > 16:
@@ -370,6 +374,9 @@ class Schedule:
                                 # global memory says which) combines every row's partials and finishes the
                                 # rows, as the combining kernel would; for few rows, where that kernel's
                                 # launch costs more than its work (_lb)
+    shift: bool = False         # reduce_row, peeled: its 4-byte weights over the row (whose lanes move with each
+                                # row's head) read in 16-byte vectors from their aligned start and shifted by
+                                # the head in registers, not gathered a lane at a time (_sw)
 
     def __post_init__(self):
         why = self.invalid()
@@ -406,6 +413,9 @@ class Schedule:
                               or self.kind == "reduce_split" and self.vec > 1 and self.row_threads == self.block):
             return ("only a row reduction read in vectors (vec > 1), a warp or more a row, neither "
                     "prefetched nor staged, or a split one a block a row's chunk, is peeled to aligned vectors")
+        if self.shift and not (self.peel and self.kind == "reduce_row" and self.vec % 4 == 0):
+            return ("only a peeled row reduction in vectors of 4 or 8 shifts its weights' 16-byte vectors "
+                    "by each row's head (shift)")
         if self.prefetch and self.kind != "reduce_row":
             return "only a row reduction prefetches its next row"
         if self.stages < 1 or (self.stages > 1 and self.kind not in ("matmul", "reduce_row")):
@@ -617,6 +627,8 @@ class Schedule:
             parts.append("2p")
         if self.peel:
             parts.append("pe")
+        if self.shift:
+            parts.append("sw")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 
