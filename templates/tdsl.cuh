@@ -637,7 +637,7 @@ __device__ __forceinline__ void each_index(F&& f) {
 }
 
 // Lanes s .. s + N - 1 of the 2N 4-byte values from p (16-byte aligned), 0 <= s < N and the same
-// across the block: a peeled row's weight over the row (Schedule.shift), whose lanes move with the
+// across a row's threads: a peeled row's weight over the row (Schedule.shift), whose lanes move with the
 // row's head, read in 16-byte pieces and shifted by the head in registers, where gathered a lane
 // at a time each lane was a load. The shift is a barrel of masks (a LOP3 a word and stage) at
 // constant indices only. A piece of the second N is read only where a lane takes from it, so

@@ -3083,3 +3083,12 @@ def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, 
     assert "4-byte weights" in fits(p16, replace(peeled16[0], shift=True))
     with pytest.raises(TdslError, match="shift"):
         replace(picks[0], peel=False, shift=True)
+    # peeled rows of 8-byte weights (vectors of 2), and peeled splits, are offered no shift
+    for other, ext in [("kernel f(x: f64[M, N], w: f64[N]) -> f64[M] { return sum(x * w, axis=N) }", dict(M=100, N=4099)),
+                       ("kernel f(x: f32[M, N], w: f32[N]) -> f32[M] { return sum(x * w, axis=N) }",
+                        dict(M=8, N=(1 << 22) + 1))]:
+        ko = tiledsl.compile(other)
+        [go] = partition(ko.graph)
+        po = problem(go, plan_layout(go, ko.graph), ext, frozenset(), 132, arch, 4800.0)
+        offered = candidates(po)
+        assert any(s.peel for s in offered) and not any(s.shift for s in offered), ext

@@ -51,6 +51,14 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
     return ""
 
 
+def shifted_twin(p: Problem, s: Schedule) -> Optional[Schedule]:
+    """Peeled row `s` with its 4-byte weights read in vectors shifted by each row's head
+    (Schedule.shift), where it has such weights and vectors of 4 or 8; else None."""
+    if s.kind != "reduce_row" or not s.peel or s.vec % 4 or not shifted_weights(p.layout):
+        return None
+    return replace(s, shift=True)
+
+
 def element_bytes(inputs) -> int:
     """Bytes an element of a row takes in `inputs` together (layout.row_inputs: the row's own;
     layout.weight_inputs: its weights)."""
