@@ -3028,8 +3028,7 @@ def test_splits_of_lengths_that_break_the_vectors_are_peeled(arch):
         Schedule("reduce_split", block=256, vec=4, items=0, row_threads=32, splits=8, peel=True)
 
 
-RESIDUAL_LAYERNORM = ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
-                      " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}")
+RESIDUAL_LAYERNORM = RESIDUAL_NORMS[0].format(t="f16", w="f32")
 RMSNORM_F32 = "kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }"
 SHIFTED_WEIGHTS = [     # peeled rows with 4-byte weights: f16 rows (vectors of 8), f32 rows (vectors of 4)
     ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=1001, N=40003)),

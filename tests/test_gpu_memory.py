@@ -2463,9 +2463,7 @@ def test_splits_finished_by_their_last_block_on_two_streams_at_once():
 
 SHIFTED_WEIGHT_CASES = [    # peeled rows with 4-byte weights, every head among their rows
     ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=37, N=4099)),
-    ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
-     " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}",
-     dict(M=67, N=40003)),
+    RESIDUAL_NORM_PROGRAMS[1],      # (the residual add's f16 layernorm with f32 w and b, 67 x 40003)
     ("kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }",
      dict(M=33, N=8193))]
 
