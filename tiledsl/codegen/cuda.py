@@ -41,8 +41,9 @@ def _env():
 
 @lru_cache(maxsize=1)
 def _helpers() -> str:
-    """templates/tdsl.cuh, inserted as it is: plain CUDA, never rendered by Jinja."""
-    return (resource_dir("templates") / "tdsl.cuh").read_text()
+    """templates/tdsl.cuh and tdsl_vectors.cuh, inserted as they are: plain CUDA, never rendered
+    by Jinja (two files: each within the line count its tests watch)."""
+    return "".join((resource_dir("templates") / name).read_text() for name in ("tdsl.cuh", "tdsl_vectors.cuh"))
 
 
 def moves_prefetched_rows(row_inputs, hoisted_inputs) -> bool:

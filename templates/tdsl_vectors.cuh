@@ -1,0 +1,94 @@
+// tiledsl device helpers, continued (tdsl.cuh: inserted right after it, as it is): vector
+// loads and stores, and a peeled row's weights shifted by its head.
+
+namespace tdsl {
+
+// ---- vector memory access ----------------------------------------------------
+// N elements of T as one aligned access (16 bytes at most: LDG.128/STG.128).
+template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
+
+// Lane e of a packed bf16 vector widened from its 32-bit word: the low half shifted up,
+// the high half masked. The vector stays packed; widening each 16-bit lane on its own,
+// ptxas first moved every lane into a register of its own (PRMT), doubling the row's.
+template <int N>
+__device__ __forceinline__ float bf16_lane(const Vec<unsigned short, N>& v, int e) {
+    if constexpr (N % 2 != 0) {
+        return bf16_to_f32(v.v[e]);
+    } else {
+        unsigned w;
+        memcpy(&w, &v.v[e & ~1], 4);
+        return __uint_as_float(e & 1 ? (w & 0xffff0000u) : (w << 16));
+    }
+}
+
+#ifndef __CUDA_ARCH__     // on a host, a misaligned vector traps as it faults on the GPU
+#define TDSL_ALIGNED(p, bytes) if ((unsigned long long)(p) % (bytes)) __builtin_trap()
+#else
+#define TDSL_ALIGNED(p, bytes)
+#endif
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> load(const T* __restrict__ p) {
+    TDSL_ALIGNED(p, sizeof(Vec<T, N>));
+    return *reinterpret_cast<const Vec<T, N>*>(p);
+}
+// f(Index<I>()) for I = First .. End - 1, each I a constant: loops unrolled whatever the
+// compiler's budget (an array indexed in a loop it left rolled went to local memory).
+template <int I> struct Index { static constexpr int value = I; };
+template <int First, int End, class F>
+__device__ __forceinline__ void each_index(F&& f) {
+    if constexpr (First < End) {
+        f(Index<First>());
+        each_index<First + 1, End>(f);
+    }
+}
+
+// Lanes s .. s + N - 1 of the 2N 4-byte values from p (16-byte aligned), 0 <= s < N and the same
+// across a row's threads: a peeled row's weight over the row (Schedule.shift), whose lanes move with the
+// row's head, read in 16-byte pieces and shifted by the head in registers, where gathered a lane
+// at a time each lane was a load. The shift is a barrel of masks (a LOP3 a word and stage) at
+// constant indices only. A piece of the second N is read only where a lane takes from it, so
+// every piece read starts inside the weight.
+template <int N, class T>
+__device__ __forceinline__ Vec<T, N> load_shifted(const T* __restrict__ p, int s) {
+    static_assert(sizeof(T) == 4 && N % 4 == 0 && N <= 16, "16-byte pieces of 4-byte values");
+    unsigned w[2 * N];
+    each_index<0, N / 2>([&](auto q) {
+        constexpr int Q = decltype(q)::value;
+        Vec<T, 4> piece = {};
+        if (Q < N / 4 || s > 4 * (Q - N / 4)) piece = load<T, 4>(p + 4 * Q);
+        memcpy(&w[4 * Q], &piece, 16);
+    });
+    each_index<0, 4>([&](auto k) {
+        constexpr int B = 1 << decltype(k)::value;
+        if constexpr (B < N) {
+            const unsigned m = 0u - ((unsigned)(s / B) & 1u);     // all ones where this stage shifts
+            each_index<0, 2 * N - B>([&](auto i) {
+                constexpr int I = decltype(i)::value;
+                w[I] = (w[I + B] & m) | (w[I] & ~m);
+            });
+        }
+    });
+    Vec<T, N> out;
+    memcpy(&out, w, sizeof(out));
+    return out;
+}
+
+template <class T, int N>
+__device__ __forceinline__ void store(T* __restrict__ p, const Vec<T, N>& v) {
+    TDSL_ALIGNED(p, sizeof(Vec<T, N>));
+    *reinterpret_cast<Vec<T, N>*>(p) = v;
+}
+// Held as loaded, packed two 16-bit values a register, from here on: the compiler
+// may no longer move their conversions to f32 ahead of this point (out of a loop),
+// which would hold every value twice, packed and widened.
+template <class T, int N>
+__device__ __forceinline__ void keep_packed(Vec<T, N>& v) {
+    static_assert(sizeof(Vec<T, N>) % 4 == 0, "whole 32-bit words");
+    unsigned u[sizeof(Vec<T, N>) / 4];
+    memcpy(u, &v, sizeof(u));       // register moves, without aliasing 16-bit values as 32-bit
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(u) / 4); ++i) asm volatile("" : "+r"(u[i]));
+    memcpy(&v, u, sizeof(u));
+}
+
+}  // namespace tdsl
