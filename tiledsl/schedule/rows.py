@@ -51,10 +51,11 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
     return ""
 
 
-def shifted_twin(p: Problem, s: Schedule) -> Optional[Schedule]:
+def shifted_twin(s: Schedule) -> Optional[Schedule]:
     """Peeled row `s` with its 4-byte weights read in vectors shifted by each row's head
-    (Schedule.shift), where it has such weights and vectors of 4 or 8; else None."""
-    if s.kind != "reduce_row" or not s.peel or s.vec % 4 or not shifted_weights(p.layout):
+    (Schedule.shift), where a schedule may say so (a row reduction in vectors of 4 or 8); else
+    None. Whether the problem has such weights is fits()'s to say (peel_refusal)."""
+    if s.kind != "reduce_row" or not s.peel or s.vec % 4:
         return None
     return replace(s, shift=True)
 
