@@ -42,32 +42,44 @@ __device__ __forceinline__ void each_index(F&& f) {
     }
 }
 
-// Lanes s .. s + N - 1 of the 2N 4-byte values from p (16-byte aligned), 0 <= s < N and the same
-// across a row's threads: a peeled row's weight over the row (Schedule.shift), whose lanes move with the
-// row's head, read in 16-byte pieces and shifted by the head in registers, where gathered a lane
-// at a time each lane was a load. The shift is a barrel of masks (a LOP3 a word and stage) at
-// constant indices only. A piece of the second N is read only where a lane takes from it, so
-// every piece read starts inside the weight.
+// Lanes s .. s + N - 1 of the 2N 4- or 2-byte values from p (16-byte aligned), 0 <= s < N and the
+// same across a row's threads: a peeled row's weight over the row (Schedule.shift), whose lanes move
+// with the row's head, read in 16-byte pieces and shifted by the head in registers, where gathered a
+// lane at a time each lane was a load. The words shift by a barrel of masks (a LOP3 a word and
+// stage) at constant indices only; 16-bit lanes at an odd head then take each word's upper half and
+// the next word's lower one (a funnel shift a word). A piece of the second N is read only where a
+// lane takes from it, so every piece read starts inside the weight.
 template <int N, class T>
 __device__ __forceinline__ Vec<T, N> load_shifted(const T* __restrict__ p, int s) {
-    static_assert(sizeof(T) == 4 && N % 4 == 0 && N <= 16, "16-byte pieces of 4-byte values");
-    unsigned w[2 * N];
-    each_index<0, N / 2>([&](auto q) {
+    constexpr int PIECE = 16 / (int)sizeof(T);             // values a 16-byte piece
+    constexpr int WORDS = N * (int)sizeof(T) / 4;          // 32-bit words of the result
+    static_assert((sizeof(T) == 4 || sizeof(T) == 2) && N % PIECE == 0 && WORDS <= 16,
+                  "16-byte pieces of 4- or 2-byte values");
+    unsigned w[2 * WORDS];
+    each_index<0, 2 * N / PIECE>([&](auto q) {
         constexpr int Q = decltype(q)::value;
-        Vec<T, 4> piece = {};
-        if (Q < N / 4 || s > 4 * (Q - N / 4)) piece = load<T, 4>(p + 4 * Q);
+        Vec<T, PIECE> piece = {};
+        if (Q < N / PIECE || s > PIECE * (Q - N / PIECE)) piece = load<T, PIECE>(p + PIECE * Q);
         memcpy(&w[4 * Q], &piece, 16);
     });
+    const int words = s * (int)sizeof(T) / 4;               // whole words the lanes move by
     each_index<0, 4>([&](auto k) {
         constexpr int B = 1 << decltype(k)::value;
-        if constexpr (B < N) {
-            const unsigned m = 0u - ((unsigned)(s / B) & 1u);     // all ones where this stage shifts
-            each_index<0, 2 * N - B>([&](auto i) {
+        if constexpr (B < WORDS) {
+            const unsigned m = 0u - ((unsigned)(words / B) & 1u);  // all ones where this stage shifts
+            each_index<0, 2 * WORDS - B>([&](auto i) {
                 constexpr int I = decltype(i)::value;
                 w[I] = (w[I + B] & m) | (w[I] & ~m);
             });
         }
     });
+    if constexpr (sizeof(T) == 2) {
+        const unsigned half = 16u * ((unsigned)s & 1u);
+        each_index<0, WORDS>([&](auto i) {                  // (in order: w[I + 1] is still unshifted)
+            constexpr int I = decltype(i)::value;
+            w[I] = (unsigned)((((unsigned long long)w[I + 1] << 32) | w[I]) >> half);
+        });
+    }
     Vec<T, N> out;
     memcpy(&out, w, sizeof(out));
     return out;

@@ -2774,12 +2774,15 @@ def test_a_row_whose_length_breaks_alignment_is_held_peeled_in_registers(arch):
         g = partition(k.graph)[0]
         s = default(problem(g, plan_layout(g, k.graph), extents, arch=arch))
         assert not s.peel and s.vec == 1, s.tag
-    # every held peeled candidate of a program with a weight compiles without spills
+    # every held peeled candidate of a program with a weight compiles without spills, its weight
+    # gathered a lane at a time or shifted by the head (Schedule.shift)
     k = tiledsl.compile(RMSNORM_BF16)
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
     held = [c for c in candidates(problem(g, lay, dict(M=64, N=6001), arch=arch)) if c.peel and c.items]
-    assert len(held) == 4 and all(not c.hoist for c in held)
+    gathered = {c for c in held if not c.shift}
+    assert len(gathered) == 4 and {replace(c, shift=False) for c in held if c.shift} == gathered
+    assert all(not c.hoist for c in held)
     for c in held:
         usage = _compile(k, g, lay, c, arch)[2]
         assert usage.spill_stores == 0 and usage.local_bytes == 0, (c.tag, usage)
@@ -3030,10 +3033,13 @@ def test_splits_of_lengths_that_break_the_vectors_are_peeled(arch):
 
 RESIDUAL_LAYERNORM = RESIDUAL_NORMS[0].format(t="f16", w="f32")
 RMSNORM_F32 = "kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }"
-SHIFTED_WEIGHTS = [     # peeled rows with 4-byte weights: f16 rows (vectors of 8), f32 rows (vectors of 4)
-    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=1001, N=40003)),
-    (RESIDUAL_LAYERNORM, dict(M=67, N=40003)),
-    (RMSNORM_F32, dict(M=64, N=8193))]
+SHIFTED_WEIGHTS = [     # (source, extents, the weights' scalar load): peeled rows with 4-byte weights, f16 rows
+    # (vectors of 8) and f32 rows (vectors of 4), and with 16-bit weights beside 16-bit rows (vectors of 8)
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=1001, N=40003), "LDG.E"),
+    (RESIDUAL_LAYERNORM, dict(M=67, N=40003), "LDG.E"),
+    (RMSNORM_F32, dict(M=64, N=8193), "LDG.E"),
+    ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), dict(M=1001, N=40003), "LDG.E.U16"),
+    ((EXAMPLES / "rmsnorm.tdsl").read_text().replace("f16", "bf16"), dict(M=4096, N=4099), "LDG.E.U16")]
 
 
 def _sass_loads(cubin) -> dict:
@@ -3043,15 +3049,17 @@ def _sass_loads(cubin) -> dict:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("src,extents", SHIFTED_WEIGHTS, ids=["layernorm", "residual layernorm", "rmsnorm f32"])
-def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, extents, arch):
-    """Schedule.shift: the tuner offers every peeled row with its 4-byte weights over the row read
+@pytest.mark.parametrize("src,extents,scalar", SHIFTED_WEIGHTS,
+                         ids=["layernorm", "residual layernorm", "rmsnorm f32", "layernorm all f16", "rmsnorm bf16"])
+def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, extents, scalar, arch):
+    """Schedule.shift: the tuner offers every peeled row with its 4- or 2-byte weights over the row read
     in 16-byte vectors from their aligned start and shifted by the row's head in registers
     (tdsl::load_shifted), not gathered a lane at a time. Each compiles without spills or local
     memory where its gathered twin does (the shift indexes registers at constants only; a looped
     row unrolled so that 48 words are in flight), its weights' scalar loads gone but the head's
-    and tail's: fewer 4-byte loads than gathered, and fewer for each 16-byte one. Weights of 16 bits
-    and unpeeled rows are refused the shift."""
+    and tail's: fewer scalar loads than gathered, and fewer for each 16-byte one. Weights whose
+    lanes do not fill 16-byte pieces (f16 beside f32 rows: vectors of 4) and unpeeled rows are
+    refused the shift."""
     k = tiledsl.compile(src)
     [g] = partition(k.graph)
     lay = plan_layout(g, k.graph)
@@ -3072,14 +3080,14 @@ def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, 
         if not was.spill_stores and (arch == "sm_90a" or not s.items):
             assert usage.spill_stores == 0 and usage.local_bytes == 0, (shifted.tag, usage)
         before, after = _sass_loads(gathered.cubin), _sass_loads(compiled.cubin)
-        assert after["LDG.E"] < before["LDG.E"], (s.tag, before, after)
-        assert after["LDG.E"] / after["LDG.E.128"] < before["LDG.E"] / before["LDG.E.128"], (s.tag, before, after)
-    sixteen = tiledsl.compile((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"))
-    [g16] = partition(sixteen.graph)
-    p16 = problem(g16, plan_layout(g16, sixteen.graph), extents, frozenset(), 132, arch, 4800.0)
+        assert after[scalar] < before[scalar], (s.tag, before, after)
+        assert after[scalar] / after["LDG.E.128"] < before[scalar] / before["LDG.E.128"], (s.tag, before, after)
+    narrow = tiledsl.compile(RMSNORM_F32.replace("w: f32[N]", "w: f16[N]"))     # f16 w, 8 bytes a vector of 4
+    [g16] = partition(narrow.graph)
+    p16 = problem(g16, plan_layout(g16, narrow.graph), extents, frozenset(), 132, arch, 4800.0)
     peeled16 = [s for s in candidates(p16) if s.peel]
     assert peeled16 and not any(s.shift for s in peeled16)
-    assert "4-byte weights" in fits(p16, replace(peeled16[0], shift=True))
+    assert "lanes fill 16-byte pieces" in fits(p16, replace(peeled16[0], shift=True))
     with pytest.raises(TdslError, match="shift"):
         replace(picks[0], peel=False, shift=True)
     # peeled rows of 8-byte weights (vectors of 2), and peeled splits, are offered no shift

@@ -2461,11 +2461,13 @@ def test_splits_finished_by_their_last_block_on_two_streams_at_once():
     assert len(_DONE_COUNTERS) >= 2 and all(int(a.get()[0]) == 0 for a, _ in _DONE_COUNTERS.values())
 
 
-SHIFTED_WEIGHT_CASES = [    # peeled rows with 4-byte weights, every head among their rows
+SHIFTED_WEIGHT_CASES = [    # peeled rows with 4- and 2-byte weights, every head among their rows
     ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=37, N=4099)),
     RESIDUAL_NORM_PROGRAMS[1],      # (the residual add's f16 layernorm with f32 w and b, 67 x 40003)
     ("kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }",
-     dict(M=33, N=8193))]
+     dict(M=33, N=8193)),
+    ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), dict(M=37, N=4099)),
+    ((EXAMPLES / "rmsnorm.tdsl").read_text().replace("f16", "bf16"), dict(M=41, N=1299))]
 
 
 def _shifted_weight_candidates():
@@ -2484,7 +2486,7 @@ def _shifted_weight_candidates():
 
 @pytest.mark.parametrize("src,extents,schedule", list(_shifted_weight_candidates()))
 def test_weights_shifted_by_each_row_s_head(src, extents, schedule):
-    """Every candidate reading a peeled row's 4-byte weights in vectors shifted by the row's head
+    """Every candidate reading a peeled row's 4- or 2-byte weights in vectors shifted by the row's head
     (Schedule.shift: looped, held, in shared memory, a cluster's) exact, every element written."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides

@@ -816,12 +816,15 @@ _RESIDUAL_LAYERNORM = next(src for label, src, _ in PROGRAMS if label == "residu
 SHIFTED_WEIGHT_PROGRAMS = [   # rows whose starts take every head: 9 rows of 2053 (5 mod 8), 5 of 2051 (3 mod 4)
     ("layernorm f16, f32 weights", _LAYERNORM, dict(M=9, N=2053)),
     ("residual layernorm", _RESIDUAL_LAYERNORM, dict(M=9, N=2053)),
-    ("rmsnorm f32", _RMSNORM.replace("f16", "f32"), dict(M=5, N=2051))]
+    ("rmsnorm f32", _RMSNORM.replace("f16", "f32"), dict(M=5, N=2051)),
+    ("layernorm all f16", _LAYERNORM16, dict(M=9, N=2053)),             # 16-bit lanes: odd heads funnel-shift
+    ("rmsnorm bf16", _RMSNORM.replace("f16", "bf16"), dict(M=9, N=2053)),
+    ("layernorm f16 w, f32 b", _LAYERNORM.replace("w: f32[N]", "w: f16[N]"), dict(M=9, N=2053))]
 
 
 @pytest.mark.parametrize("label,src,extents", SHIFTED_WEIGHT_PROGRAMS, ids=[c[0] for c in SHIFTED_WEIGHT_PROGRAMS])
 def test_weights_shifted_by_each_row_s_head_run_right_on_the_host(label, src, extents):
-    """Every kernel the tuner offers with a peeled row's 4-byte weights read in vectors and
+    """Every kernel the tuner offers with a peeled row's 4- or 2-byte weights read in vectors and
     shifted by the row's head (Schedule.shift; looped, held, copied into shared memory, unrolls
     aside) against the float64 reference, outputs poisoned: rows starting at each head."""
     k, p = _problem(src, extents)

@@ -21,7 +21,8 @@ from ..ir.graph import Graph, Value, reaches
 from ..resources import resource_dir
 from ..schedule.guards import deciding_lane, load_guards
 from ..schedule.layout import (Layout, Operand, batched_operands, column_loop, gemm_result_in_rows, operand_input,
-                               over_every_loop, peeled_operands, row_major, shifted_weights)
+                               over_every_loop, peeled_operands, row_major, shifted_weight_words,
+                               shifted_weights)
 from ..schedule.partition import Group, online_pair_alone, online_pairs, reduction_levels
 from ..schedule.schedules import (COSTLY_OPS, Schedule, column_vector, branchless_elements,
                                   resident_blocks, ring_refusal, shared_row_operand_refusal, stream_unroll_rule,
@@ -531,7 +532,7 @@ class _Renderer(PointwiseRendering):
                 raise TdslScheduleError(f"{self.s.tag}: a peeled row is looped, reduced along the innermost "
                                         f"dim alone, its operands along it contiguous (rows.peel_refusal)")
             whole, gathered = operands
-            self.shifted = {id(op) for op in shifted_weights(lay)} if self.s.shift else set()
+            self.shifted = {id(op) for op in shifted_weights(lay, self.vec)} if self.s.shift else set()
             self.gathered = {id(op) for op in gathered} - self.shifted
             V, n = self.vec, f"n{self.inner}"
             start = self.offset(whole[0], {self.inner: "0"}) if whole else "0"
@@ -669,7 +670,7 @@ class _Renderer(PointwiseRendering):
         # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
         # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
         words, wide = stream_words(self.s, lay)
-        shifted_words = sum(2 * self.vec * op.dtype.itemsize / 4 for op in lay.inputs if id(op) in self.shifted)
+        shifted_words = sum(shifted_weight_words(op, self.vec) for op in lay.inputs if id(op) in self.shifted)
         stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide, shifted_words)
         # (a split reduction holding a pair streams it online: partition.online_pair_alone)
         online = online_pairs(self.group) if not cached and self.s.online else {}

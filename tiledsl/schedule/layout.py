@@ -216,11 +216,21 @@ def peeled_operands(layout: Layout) -> Optional[tuple[list, list]]:
     return whole, gathered
 
 
-def shifted_weights(layout: Layout) -> list:
-    """The inputs a peeled row with Schedule.shift reads in 16-byte vectors shifted by its head:
-    its 4-byte weights over the row alone (peeled_operands' gathered inputs; any others stay
-    gathered a lane at a time)."""
+def shifted_weights(layout: Layout, vec: int) -> list:
+    """The inputs a peeled row in vectors of `vec` with Schedule.shift reads in 16-byte pieces
+    shifted by its head: its 4- and 2-byte weights over the row alone whose `vec` lanes fill whole
+    pieces (peeled_operands' gathered inputs; any others stay gathered a lane at a time)."""
     operands = peeled_operands(layout)
     if operands is None:
         return []
-    return [op for op in operands[1] if op.dtype.itemsize == 4 and any(op is i for i in layout.inputs)]
+    return [op for op in operands[1] if op.dtype.itemsize in (2, 4) and vec * op.dtype.itemsize % 16 == 0
+            and any(op is i for i in layout.inputs)]
+
+
+def shifted_weight_words(op, vec: int) -> float:
+    """The 4-byte registers an iteration's vector of a shifted weight `op` (Schedule.shift) holds: its
+    two 16-byte-aligned vectors, and for 16-bit lanes their values widened to f32 beside them. A
+    bf16 rmsnorm's looped row (4096x4099: 4 words of row and 8 of weight an iteration) spilled 8
+    bytes unrolled 4 deep at 64 registers, where the f32 rmsnorm's 12 words did not (sm_90a, sm_80)."""
+    words = 2 * vec * op.dtype.itemsize / 4
+    return 2 * words if op.dtype.itemsize == 2 else words

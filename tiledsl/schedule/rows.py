@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Optional
 
 from .hints import Hints
-from .layout import peeled_operands, shifted_weights
+from .layout import peeled_operands, shifted_weight_words, shifted_weights
 from .partition import online_pair_alone, online_pairs, reduction_levels
 from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_ROW_ELEMENTS, MAX_PACKED_ROW_ELEMENTS,
                         MAX_SHARED_BYTES, R40_THREADS, THREADS_PER_SM, Schedule, branchless_elements,
@@ -46,13 +46,14 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
     if s.items and s.hoist and p.has_row_invariant_inputs():
         return ("a peeled row held in registers loads its weights where they are used (hoist false): "
                 "their lanes move with each row's head")
-    if s.shift and not shifted_weights(p.layout):
-        return "shifting a peeled row's weights (shift) takes 4-byte weights over the row alone: here there are none"
+    if s.shift and not shifted_weights(p.layout, s.vec):
+        return (f"shifting a peeled row's weights (shift) takes 4- or 2-byte weights over the row alone whose "
+                f"{s.vec} lanes fill 16-byte pieces: here there are none")
     return ""
 
 
 def shifted_twin(s: Schedule) -> Optional[Schedule]:
-    """Peeled row `s` with its 4-byte weights read in vectors shifted by each row's head
+    """Peeled row `s` with its 4- or 2-byte weights read in vectors shifted by each row's head
     (Schedule.shift), where a schedule may say so (a row reduction in vectors of 4 or 8); else
     None. Whether the problem has such weights is fits()'s to say (peel_refusal)."""
     if s.kind != "reduce_row" or not s.peel or s.vec % 4:
@@ -748,8 +749,8 @@ def peeled_weight_words(p: Problem, s: Schedule) -> float:
     registers (sm_90a, the GPU tests' spill warnings, 2026-12-04)."""
     if s.kind != "reduce_row" or not s.peel or s.vec == 1:
         return 0.0
-    shifted = shifted_weights(p.layout) if s.shift else []      # (two vectors each: Schedule.shift)
-    return sum(operand_words(op, s.vec) * s.vec * (2 if any(op is w for w in shifted) else 1)
+    shifted = shifted_weights(p.layout, s.vec) if s.shift else []
+    return sum(shifted_weight_words(op, s.vec) if any(op is w for w in shifted) else operand_words(op, s.vec) * s.vec
                for op in p.layout.weight_inputs)
 
 

@@ -259,7 +259,8 @@ def stream_unroll_rule(s: "Schedule", words: float, wide: bool = False, held: fl
     (H200 2026-11-26, scripts/probe_peel.py, 512 threads, us, ptxas / 4: softmax
     f16 4096x50257 332.1 / 275.6, 2048x131075 456.4 / 394.6; f32 610.4 / 577.5;
     rmsnorm bf16 2048x40001 115.2 / 109.6; logsumexp f32 207.4 / 210.4). Where its weights are
-    shifted (Schedule.shift), their two vectors each an iteration (`held` words) count too: 48
+    shifted (Schedule.shift), their two vectors each an iteration (`held` words, with 16-bit lanes
+    widened: layout.shifted_weight_words) count too: 48
     words in flight at most (a layernorm's f16 rows with f32 w and b, 36 words an iteration,
     spilled 24 bytes at 64 registers unrolled 4 deep, none at 1; sm_90a)."""
     if s.kind == "reduce_row" and s.peel:
