@@ -49,7 +49,26 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
     if s.shift and not shifted_weights(p.layout, s.vec):
         return (f"shifting a peeled row's weights (shift) takes 4- or 2-byte weights over the row alone whose "
                 f"{s.vec} lanes fill 16-byte pieces: here there are none")
+    if s.shift and s.items and (words := shifted_held_words(p, s)) > SHIFTED_HELD_WORDS.get(p.arch, 44):
+        return (f"a held peeled row's share and its weights' shifted vectors take {words:g} registers a thread: "
+                f"more than ptxas holds without spilling on {p.arch}")
     return ""
+
+
+# The most registers a held peeled row's share and one vector of each shifted weight may take
+# (shifted_held_words). ptxas at 64 registers (2026-12-05, every held shifted candidate of
+# layernorm f16 with f32, f16 and bf16 weights, a residual add's layernorm, rmsnorm f16, bf16 and
+# with f32 weights, rows of 2053 to 20001): sm_90a none spilled up to 56 words and all 13 at 64
+# or more; sm_80 spilled 5 of 9 at 56, 1 of 3 at 52 and 2 of 22 at 48 (rmsnorm with an f32 w,
+# 8 bytes), none of 76 at 44 or fewer. Gathered, none of them spilled but the 72-word share.
+SHIFTED_HELD_WORDS = {"sm_90": 56, "sm_90a": 56}
+
+
+def shifted_held_words(p: Problem, s: Schedule) -> float:
+    """Registers a held peeled row with shifted weights takes where it writes its result: its
+    share of the row, and the two 16-byte-aligned vectors of each weight (layout.shifted_weight_words)."""
+    share = s.items * s.vec * p.words_per_row_element_per_row(s.vec)
+    return share + sum(shifted_weight_words(op, s.vec) for op in shifted_weights(p.layout, s.vec))
 
 
 def shifted_twin(s: Schedule) -> Optional[Schedule]:
