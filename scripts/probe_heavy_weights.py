@@ -60,9 +60,21 @@ def shifted(case, s) -> dict:
     return twin if twin and not fits(case.problem, twin) else None
 
 
+def shifted_share(case, s):
+    """`s` with its weights shifted; a held share refused that (rows.SHIFTED_HELD_WORDS) by the
+    fewest more threads whose shifted share fits."""
+    twin = shifted(case, s)
+    threads = s.block * 2
+    while twin is None and s.items and threads <= 1024:
+        held = rows.held_row_share(case.problem, s.vec, threads, peel=True)
+        twin = shifted(case, held) if held else None
+        threads *= 2
+    return twin
+
+
 def variants(case, d) -> dict:
     _, fastest = row_probe.fastest_candidates(case, 6)
-    rule = shifted(case, peeled_default(case))
+    rule = shifted_share(case, peeled_default(case))
     extra = {"default sw": shifted(case, d), "peeled sw": rule}
     return {"default": d, **{k: s for k, s in extra.items() if s and s not in fastest and s != d},
             **{f"cand {n}": s for n, s in enumerate(fastest)}}
