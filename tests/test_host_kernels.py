@@ -832,3 +832,37 @@ def test_weights_shifted_by_each_row_s_head_run_right_on_the_host(label, src, ex
     assert {s.items > 0 for s in shifted.values()} == {True, False}, [s.tag for s in shifted.values()]
     for s in shifted.values():
         _check(k, extents, s)
+
+
+def _weighted_row_program(r) -> tuple[str, dict]:
+    """A row statistic of x applied with one to three weights over N, x, weights and result each of
+    f16, bf16 or f32 drawn by `r` (random.Random), at an odd row length (peeled rows)."""
+    T = r.choice(["f16", "bf16", "f32"])
+    result = r.choice([T, "f32"])
+    # (beside 4-byte rows or results, vectors of 4: 16-bit weights' lanes fill no 16-byte piece)
+    widths = ["f32"] if "f32" in (T, result) else ["f16", "bf16", "f32"]
+    weights = [r.choice(widths) for _ in range(r.randint(1, 3))]
+    stat = r.choice(["mean(x, axis=N)", "max(x, axis=N)", "rsqrt(mean(x * x, axis=N) + 1e-5)", "sum(x, axis=N) * 0.001"])
+    body = "x"
+    for i in range(len(weights)):
+        body = r.choice([f"({body}) * w{i}", f"({body}) + w{i}", f"({body}) - w{i} * s"])
+    params = ", ".join([f"x: {T}[M, N]"] + [f"w{i}: {u}[N]" for i, u in enumerate(weights)])
+    src = f"kernel f({params}) -> {result}[M, N] {{\n s = {stat}\n return {result}(({body}) * s)\n}}"
+    return src, dict(M=r.randint(1, 9), N=r.choice([r.randrange(513, 1025), r.randrange(1025, 4100), r.randrange(4100, 9000)]) | 1)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_weighted_rows_with_shifted_weights_run_right_on_the_host(seed):
+    """Random programs of a row statistic and weights over N of mixed widths: up to three of the
+    tuner's candidates that shift the weights (Schedule.shift) against float64 on fresh inputs,
+    outputs poisoned (a program none is offered for is skipped: 4-byte rows beside 16-bit
+    weights, rows that keep their vectors)."""
+    import random
+    r = random.Random(seed * 7919)
+    src, extents = _weighted_row_program(r)
+    k, p = _problem(src, extents)
+    shifted = [s for s in candidates(p, k.hints) if s.shift]
+    if not shifted:
+        pytest.skip(f"no shifted candidate: {src} {extents}")
+    for s in r.sample(shifted, min(3, len(shifted))):
+        _check(k, extents, s)
