@@ -6,6 +6,7 @@ partials and shared-memory tiles are checked this way in CI, without a GPU; the
 from __future__ import annotations
 
 import os
+import random
 from dataclasses import replace
 
 import numpy as np
@@ -855,9 +856,7 @@ def _weighted_row_program(r) -> tuple[str, dict]:
 def test_random_weighted_rows_with_shifted_weights_run_right_on_the_host(seed):
     """Random programs of a row statistic and weights over N of mixed widths: up to three of the
     tuner's candidates that shift the weights (Schedule.shift) against float64 on fresh inputs,
-    outputs poisoned (a program none is offered for is skipped: 4-byte rows beside 16-bit
-    weights, rows that keep their vectors)."""
-    import random
+    outputs poisoned (a program none is offered for is skipped)."""
     r = random.Random(seed * 7919)
     src, extents = _weighted_row_program(r)
     k, p = _problem(src, extents)
