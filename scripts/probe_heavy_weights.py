@@ -10,7 +10,7 @@ with 16-bit weights, which the default peels with their lanes gathered (rmsnorm 
 35.8 us, 0.56x copy, H200 2026-11-29), each default beside its twin with the weights shifted
 (2026-12-05, 16-bit lanes funnel-shifted at odd heads; not yet timed).
 
-    python scripts/probe_heavy_weights.py [names to keep]
+    python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half, within a call's 10 minutes)
 """
 import os
 import sys
@@ -28,20 +28,21 @@ LN_RES = ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M,
           " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}")
 RMS32 = ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
          "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }")
-CASES = [("layernorm 4097", LN, {"M": 16384, "N": 4097}),
-         ("layernorm 8193", LN, {"M": 8192, "N": 8193}),
-         ("layernorm 12001", LN, {"M": 4096, "N": 12001}),
-         ("layernorm 20001", LN, {"M": 4096, "N": 20001}),
-         ("layernorm 40001", LN, {"M": 2048, "N": 40001}),
-         ("residual layernorm 8193", LN_RES, {"M": 4096, "N": 8193}),
-         ("residual layernorm 40003", LN_RES, {"M": 1001, "N": 40003}),
-         ("residual layernorm 40960", LN_RES, {"M": 1001, "N": 40960}),
-         ("rmsnorm f32w 20001", RMS32, {"M": 4096, "N": 20001}),
-         ("rmsnorm bf16 1299", RMS.replace("f16", "bf16"), {"M": 16384, "N": 1299}),
-         ("rmsnorm f16 4097", RMS, {"M": 16384, "N": 4097}),
-         ("rmsnorm f16 40001", RMS, {"M": 2048, "N": 40001}),
-         ("layernorm f16w 8193", LN16, {"M": 8192, "N": 8193}),
-         ("layernorm f16w 40001", LN16, {"M": 2048, "N": 40001})]
+CASES = [   # (w32: f32 weights beside 16-bit rows; w16: 16-bit weights. HEAVY="w32" or "w16" runs half)
+         ("w32 layernorm 4097", LN, {"M": 16384, "N": 4097}),
+         ("w32 layernorm 8193", LN, {"M": 8192, "N": 8193}),
+         ("w32 layernorm 12001", LN, {"M": 4096, "N": 12001}),
+         ("w32 layernorm 20001", LN, {"M": 4096, "N": 20001}),
+         ("w32 layernorm 40001", LN, {"M": 2048, "N": 40001}),
+         ("w32 residual layernorm 8193", LN_RES, {"M": 4096, "N": 8193}),
+         ("w32 residual layernorm 40003", LN_RES, {"M": 1001, "N": 40003}),
+         ("w32 residual layernorm 40960", LN_RES, {"M": 1001, "N": 40960}),
+         ("w32 rmsnorm 20001", RMS32, {"M": 4096, "N": 20001}),
+         ("w16 rmsnorm bf16 1299", RMS.replace("f16", "bf16"), {"M": 16384, "N": 1299}),
+         ("w16 rmsnorm f16 4097", RMS, {"M": 16384, "N": 4097}),
+         ("w16 rmsnorm f16 40001", RMS, {"M": 2048, "N": 40001}),
+         ("w16 layernorm 8193", LN16, {"M": 8192, "N": 8193}),
+         ("w16 layernorm 40001", LN16, {"M": 2048, "N": 40001})]
 
 
 def peeled_default(case):
