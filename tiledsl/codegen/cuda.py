@@ -670,7 +670,7 @@ class _Renderer(PointwiseRendering):
         # an explicit unroll wins (x @ W: 96.8 against 108.1 us) the tuner finds it:
         # `Schedule.unroll` overrides the rule. Rows read one element at a time: see the rule.
         words, wide = stream_words(self.s, lay)
-        shifted_words = sum(shifted_weight_words(op, self.vec) for op in lay.inputs if id(op) in self.shifted)
+        shifted_words = shifted_weight_words(lay, self.vec) if self.s.shift else 0.0
         stream_unroll = self.s.unroll or stream_unroll_rule(self.s, words, wide, shifted_words)
         # (a split reduction holding a pair streams it online: partition.online_pair_alone)
         online = online_pairs(self.group) if not cached and self.s.online else {}

@@ -227,10 +227,13 @@ def shifted_weights(layout: Layout, vec: int) -> list:
             and any(op is i for i in layout.inputs)]
 
 
-def shifted_weight_words(op, vec: int) -> float:
-    """The 4-byte registers an iteration's vector of a shifted weight `op` (Schedule.shift) holds: its
+def shifted_weight_words(layout: Layout, vec: int) -> float:
+    """The 4-byte registers a vector of each weight shifted_weights names holds (Schedule.shift): its
     two 16-byte-aligned vectors, and for 16-bit lanes their values widened to f32 beside them. A
     bf16 rmsnorm's looped row (4096x4099: 4 words of row and 8 of weight an iteration) spilled 8
     bytes unrolled 4 deep at 64 registers, where the f32 rmsnorm's 12 words did not (sm_90a, sm_80)."""
-    words = 2 * vec * op.dtype.itemsize / 4
-    return 2 * words if op.dtype.itemsize == 2 else words
+    total = 0.0
+    for op in shifted_weights(layout, vec):
+        words = 2 * vec * op.dtype.itemsize / 4
+        total += 2 * words if op.dtype.itemsize == 2 else words
+    return total

@@ -67,13 +67,12 @@ SHIFTED_HELD_WORDS = {"sm_90": 56, "sm_90a": 56}
 def shifted_held_words(p: Problem, s: Schedule) -> float:
     """Registers a held peeled row with shifted weights takes where it writes its result: its
     share of the row, and the two 16-byte-aligned vectors of each weight (layout.shifted_weight_words)."""
-    share = s.items * s.vec * p.words_per_row_element_per_row(s.vec)
-    return share + sum(shifted_weight_words(op, s.vec) for op in shifted_weights(p.layout, s.vec))
+    return s.items * s.vec * p.words_per_row_element_per_row(s.vec) + shifted_weight_words(p.layout, s.vec)
 
 
 def shifted_twin(s: Schedule) -> Optional[Schedule]:
     """Peeled row `s` with its 4- or 2-byte weights read in vectors shifted by each row's head
-    (Schedule.shift), where a schedule may say so (a row reduction in vectors of 4 or 8); else
+    (Schedule.shift), where a schedule may say so (a row reduction in vectors of 4, 8 or 16); else
     None. Whether the problem has such weights is fits()'s to say (peel_refusal)."""
     if s.kind != "reduce_row" or not s.peel or s.vec % 4:
         return None
@@ -769,8 +768,8 @@ def peeled_weight_words(p: Problem, s: Schedule) -> float:
     if s.kind != "reduce_row" or not s.peel or s.vec == 1:
         return 0.0
     shifted = shifted_weights(p.layout, s.vec) if s.shift else []
-    return sum(shifted_weight_words(op, s.vec) if any(op is w for w in shifted) else operand_words(op, s.vec) * s.vec
-               for op in p.layout.weight_inputs)
+    gathered = sum(operand_words(op, s.vec) * s.vec for op in p.layout.weight_inputs if not any(op is w for w in shifted))
+    return gathered + (shifted_weight_words(p.layout, s.vec) if s.shift else 0.0)
 
 
 # Shared memory an SM gives its blocks (sm_90, sm_100: 228 KB, a block at most 227; sm_80, sm_87:

@@ -375,7 +375,7 @@ class Schedule:
                                 # global memory says which) combines every row's partials and finishes the
                                 # rows, as the combining kernel would; for few rows, where that kernel's
                                 # launch costs more than its work (_lb)
-    shift: bool = False         # reduce_row, peeled: its 4-byte weights over the row (whose lanes move with each
+    shift: bool = False         # reduce_row, peeled: its 4- or 2-byte weights over the row (whose lanes move with each
                                 # row's head) read in 16-byte vectors from their aligned start and shifted by
                                 # the head in registers, not gathered a lane at a time (_sw)
 
@@ -415,7 +415,7 @@ class Schedule:
             return ("only a row reduction read in vectors (vec > 1), a warp or more a row, neither "
                     "prefetched nor staged, or a split one a block a row's chunk, is peeled to aligned vectors")
         if self.shift and not (self.peel and self.kind == "reduce_row" and self.vec % 4 == 0):
-            return ("only a peeled row reduction in vectors of 4 or 8 shifts its weights' 16-byte vectors "
+            return ("only a peeled row reduction in vectors of 4, 8 or 16 shifts its weights' 16-byte vectors "
                     "by each row's head (shift)")
         if self.prefetch and self.kind != "reduce_row":
             return "only a row reduction prefetches its next row"
