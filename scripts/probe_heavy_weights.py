@@ -10,7 +10,7 @@ with 16-bit weights, which the default peels with their lanes gathered (rmsnorm 
 35.8 us, 0.56x copy, H200 2026-11-29), each default beside its twin with the weights shifted
 (2026-12-05, 16-bit lanes funnel-shifted at odd heads; not yet timed).
 
-    python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half, within a call's 10 minutes)
+    python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half; each case reported when done)
 """
 import os
 import sys
@@ -82,4 +82,4 @@ def variants(case, d) -> dict:
 
 
 if __name__ == "__main__":
-    row_probe.run(CASES, variants, label_width=8)
+    row_probe.run(CASES, variants, label_width=8, each=True)

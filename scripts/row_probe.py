@@ -185,17 +185,32 @@ def time_and_report(cases: list, copy_gbps: float, rounds: int = 3, label_width:
         print(f"{case.name} {'x'.join(map(str, case.extents.values()))}:\n" + "\n".join(rows), flush=True)
 
 
-def run(cases: list, variants_of, label_width: int = 14) -> None:
+def run(cases: list, variants_of, label_width: int = 14, each: bool = False) -> None:
     """The probe's main: copy bandwidth, then each case of `cases` (name, source, extents)
     named on the command line (all when none) with the schedules `variants_of(case,
-    default)` gives (label -> Schedule), each checked against float64 first, timed and reported."""
+    default)` gives (label -> Schedule), each checked against float64 first, timed and reported.
+    `each`: a case is timed and reported as soon as its variants are known, so that a call cut
+    short by the device's 10 minutes still reports the cases before it (its rounds then
+    interleave that case's variants only)."""
     copy = copy_bandwidth()["gbps"]
-    print(f"copy {copy:.0f} GB/s")
+    print(f"copy {copy:.0f} GB/s", flush=True)
     kept = []
-    for case, d in prepared(cases, sys.argv[1:]):
+    for case, d in prepared_lazily(cases, sys.argv[1:]) if each else prepared(cases, sys.argv[1:]):
         case.variants = exact(case, distinct(variants_of(case, d)))
-        kept.append(case)
+        if each:
+            time_and_report([case], copy, label_width=label_width)
+            case.sets = case.out = None     # its device memory back before the next case
+        else:
+            kept.append(case)
     time_and_report(kept, copy, label_width=label_width)
+
+
+def prepared_lazily(cases: list, only: list):
+    """prepared(), a case at a time: each set up only when the one before is done with."""
+    for name, src, ext in cases:
+        if not only or any(o in name for o in only):
+            case = prepare(name, src, ext)
+            yield case, choose.default(case.problem, case.kernel.hints)
 
 
 @contextmanager
