@@ -3032,6 +3032,7 @@ def test_splits_of_lengths_that_break_the_vectors_are_peeled(arch):
 
 
 RESIDUAL_LAYERNORM = RESIDUAL_NORMS[0].format(t="f16", w="f32")
+LAYERNORM_F32 = (EXAMPLES / "layernorm.tdsl").read_text().replace("f16[M, N]", "f32[M, N]")
 RMSNORM_F32 = "kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }"
 SHIFTED_WEIGHTS = [     # (source, extents, the weights' scalar load): peeled rows with 4-byte weights, f16 rows
     # (vectors of 8) and f32 rows (vectors of 4), and with 16-bit weights beside 16-bit rows (vectors of 8)
@@ -3108,3 +3109,27 @@ def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, 
         po = problem(go, plan_layout(go, ko.graph), ext, frozenset(), 132, arch, 4800.0)
         offered = candidates(po)
         assert any(s.peel for s in offered) and not any(s.shift for s in offered), ext
+
+
+@pytest.mark.parametrize("src,extents,tag,words,refused", [
+    # a warp a row (four a block): 48 words held, 56 refused (it spilled 8 bytes on sm_90a)
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=4096, N=1001), "row_b128_v8_i4_t32_nh_pe_sw_x32", 48, False),
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=4096, N=1299), "row_b128_v8_i6_t32_nh_pe_sw_x32", 56, True),
+    # a cluster's share: 44 words held, 48 refused (f32 rows: 20 bytes spilled)
+    (LAYERNORM_F32, dict(M=1024, N=100003), "row_b512_v4_i7_t512_nh_c8_pe_sw_x32", 44, False),
+    (LAYERNORM_F32, dict(M=1024, N=65537), "row_b512_v4_i8_t512_nh_c4_pe_sw_x32", 48, True)],
+    ids=["warp 48", "warp 56", "cluster 44", "cluster 48"])
+def test_shifted_warp_rows_and_cluster_shares_hold_fewer_registers(src, extents, tag, words, refused):
+    """rows.shifted_held_limit: on sm_90a a held peeled row's shifted share may count 56 words a
+    block a row, but 52 a warp a row and 44 a cluster's share, as ptxas spilled past them.
+    Each case compiled as though the limit were lifted: the refused ones spill, the held ones do not."""
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, extents, frozenset(), 132, "sm_90a", 4800.0)
+    [s] = [c for c in candidates(p) if c.tag == tag.replace("_sw", "")]
+    shifted = replace(s, shift=True)
+    assert rows.shifted_held_words(p, shifted) == words
+    assert ("registers a thread" in fits(p, shifted)) == refused
+    _, _, usage = _compile(k, g, lay, shifted, "sm_90a")
+    assert (usage.spill_stores > 0) == refused, usage

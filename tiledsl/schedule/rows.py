@@ -49,7 +49,7 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
     if s.shift and not shifted_weights(p.layout, s.vec):
         return (f"shifting a peeled row's weights (shift) takes 4- or 2-byte weights over the row alone whose "
                 f"{s.vec} lanes fill 16-byte pieces: here there are none")
-    if s.shift and s.items and (words := shifted_held_words(p, s)) > SHIFTED_HELD_WORDS.get(p.arch, 44):
+    if s.shift and s.items and (words := shifted_held_words(p, s)) > shifted_held_limit(p, s):
         return (f"a held peeled row's share and its weights' shifted vectors take {words:g} registers a thread: "
                 f"more than ptxas holds without spilling on {p.arch}")
     return ""
@@ -61,7 +61,21 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
 # with f32 weights, rows of 2053 to 20001): sm_90a none spilled up to 56 words and all 13 at 64
 # or more; sm_80 spilled 5 of 9 at 56, 1 of 3 at 52 and 2 of 22 at 48 (rmsnorm with an f32 w,
 # 8 bytes), none of 76 at 44 or fewer. Gathered, none of them spilled but the 72-word share.
+# A warp's row (several rows a block) or a cluster's share holds fewer (2026-12-05, the held shifted
+# candidates of the same programs at rows of 513-1799 and 40001-100003): layernorm f16 with f32 w, b
+# a warp a row spilled 8 bytes at 56 words on sm_90a (48: none); an f32 layernorm's share of a
+# cluster (65537, 8 vectors of 4 a thread) 20 bytes at 48 (44 and fewer: none of 40).
 SHIFTED_HELD_WORDS = {"sm_90": 56, "sm_90a": 56}
+SHIFTED_WARP_ROW_WORDS = 52
+SHIFTED_CLUSTER_WORDS = 44
+
+
+def shifted_held_limit(p: Problem, s: Schedule) -> float:
+    """The most registers shifted_held_words may count for held peeled row `s` on p's GPU."""
+    limit = SHIFTED_HELD_WORDS.get(p.arch, 44)
+    if s.cluster > 1:
+        return min(limit, SHIFTED_CLUSTER_WORDS)
+    return min(limit, SHIFTED_WARP_ROW_WORDS) if s.row_threads <= 32 else limit
 
 
 def shifted_held_words(p: Problem, s: Schedule) -> float:
