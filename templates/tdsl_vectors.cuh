@@ -32,15 +32,55 @@ __device__ __forceinline__ Vec<T, N> load(const T* __restrict__ p) {
     return *reinterpret_cast<const Vec<T, N>*>(p);
 }
 // f(Index<I>()) for I = First .. End - 1, each I a constant: loops unrolled whatever the
-// compiler's budget (an array indexed in a loop it left rolled went to local memory).
+// compiler's budget (an array indexed in a loop it left rolled went to local memory). `f` is a
+// functor with a templated __device__ operator(), not a lambda: NVRTC 12 takes a lambda in a
+// __device__ function for a host function, and refuses the annotated one in JIT mode (every
+// shifted kernel failed so on an H200's CuPy, 2026-12-05). Unrolled by pragma instead, warp rows
+// spilled more (rmsnorm with an f32 weight over 1299: 16 bytes, none so).
 template <int I> struct Index { static constexpr int value = I; };
 template <int First, int End, class F>
-__device__ __forceinline__ void each_index(F&& f) {
+__device__ __forceinline__ void each_index(const F& f) {
     if constexpr (First < End) {
         f(Index<First>());
         each_index<First + 1, End>(f);
     }
 }
+
+// load_shifted's steps, one functor each (each_index): a 16-byte piece of the 2N values into words
+// 4Q..4Q+3, read only where a lane takes from it; a barrel stage moving words by B where `m` is all
+// ones; a funnel shift of each word by `half` bits into the next.
+template <class T, int N>
+struct ShiftPieces {
+    const T* __restrict__ p; int s; unsigned* w;
+    template <int Q> __device__ __forceinline__ void operator()(Index<Q>) const {
+        constexpr int PIECE = 16 / (int)sizeof(T);
+        Vec<T, PIECE> piece = {};
+        if (Q < N / PIECE || s > PIECE * (Q - N / PIECE)) piece = load<T, PIECE>(p + PIECE * Q);
+        memcpy(&w[4 * Q], &piece, 16);
+    }
+};
+template <int B>
+struct ShiftWordsBy {
+    unsigned* w; unsigned m;
+    template <int I> __device__ __forceinline__ void operator()(Index<I>) const { w[I] = (w[I + B] & m) | (w[I] & ~m); }
+};
+template <int WORDS>
+struct ShiftStages {
+    unsigned* w; int words;
+    template <int K> __device__ __forceinline__ void operator()(Index<K>) const {
+        constexpr int B = 1 << K;
+        if constexpr (B < WORDS) {
+            const unsigned m = 0u - ((unsigned)(words / B) & 1u);  // all ones where this stage shifts
+            each_index<0, 2 * WORDS - B>(ShiftWordsBy<B>{w, m});
+        }
+    }
+};
+struct ShiftHalves {
+    unsigned* w; unsigned half;
+    template <int I> __device__ __forceinline__ void operator()(Index<I>) const {   // (in order: w[I + 1] is still unshifted)
+        w[I] = (unsigned)((((unsigned long long)w[I + 1] << 32) | w[I]) >> half);
+    }
+};
 
 // Lanes s .. s + N - 1 of the 2N 4- or 2-byte values from p (16-byte aligned), 0 <= s < N and the
 // same across a row's threads: a peeled row's weight over the row (Schedule.shift), whose lanes move
@@ -56,30 +96,10 @@ __device__ __forceinline__ Vec<T, N> load_shifted(const T* __restrict__ p, int s
     static_assert((sizeof(T) == 4 || sizeof(T) == 2) && N % PIECE == 0 && WORDS <= 16,
                   "16-byte pieces of 4- or 2-byte values");
     unsigned w[2 * WORDS];
-    each_index<0, 2 * N / PIECE>([&](auto q) {
-        constexpr int Q = decltype(q)::value;
-        Vec<T, PIECE> piece = {};
-        if (Q < N / PIECE || s > PIECE * (Q - N / PIECE)) piece = load<T, PIECE>(p + PIECE * Q);
-        memcpy(&w[4 * Q], &piece, 16);
-    });
-    const int words = s * (int)sizeof(T) / 4;               // whole words the lanes move by
-    each_index<0, 4>([&](auto k) {
-        constexpr int B = 1 << decltype(k)::value;
-        if constexpr (B < WORDS) {
-            const unsigned m = 0u - ((unsigned)(words / B) & 1u);  // all ones where this stage shifts
-            each_index<0, 2 * WORDS - B>([&](auto i) {
-                constexpr int I = decltype(i)::value;
-                w[I] = (w[I + B] & m) | (w[I] & ~m);
-            });
-        }
-    });
-    if constexpr (sizeof(T) == 2) {
-        const unsigned half = 16u * ((unsigned)s & 1u);
-        each_index<0, WORDS>([&](auto i) {                  // (in order: w[I + 1] is still unshifted)
-            constexpr int I = decltype(i)::value;
-            w[I] = (unsigned)((((unsigned long long)w[I + 1] << 32) | w[I]) >> half);
-        });
-    }
+    each_index<0, 2 * N / PIECE>(ShiftPieces<T, N>{p, s, w});
+    each_index<0, 4>(ShiftStages<WORDS>{w, s * (int)sizeof(T) / 4});   // by the whole words the lanes move
+    if constexpr (sizeof(T) == 2)
+        each_index<0, WORDS>(ShiftHalves{w, 16u * ((unsigned)s & 1u)});
     Vec<T, N> out;
     memcpy(&out, w, sizeof(out));
     return out;

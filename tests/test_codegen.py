@@ -3111,6 +3111,46 @@ def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, 
         assert any(s.peel for s in offered) and not any(s.shift for s in offered), ext
 
 
+def _nvrtc12_errors(source: str, arch: str) -> str:
+    """NVRTC 12's errors compiling `source` to PTX for `arch` ('' when it compiles): the CUDA 12
+    toolkits that the cuda12 extra serves, and GPU images, run it. libnvrtc.so.12 comes from
+    nvidia-cuda-nvrtc-cu12 (the dev extra); the test skips without it."""
+    import ctypes
+    import nvidia
+    from pathlib import Path
+    found = [p for base in nvidia.__path__ for p in Path(base).glob("cuda_nvrtc/lib/libnvrtc.so.12")]
+    if not found:
+        pytest.skip("no libnvrtc.so.12 (pip install nvidia-cuda-nvrtc-cu12)")
+    lib = ctypes.CDLL(str(found[0]))
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"tiledsl.cu", 0, None, None) == 0
+    opts = [f"--gpu-architecture={arch}".encode(), b"-std=c++17"]
+    status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    size = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return "" if status == 0 else "\n".join(l for l in log.value.decode(errors="replace").splitlines() if "error" in l)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("src,extents,scalar", SHIFTED_WEIGHTS[:1] + SHIFTED_WEIGHTS[3:4],
+                         ids=["layernorm", "layernorm all f16"])
+def test_shifted_weights_compile_with_nvrtc_12(src, extents, scalar, arch):
+    """tdsl::load_shifted compiles with NVRTC 12 as with 13: its loops unrolled by pragma, not
+    generic lambdas passed to a template (NVRTC 12 took each lambda in a __device__ function for a
+    host function, and refused every shifted kernel on the H200's CuPy, 2026-12-05), looped and held."""
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, extents, frozenset(), 132, arch, 4800.0)
+    shifted = [s for s in candidates(p) if s.shift and not s.unroll and s.cluster == 1]
+    assert {s.items > 0 for s in shifted} == {True, False}, [s.tag for s in shifted]
+    for s in (shifted[0], [s for s in shifted if s.items][0]):
+        assert _nvrtc12_errors(render(k.graph, g, lay, s, 1).source, arch) == "", s.tag
+
+
 @pytest.mark.parametrize("src,extents,tag,words,refused", [
     # a warp a row (four a block): 48 words held, 56 refused (it spilled 8 bytes on sm_90a)
     ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=4096, N=1001), "row_b128_v8_i4_t32_nh_pe_sw_x32", 48, False),
