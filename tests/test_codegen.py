@@ -3138,9 +3138,10 @@ def _nvrtc12_errors(source: str, arch: str) -> str:
 @pytest.mark.parametrize("src,extents,scalar", SHIFTED_WEIGHTS[:1] + SHIFTED_WEIGHTS[3:4],
                          ids=["layernorm", "layernorm all f16"])
 def test_shifted_weights_compile_with_nvrtc_12(src, extents, scalar, arch):
-    """tdsl::load_shifted compiles with NVRTC 12 as with 13: its loops unrolled by pragma, not
-    generic lambdas passed to a template (NVRTC 12 took each lambda in a __device__ function for a
-    host function, and refused every shifted kernel on the H200's CuPy, 2026-12-05), looped and held."""
+    """tdsl::load_shifted compiles with NVRTC 12 as with 13, looped and held: each_index takes
+    functors with a templated __device__ operator(), not generic lambdas (NVRTC 12 took each lambda
+    in a __device__ function for a host function, and refused every shifted kernel on the H200's
+    CuPy, 2026-12-05)."""
     k = tiledsl.compile(src)
     [g] = partition(k.graph)
     lay = plan_layout(g, k.graph)
