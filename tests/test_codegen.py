@@ -161,6 +161,14 @@ def test_every_variant_compiles_without_spills(k, g, lay, s, stage, arch):
         assert "C7510" not in compiled.log and "serialized" not in compiled.log   # wgmma left asynchronous
 
 
+@pytest.mark.parametrize("k,g,lay,s,stage,arch", VARIANTS)
+def test_every_variant_compiles_with_nvrtc_12(k, g, lay, s, stage, arch):
+    """What NVRTC 13 compiles above, NVRTC 12's front end takes too: GPU images' CuPy (the
+    H200's, 2026-12-05) compile with it, and it refused constructs 13 takes (generic lambdas
+    in __device__ code: every shifted kernel failed on the GPU)."""
+    assert _nvrtc12_errors(render(k.graph, g, lay, s, stage).source, arch, ptx_only=True) == "", s.tag
+
+
 def test_there_are_many_variants():
     assert len(VARIANTS) >= 100
 
@@ -3111,20 +3119,28 @@ def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, 
         assert any(s.peel for s in offered) and not any(s.shift for s in offered), ext
 
 
-def _nvrtc12_errors(source: str, arch: str) -> str:
-    """NVRTC 12's errors compiling `source` to PTX for `arch` ('' when it compiles): the CUDA 12
-    toolkits that the cuda12 extra serves, and GPU images, run it. libnvrtc.so.12 comes from
-    nvidia-cuda-nvrtc-cu12 (the dev extra); the test skips without it."""
+@functools.lru_cache(maxsize=1)
+def _nvrtc12():
     import ctypes
     import nvidia
     from pathlib import Path
     found = [p for base in nvidia.__path__ for p in Path(base).glob("cuda_nvrtc/lib/libnvrtc.so.12")]
-    if not found:
+    return ctypes.CDLL(str(found[0])) if found else None
+
+
+def _nvrtc12_errors(source: str, arch: str, ptx_only: bool = False) -> str:
+    """NVRTC 12's errors compiling `source` for `arch` ('' when it compiles): the CUDA 12
+    toolkits that the cuda12 extra serves, and GPU images, run it. `ptx_only`: its front end
+    alone (compute_XX, no ptxas). libnvrtc.so.12 comes from nvidia-cuda-nvrtc-cu12 (the dev
+    extra); the test skips without it."""
+    import ctypes
+    lib = _nvrtc12()
+    if lib is None:
         pytest.skip("no libnvrtc.so.12 (pip install nvidia-cuda-nvrtc-cu12)")
-    lib = ctypes.CDLL(str(found[0]))
     prog = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"tiledsl.cu", 0, None, None) == 0
-    opts = [f"--gpu-architecture={arch}".encode(), b"-std=c++17"]
+    target = arch.replace("sm_", "compute_") if ptx_only else arch
+    opts = [f"--gpu-architecture={target}".encode(), b"-std=c++17"]
     status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
     size = ctypes.c_size_t()
     lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
