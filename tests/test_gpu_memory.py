@@ -2494,3 +2494,32 @@ def test_weights_shifted_by_each_row_s_head(src, extents, schedule):
     k._launcher = launcher_for(k)
     set_overrides(k._launcher, {0: schedule})
     check(k, host_arguments(k, extents), extents, "out")
+
+
+ELEMENT_STREAMS = [     # rows read one by one whose weights outweigh them (rows.element_stream)
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=16384, N=4097)),     # 256 threads, 8 deep
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=8192, N=8193)),      # 256 threads, the rule's 16
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=300, N=20001)),      # 512 threads, 4 deep
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=7, N=4097)),
+    ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=5000, N=6001)),      # 23 trips: 2 of 8 and a remainder
+    ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16").replace("f32[N]", "bf16[N]"),
+     dict(M=6000, N=8191)),
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4500, N=6001)),
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=1001, N=40003))]
+
+
+@pytest.mark.parametrize("src,extents", ELEMENT_STREAMS, ids=[str(e) for _, e in ELEMENT_STREAMS])
+def test_rows_read_one_by_one_whose_weights_outweigh_them_run_right(src, extents):
+    """The default of each (a row streamed element by element: 256 or 512 threads, unrolled no
+    deeper than half a thread's trips) within tolerance, every element written."""
+    from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth
+    from tiledsl.schedule.choose import default
+    from tiledsl.schedule.problem import problem
+    from tiledsl.runtime import launcher_for
+    k = fresh(src)
+    ln = launcher_for(k)
+    p = problem(ln.groups[0], ln.layouts[0], extents, sm_count=_sm_count(0), arch=device_arch(0),
+                hbm_gbps=hbm_bandwidth(0))
+    s = default(p, k.hints)
+    assert (s.kind, s.vec, s.items, s.peel) == ("reduce_row", 1, 0, False), s
+    check(k, host_arguments(k, extents), extents, "out")

@@ -176,6 +176,28 @@ def test_many_row_defaults_run_right_on_the_host(label, src, m, n):
     _check(k, dict(M=3, N=n), s)
 
 
+ELEMENT_STREAM_DEFAULTS = [    # (label, source, M, N, threads, unroll): rows.element_stream, weights heavier than rows
+    ("layernorm 256 threads 8 deep", _LAYERNORM, 16384, 4097, 256, 8),
+    ("layernorm 256 threads 8 deep, a remainder", _LAYERNORM, 5000, 6001, 256, 8),
+    ("layernorm 256 threads at the rule", _LAYERNORM, 8192, 8193, 256, 0),
+    ("layernorm 512 threads 4 deep", _LAYERNORM, 300, 20001, 512, 4),
+    ("layernorm bf16 weights 256 threads 8 deep", _LAYERNORM.replace("f16", "bf16").replace("f32[N]", "bf16[N]"),
+     6000, 8191, 256, 8),
+    ("residual add's layernorm 256 threads", next(src for label, src, _ in PROGRAMS
+                                                  if label == "residual add beside its layernorm, looped"),
+     4500, 6001, 256, 0)]
+
+
+@pytest.mark.parametrize("label,src,m,n,threads,unroll", ELEMENT_STREAM_DEFAULTS, ids=[c[0] for c in ELEMENT_STREAM_DEFAULTS])
+def test_rows_read_one_by_one_under_heavy_weights_run_right_on_the_host(label, src, m, n, threads, unroll):
+    """The default an H200 (4800 GB/s) takes for m rows of n, run on 3 rows."""
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    s = default(problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=4800.0), k.hints)
+    assert (s.vec, s.items, s.row_threads, s.unroll) == (1, 0, threads, unroll), s.tag
+    _check(k, dict(M=3, N=n), s)
+
+
 def test_float_to_integer_casts_saturate_and_take_nan_to_zero():
     """Floats cast to an integer type go toward zero, saturate at the type's range and
     take NaN to 0, in the generated code (tdsl::to_int: a C++ cast out of range is

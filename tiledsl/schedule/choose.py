@@ -337,6 +337,8 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             # bf16, its bf16 weight gathered, 2048x40001 200.1 / 109.6; logsumexp f32 222.8 / 210.4;
             # but layernorm f16 with f32 weight and bias 4096x20001 196.4 / 237.5)
             wide = rows.peel_vector(p) if not hints.vector and rows.peel_weights_fit(p) else 1
+            if wide == 1:       # (its threads and unroll: element_stream)
+                return rows.element_stream(p, tpr, hints)
             return Schedule("reduce_row", block=tpr, vec=wide, items=0, row_threads=tpr, index64=p.index64,
                             online=rows.online_pays(p, tpr), peel=wide > 1)
         # Then, for a 16-bit row in vectors, the same with up to 64 elements a thread, packed two

@@ -962,6 +962,38 @@ def shared_row_clusters(p: Problem, looped: Schedule) -> list[Schedule]:
     return [s for s in shares if shared_rows_fit_twice(p, s) and not shared_row_refusal(p, s)]
 
 
+ELEMENT_STREAM_ROWS_PER_SM = 32     # rows an SM from which a row read one by one takes 256 threads ...
+ELEMENT_STREAM_TRIPS = 33           # ... where each thread then walks it at most this many times
+ELEMENT_STREAM_WIDE_UNROLL = 4      # the unroll of those loops at 512 threads or more
+
+
+def element_stream(p: Problem, threads: int, hints: Hints) -> Schedule:
+    """A row read one element at a time and looped (vec 1, not peeled: its weights outweigh
+    it or a vector is pinned), at `threads` (row_threads: 512 from 4096 elements). A loop
+    unrolled U deep whose thread walks the row fewer than U times runs none of its unrolled
+    body: ptxas's remainder loads an element, waits for it, adds it, then loads the next
+    (SASS, sm_90a), so a thread has one load in flight. The unroll is at most half a thread's
+    trips. Where its weights outweigh it (not peel_weights_fit): at 512 threads or more
+    ELEMENT_STREAM_WIDE_UNROLL, and with many rows 256 threads where each walks the row at
+    most ELEMENT_STREAM_TRIPS times. H200 2026-12-05
+    (scripts/probe_heavy_weights.py), us, 512 threads unrolled 16 (the old default) / 512
+    unrolled 4 / 256 unrolled 16, 8, 4: layernorm f16 with f32 w and b 16384x4097 (8 trips at
+    512) 344.4 / 136.8 / 116.1, 115.7, 110.9; 8192x8193 135.5 / 119.3 / 107.4, 109.4, 114.0;
+    4096x20001 195.5 / 163.4 / 197.6, 176.2 (256 unrolled 8); all-f16 layernorm 8192x8193 134.6 /
+    - / 107.1; rmsnorm f16 with an f32 w 4096x20001 158.4 / 136.3; the layernorm of x + r
+    4096x8193 (31 rows an SM) 114.8 / 109.2 / 109.2 (256 at its rule, 8 deep)."""
+    heavy = not peel_weights_fit(p)     # (measured only there; else the rule, capped by the trips)
+    if heavy and not hints.threads and p.rows >= ELEMENT_STREAM_ROWS_PER_SM * p.sm_count \
+            and p.row_length <= ELEMENT_STREAM_TRIPS * 256:
+        threads = min(threads, 256)
+    s = Schedule("reduce_row", block=threads, vec=1, items=0, row_threads=threads, index64=p.index64,
+                 online=online_pays(p, threads))
+    rule = stream_unroll_rule(s, *stream_words(s, p.layout))
+    most = pow2_at_most(max(1, p.row_length // threads // 2))
+    unroll = min(rule, most, ELEMENT_STREAM_WIDE_UNROLL if heavy and threads >= 512 else rule)
+    return replace(s, unroll=unroll if unroll != rule else 0)
+
+
 def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
     """A row (in vectors) too long for a block's registers: shared by a cluster's blocks
     where cluster_row_schedule says so, else streamed by a block."""
