@@ -8,7 +8,9 @@ with their weights gathered a lane at a time (_pe) and read in vectors shifted b
 head (_pe_sw, Schedule.shift: written 2026-12-04 with no GPU lent, not yet timed). Then rows
 with 16-bit weights, which the default peels with their lanes gathered (rmsnorm bf16 16384x1299:
 35.8 us, 0.56x copy, H200 2026-11-29), each default beside its twin with the weights shifted
-(2026-12-05, 16-bit lanes funnel-shifted at odd heads; not yet timed).
+(2026-12-05, 16-bit lanes funnel-shifted at odd heads; not yet timed). Rows read element by element
+(rows.element_stream, the default since 2026-12-05: 256 threads with many rows, unrolled at most half a
+thread's trips) beside the same walking guarded chunks ("default gd", Schedule.guarded; not yet timed).
 
     python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half; each case reported when done)
 """
@@ -18,6 +20,7 @@ import sys
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from tiledsl.schedule import rows  # noqa: E402
 from tiledsl.schedule.choose import default, fits  # noqa: E402
 
@@ -76,7 +79,10 @@ def shifted_share(case, s):
 def variants(case, d) -> dict:
     _, fastest = row_probe.fastest_candidates(case, 6)
     rule = shifted_share(case, peeled_default(case))
-    extra = {"default sw": shifted(case, d), "peeled sw": rule}
+    guarded = replace(d, guarded=True) if rows.guards_chunks(d) else None
+    element = d.kind == "reduce_row" and d.vec == 1 and d.items == 0     # (before 2026-12-05: 512 threads, the rule's unroll)
+    old = replace(d, block=512, row_threads=512, unroll=0) if element else None
+    extra = {"default sw": shifted(case, d), "peeled sw": rule, "default gd": guarded, "old b512": old}
     return {"default": d, **{k: s for k, s in extra.items() if s and s not in fastest and s != d},
             **{f"cand {n}": s for n, s in enumerate(fastest)}}
 

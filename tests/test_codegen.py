@@ -92,6 +92,8 @@ def _variants():
                 p = problem(g, lay, extents, arch=arch)
                 seen = set()      # split counts and grids change the launch only: one compile per code
                 for s in candidates(p):
+                    if s.guarded and s.unroll:      # (the same loop as at the rule's depth, fewer loads in flight)
+                        continue
                     for stage in ((1, 2) if s.splits else (1,)):
                         if (s.code, stage) not in seen:
                             seen.add((s.code, stage))
@@ -161,7 +163,13 @@ def test_every_variant_compiles_without_spills(k, g, lay, s, stage, arch):
         assert "C7510" not in compiled.log and "serialized" not in compiled.log   # wgmma left asynchronous
 
 
-@pytest.mark.parametrize("k,g,lay,s,stage,arch", VARIANTS)
+# at the compiler's own unroll (an explicit one changes a pragma's number); every sm_90a variant, and every
+# fourth sm_80 one (the headers' code for older GPUs: __CUDA_ARCH__ below 900)
+NVRTC_12_VARIANTS = [v for v in VARIANTS if v.values[3].unroll == 0 and v.values[5] == "sm_90a"] + \
+    [v for v in VARIANTS if v.values[3].unroll == 0 and v.values[5] == "sm_80"][::4]
+
+
+@pytest.mark.parametrize("k,g,lay,s,stage,arch", NVRTC_12_VARIANTS)
 def test_every_variant_compiles_with_nvrtc_12(k, g, lay, s, stage, arch):
     """What NVRTC 13 compiles above, NVRTC 12's front end takes too: GPU images' CuPy (the
     H200's, 2026-12-05) compile with it, and it refused constructs 13 takes (generic lambdas
@@ -1628,6 +1636,48 @@ def test_rows_read_one_by_one_whose_weights_outweigh_them_take_256_threads_and_s
     for arch in ARCHS:
         usage = toolchain.compile_cuda(text.source, arch=arch).resources[text.name]
         assert usage.spill_stores == 0 and usage.local_bytes == 0
+
+
+def _row_loads_between_branches(sass: str, opcode: str = "LDG.E.U16") -> list[int]:
+    """The row loads (`opcode`) of each stretch of SASS between branches, stretches with none left out."""
+    counts = [0]
+    for line in sass.splitlines():
+        op = line.split("*/")[1] if "*/" in line else line     # (/*address*/ instruction ; /*encoding*/)
+        if opcode in op:
+            counts[-1] += 1
+        if re.search(r"\bBRA\b", op):
+            counts.append(0)
+    return [n for n in counts if n]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_guarded_chunks_put_a_row_s_last_loads_in_flight_together(arch):
+    """Schedule.guarded: a row read element by element walks chunks of its unroll, each element
+    guarded. Under `#pragma unroll 8` ptxas's remainder loop loads one element between branches
+    (23 trips a thread: 7 loads one after another); guarded, every stretch of SASS that loads the
+    row loads 8 or more. The tuner offers the twin of each such candidate (a block's warps on a
+    row), none of peeled, vector or cluster rows."""
+    k = tiledsl.compile((EXAMPLES / "layernorm.tdsl").read_text())
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(M=5000, N=6001), frozenset(), 132, arch, 4800.0)
+    s = default(p)
+    assert (s.block, s.vec, s.unroll, s.guarded) == (256, 1, 8, False)
+    offered = candidates(p)
+    twins = [c for c in offered if c.guarded]
+    assert replace(s, guarded=True) in twins and all(c.tag.endswith("_gd_x32") for c in twins)
+    assert all(c.vec == 1 and c.items == 0 and c.cluster == 1 for c in twins)
+    assert {replace(c, guarded=False) for c in twins} <= set(offered)
+    plain, guarded = (toolchain.compile_cuda(render(k.graph, g, lay, c, 1).source, arch=arch)
+                      for c in (s, replace(s, guarded=True)))
+    assert 1 in _row_loads_between_branches(toolchain.sass(plain.cubin))
+    assert min(_row_loads_between_branches(toolchain.sass(guarded.cubin))) >= 8
+    usage = next(iter(guarded.resources.values()))
+    assert usage.spill_stores == 0 and usage.local_bytes == 0
+    with pytest.raises(TdslError, match="walks guarded chunks"):
+        replace(s, vec=8, guarded=True)
+    with pytest.raises(TdslError, match="walks guarded chunks"):
+        replace(s, items=24, unroll=0, guarded=True)
 
 
 def test_a_row_read_one_by_one_is_never_unrolled_deeper_than_half_its_trips():

@@ -2523,3 +2523,30 @@ def test_rows_read_one_by_one_whose_weights_outweigh_them_run_right(src, extents
     s = default(p, k.hints)
     assert (s.kind, s.vec, s.items, s.peel) == ("reduce_row", 1, 0, False), s
     check(k, host_arguments(k, extents), extents, "out")
+
+
+def _guarded_candidates():
+    from tiledsl.schedule.choose import candidates
+    from tiledsl.schedule.layout import plan_layout
+    from tiledsl.schedule.partition import partition
+    from tiledsl.schedule.problem import problem
+    for src, extents in ELEMENT_STREAMS[4:5] + ELEMENT_STREAMS[6:7] + [
+            ((EXAMPLES / "softmax.tdsl").read_text(), dict(M=5, N=40001))]:
+        k = tiledsl.compile(src)
+        [g] = partition(k.graph)
+        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 132, "sm_90a", 4800.0)
+        for s in candidates(p, k.hints):
+            if s.guarded:
+                yield pytest.param(src, extents, s, id=f"{'x'.join(map(str, extents.values()))}-{s.tag}")
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_guarded_candidates()))
+def test_guarded_chunks_of_rows_read_one_by_one(src, extents, schedule):
+    """Every candidate walking guarded chunks of a row read element by element (Schedule.guarded)
+    within tolerance, every element written."""
+    from tiledsl.runtime import launcher_for
+    from tiledsl.runtime.launcher import set_overrides
+    k = fresh(src)
+    k._launcher = launcher_for(k)
+    set_overrides(k._launcher, {0: schedule})
+    check(k, host_arguments(k, extents), extents, "out")

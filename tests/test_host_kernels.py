@@ -198,6 +198,26 @@ def test_rows_read_one_by_one_under_heavy_weights_run_right_on_the_host(label, s
     _check(k, dict(M=3, N=n), s)
 
 
+def _guarded_candidates():
+    """Every candidate walking guarded chunks (Schedule.guarded) of rows read element by element:
+    layernorm with heavy weights, a residual add beside its layernorm (two results), and
+    softmax f32 (an online pass, then the guarded store)."""
+    for label, src, extents, run in (
+            ("layernorm", _LAYERNORM, dict(M=5000, N=6001), dict(M=3, N=6001)),
+            ("residual layernorm", ELEMENT_STREAM_DEFAULTS[-1][1], dict(M=4500, N=6001), dict(M=2, N=6001)),
+            ("softmax", _SOFTMAX, dict(M=5, N=40001), dict(M=2, N=40001))):
+        k = tiledsl.compile(src)
+        g = partition(k.graph)[0]
+        for s in candidates(problem(g, plan_layout(g, k.graph), extents, hbm_gbps=4800.0), k.hints):
+            if s.guarded:
+                yield pytest.param(src, run, s, id=f"{label}-{s.tag}")
+
+
+@pytest.mark.parametrize("src,extents,schedule", list(_guarded_candidates()))
+def test_guarded_chunks_of_rows_read_one_by_one_run_right_on_the_host(src, extents, schedule):
+    _check(tiledsl.compile(src), extents, schedule)
+
+
 def test_float_to_integer_casts_saturate_and_take_nan_to_zero():
     """Floats cast to an integer type go toward zero, saturate at the type's range and
     take NaN to 0, in the generated code (tdsl::to_int: a C++ cast out of range is

@@ -843,7 +843,7 @@ class _Renderer(PointwiseRendering):
         else:
             scratch = []
         return dict(
-            split=split, stream_unroll=stream_unroll,
+            split=split, stream_unroll=stream_unroll, guarded=self.s.guarded,
             row_threads=self.s.row_threads, items=self.s.items, cached=cached, cached_end="vend" if peel else "rvec",
             # a lane past the last row reads that row again and stores nothing
             together=together, flip="int flip = 0;" in scratch,

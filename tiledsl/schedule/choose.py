@@ -228,10 +228,13 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
 
 
 def _with_unrolls(p: Problem, schedules: list) -> list:
-    """Each streamed schedule followed by its explicit unrolls (`stream_unrolls`); then, where
+    """Each streamed schedule followed by its explicit unrolls (`stream_unrolls`); then each looped
+    row read element by element walking guarded chunks (`rows.guards_chunks`); then, where
     the group takes max and sum(exp), each looped row's other choice of passes (`online`),
     last: a search capped below the whole space keeps the candidates it had."""
     out = [u for s in schedules for u in [s] + [replace(s, unroll=n) for n in rows.stream_unrolls(p, s)]]
+    # rows read element by element: each also walking guarded chunks (Schedule.guarded)
+    out += [replace(s, guarded=True) for s in out if rows.guards_chunks(s)]
     if online_pairs(p.group):
         flipped = [replace(s, online=not s.online) for s in out if s.kind == "reduce_row" and s.items == 0]
         out += [s for s in flipped if s.cluster == 1 or not fits(p, s)]   # (a cluster streams in two passes)

@@ -994,6 +994,17 @@ def element_stream(p: Problem, threads: int, hints: Hints) -> Schedule:
     return replace(s, unroll=unroll if unroll != rule else 0)
 
 
+def guards_chunks(s: Schedule) -> bool:
+    """Whether the tuner also times `s` walking guarded chunks (Schedule.guarded): a looped row read
+    element by element, a warp or more of one block a row, whose loop has a remainder (not unrolled 1). Its
+    last chunk's loads go out together, where ptxas's remainder loop after `#pragma unroll`
+    loads, waits for and adds one element at a time (SASS, sm_90a: layernorm f16 with f32 w
+    and b, 5000x6001 at 256 threads, 23 trips unrolled 8: 7 remainder loads in a row). Not yet
+    timed on a GPU (2026-12-05)."""
+    return (s.kind == "reduce_row" and s.items == 0 and s.vec == 1 and s.row_threads >= 32 and not s.shared_row
+            and not s.guarded and s.unroll != 1 and s.cluster == 1)
+
+
 def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
     """A row (in vectors) too long for a block's registers: shared by a cluster's blocks
     where cluster_row_schedule says so, else streamed by a block."""

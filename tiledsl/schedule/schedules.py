@@ -206,7 +206,7 @@ STREAM_UNROLLS = (0, 1, 2, 4, 8, 16)   # a streamed loop's explicit unroll (0: t
 _INT_FIELDS = ("block", "vec", "items", "row_threads", "blocks_per_sm", "splits", "stages", "group",
                "min_blocks", "unroll", "cluster")
 _BOOL_FIELDS = ("hoist", "keep", "prefetch", "mma", "wgmma", "index64", "tma", "persistent", "online", "peel",
-                "specialized", "outer", "shared_row", "straddle", "last_block")
+                "specialized", "outer", "shared_row", "straddle", "last_block", "shift", "guarded")
 
 
 def stream_words(s: "Schedule", layout) -> tuple[float, bool]:
@@ -378,6 +378,9 @@ class Schedule:
     shift: bool = False         # reduce_row, peeled: its 4- or 2-byte weights over the row (whose lanes move with each
                                 # row's head) read in 16-byte vectors from their aligned start and shifted by
                                 # the head in registers, not gathered a lane at a time (_sw)
+    guarded: bool = False       # reduce_row, looped (items=0), read element by element (vec 1): the loop walks
+                                # chunks of its unroll's depth, each element guarded, so the last chunk's
+                                # loads are in flight together, not ptxas's remainder loop's one at a time (_gd)
 
     def __post_init__(self):
         why = self.invalid()
@@ -417,6 +420,10 @@ class Schedule:
         if self.shift and not (self.peel and self.kind == "reduce_row" and self.vec % 4 == 0):
             return ("only a peeled row reduction in vectors of 4, 8 or 16 shifts its weights' 16-byte vectors "
                     "by each row's head (shift)")
+        if self.guarded and not (self.kind == "reduce_row" and self.items == 0 and self.vec == 1
+                                 and self.row_threads >= 32 and not self.shared_row):
+            return ("only a looped row reduction (items=0) read element by element (vec 1), a warp or more a "
+                    "row, walks guarded chunks (guarded)")
         if self.prefetch and self.kind != "reduce_row":
             return "only a row reduction prefetches its next row"
         if self.stages < 1 or (self.stages > 1 and self.kind not in ("matmul", "reduce_row")):
@@ -630,6 +637,8 @@ class Schedule:
             parts.append("pe")
         if self.shift:
             parts.append("sw")
+        if self.guarded:
+            parts.append("gd")
         parts.append("x64" if self.index64 else "x32")
         return "_".join(parts)
 
