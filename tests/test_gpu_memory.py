@@ -2470,30 +2470,38 @@ SHIFTED_WEIGHT_CASES = [    # peeled rows with 4- and 2-byte weights, every head
     ((EXAMPLES / "rmsnorm.tdsl").read_text().replace("f16", "bf16"), dict(M=41, N=1299))]
 
 
-def _shifted_weight_candidates():
+def _candidates_where(cases: list, keep) -> list:
+    """pytest params (source, extents, schedule) of every candidate an H200 (132 SMs, 4800 GB/s)
+    offers each one-kernel (source, extents) of `cases` for which `keep(schedule)` holds."""
     from tiledsl.schedule.choose import candidates
     from tiledsl.schedule.layout import plan_layout
     from tiledsl.schedule.partition import partition
     from tiledsl.schedule.problem import problem
-    for src, extents in SHIFTED_WEIGHT_CASES:
+    out = []
+    for src, extents in cases:
         k = tiledsl.compile(src)
         [g] = partition(k.graph)
         p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 132, "sm_90a", 4800.0)
-        for s in candidates(p, k.hints):
-            if s.shift:
-                yield pytest.param(src, extents, s, id=f"{'x'.join(map(str, extents.values()))}-{s.tag}")
+        out += [pytest.param(src, extents, s, id=f"{'x'.join(map(str, extents.values()))}-{s.tag}")
+                for s in candidates(p, k.hints) if keep(s)]
+    return out
 
 
-@pytest.mark.parametrize("src,extents,schedule", list(_shifted_weight_candidates()))
-def test_weights_shifted_by_each_row_s_head(src, extents, schedule):
-    """Every candidate reading a peeled row's 4- or 2-byte weights in vectors shifted by the row's head
-    (Schedule.shift: looped, held, in shared memory, a cluster's) exact, every element written."""
+def _check_overridden(src: str, extents: dict, schedule) -> None:
+    """`src` at `extents` launched at `schedule` (its one group's), checked as check() does."""
     from tiledsl.runtime import launcher_for
     from tiledsl.runtime.launcher import set_overrides
     k = fresh(src)
     k._launcher = launcher_for(k)
     set_overrides(k._launcher, {0: schedule})
     check(k, host_arguments(k, extents), extents, "out")
+
+
+@pytest.mark.parametrize("src,extents,schedule", _candidates_where(SHIFTED_WEIGHT_CASES, lambda s: s.shift))
+def test_weights_shifted_by_each_row_s_head(src, extents, schedule):
+    """Every candidate reading a peeled row's 4- or 2-byte weights in vectors shifted by the row's head
+    (Schedule.shift: looped, held, in shared memory, a cluster's) exact, every element written."""
+    _check_overridden(src, extents, schedule)
 
 
 ELEMENT_STREAMS = [     # rows read one by one whose weights outweigh them (rows.element_stream)
@@ -2525,28 +2533,12 @@ def test_rows_read_one_by_one_whose_weights_outweigh_them_run_right(src, extents
     check(k, host_arguments(k, extents), extents, "out")
 
 
-def _guarded_candidates():
-    from tiledsl.schedule.choose import candidates
-    from tiledsl.schedule.layout import plan_layout
-    from tiledsl.schedule.partition import partition
-    from tiledsl.schedule.problem import problem
-    for src, extents in ELEMENT_STREAMS[4:5] + ELEMENT_STREAMS[6:7] + [
-            ((EXAMPLES / "softmax.tdsl").read_text(), dict(M=5, N=40001))]:
-        k = tiledsl.compile(src)
-        [g] = partition(k.graph)
-        p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 132, "sm_90a", 4800.0)
-        for s in candidates(p, k.hints):
-            if s.guarded:
-                yield pytest.param(src, extents, s, id=f"{'x'.join(map(str, extents.values()))}-{s.tag}")
+GUARDED_CASES = ELEMENT_STREAMS[4:5] + ELEMENT_STREAMS[6:7] + [
+    ((EXAMPLES / "softmax.tdsl").read_text(), dict(M=5, N=40001))]
 
 
-@pytest.mark.parametrize("src,extents,schedule", list(_guarded_candidates()))
+@pytest.mark.parametrize("src,extents,schedule", _candidates_where(GUARDED_CASES, lambda s: s.guarded))
 def test_guarded_chunks_of_rows_read_one_by_one(src, extents, schedule):
     """Every candidate walking guarded chunks of a row read element by element (Schedule.guarded)
     within tolerance, every element written."""
-    from tiledsl.runtime import launcher_for
-    from tiledsl.runtime.launcher import set_overrides
-    k = fresh(src)
-    k._launcher = launcher_for(k)
-    set_overrides(k._launcher, {0: schedule})
-    check(k, host_arguments(k, extents), extents, "out")
+    _check_overridden(src, extents, schedule)
