@@ -103,9 +103,13 @@ def peel_weights_fit(p: Problem) -> bool:
     """Whether a peeled row's weights over N (gathered lane by lane) take no more bytes an
     element than its per-row inputs: what the default peels (see default()). One row (no kept
     loop: a full reduction) has no weights: its inputs are the row (layout.peeled_operands)."""
-    if not p.layout.kept_loops:
-        return True
-    return element_bytes(p.layout.weight_inputs) <= element_bytes(p.layout.row_inputs)
+    return not weights_outweigh_row(p)
+
+
+def weights_outweigh_row(p: Problem) -> bool:
+    """Whether a row reduction's inputs over the row alone (weights) take more bytes an element than
+    its per-row inputs (layernorm's f32 w and b beside f16 x). One row (no kept loop) has none."""
+    return bool(p.layout.kept_loops) and element_bytes(p.layout.weight_inputs) > element_bytes(p.layout.row_inputs)
 
 
 def peel_vector(p: Problem) -> int:
@@ -973,7 +977,7 @@ def element_stream(p: Problem, threads: int, hints: Hints) -> Schedule:
     unrolled U deep whose thread walks the row fewer than U times runs none of its unrolled
     body: ptxas's remainder loads an element, waits for it, adds it, then loads the next
     (SASS, sm_90a), so a thread has one load in flight. The unroll is at most half a thread's
-    trips. Where its weights outweigh it (not peel_weights_fit): at 512 threads or more
+    trips. Where its weights outweigh it (weights_outweigh_row): at 512 threads or more
     ELEMENT_STREAM_WIDE_UNROLL, and with many rows 256 threads where each walks the row at
     most ELEMENT_STREAM_TRIPS times. H200 2026-12-05
     (scripts/probe_heavy_weights.py), us, 512 threads unrolled 16 (the old default) / 512
@@ -982,7 +986,7 @@ def element_stream(p: Problem, threads: int, hints: Hints) -> Schedule:
     4096x20001 195.5 / 163.4 / 197.6, 176.2 (256 unrolled 8); all-f16 layernorm 8192x8193 134.6 /
     - / 107.1; rmsnorm f16 with an f32 w 4096x20001 158.4 / 136.3; the layernorm of x + r
     4096x8193 (31 rows an SM) 114.8 / 109.2 / 109.2 (256 at its rule, 8 deep)."""
-    heavy = not peel_weights_fit(p)     # (measured only there; else the rule, capped by the trips)
+    heavy = weights_outweigh_row(p)     # (measured only there; else the rule, capped by the trips)
     if heavy and not hints.threads and p.rows >= ELEMENT_STREAM_ROWS_PER_SM * p.sm_count \
             and p.row_length <= ELEMENT_STREAM_TRIPS * 256:
         threads = min(threads, 256)
