@@ -1711,6 +1711,29 @@ def test_a_row_read_one_by_one_is_never_unrolled_deeper_than_half_its_trips():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_a_held_row_of_narrow_inputs_and_8_byte_results_holds_at_most_8_elements(arch):
+    """row_share_fits caps a held share at 8 elements where a result along the row is 8 bytes
+    wide and every input narrower, in vectors too: the codegen fuzz's (2026-12-05) full sum
+    beside two f64 results over four f16 rows of 1000 was held by a warp at 32 elements a
+    thread in vectors of 2 and spilled 88 bytes on sm_90a (112 on sm_80)."""
+    src = ("kernel prop(p0: f16[1000], p1: f16[1000], p2: f16[1000], p3: f16[1000]) -> (f64[1000], f64[1000]) {\n"
+           " t5 = where((p0 < p2), abs(i32(floor(p3))), sum(i32(floor(p1))))\n"
+           " return where(logical_and(idx(1000) < p0, p0 < p2), 2, t5), p1\n}")
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, {k.graph.dims[0]: 1000}, frozenset(), 132, arch, 0.0))
+    assert s.kind == "reduce_row" and s.items * s.vec <= 8, s.tag
+    ks, compiled, usage = _compile(k, g, lay, s, arch)
+    assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+    # f64 inputs count their own words: an f64 softmax's share stays as wide as before
+    f64 = tiledsl.compile((EXAMPLES / "softmax.tdsl").read_text().replace("f32", "f64"))
+    [g64] = partition(f64.graph)
+    p64 = problem(g64, plan_layout(g64, f64.graph), dict(M=4096, N=1024), frozenset(), 132, arch, 4800.0)
+    assert rows.row_share_fits(p64, 8, 2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_a_row_read_element_by_element_storing_8_byte_results_unrolls_less(arch):
     """stream_words counts 2 words for each 8-byte result stored along a row read one by one:
     the codegen fuzz's full max over i8 [1000, 5] stored transposed in f64 beside a bf16 copy

@@ -607,8 +607,10 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
     """Whether a thread can hold its share of a row (`items` vectors of `vec`, every
     input's element loaded before the row is reduced) under the 64-register cap:
     at most MAX_ROW_ELEMENTS elements taking at most row_register_budget words, and
-    at most 8 elements read one by one (vec 1) where a result is 8 bytes wide (f32
-    math widened on the store). Measured with ptxas, sm_90a and sm_80, 2026-11-25
+    at most 8 elements read one by one (vec 1), or in vectors of inputs narrower than 8 bytes,
+    where a result is 8 bytes wide (f32 math widened on the store; the codegen fuzz, 2026-12-05:
+    a full sum beside two f64 results over four f16 rows of 1000, a warp holding 32 elements a
+    thread in vectors of 2, spilled 88 bytes on sm_90a). Measured with ptxas, sm_90a and sm_80, 2026-11-25
     (rows of 4097 to 32768 elements, one or seven of them; local bytes on sm_90a):
     softmax f32 at vec 1 and 32 elements (32 words) 8; two f32 inputs at vec 4 and 32
     elements (64) 120; three at vec 1 and 16 (48) 24; f64 at vec 2 and 32 (64) 136;
@@ -625,9 +627,10 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
     elements = items * vec
     cap = MAX_PACKED_ROW_ELEMENTS if packed and packed_rows(p, vec) else MAX_ROW_ELEMENTS
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
+    narrow_inputs = all(op.dtype.itemsize < 8 for op in p.layout.inputs)
     words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
     return (elements <= cap and elements * words <= row_register_budget(vec)
-            and not (vec == 1 and wide_results and elements > 8))
+            and not ((vec == 1 or narrow_inputs) and wide_results and elements > 8))
 
 
 def keeps_fit(p: Problem, items: int, vec: int) -> bool:
