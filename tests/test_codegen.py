@@ -1604,10 +1604,7 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     assert aligned.vec > 1 and "#pragma unroll 16" not in render(k.graph, g, lay, aligned, 1).source
 
 
-LAYERNORM_F32_WEIGHTS_ALL_BF16 = ("layernorm", "all_bf16")
-
-
-@pytest.mark.parametrize("weights", LAYERNORM_F32_WEIGHTS_ALL_BF16)
+@pytest.mark.parametrize("weights", ["f32", "all_bf16"])
 def test_rows_read_one_by_one_whose_weights_outweigh_them_take_256_threads_and_shallow_unrolls(weights):
     """rows.element_stream: layernorm rows of odd lengths whose f32 (or bf16 beside bf16) w and b
     outweigh them stream element by element. At 512 threads and 16 deep the old default
