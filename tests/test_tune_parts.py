@@ -10,7 +10,7 @@ import pytest
 
 import tiledsl
 from tiledsl import cli
-from tiledsl.inputs import random_arguments, relative_error as reference_error
+from tiledsl.inputs import TOLERANCE, random_arguments, relative_error as reference_error
 from tiledsl.tune import peers, roofline, safety
 from tiledsl.tune.cupy_eval import Evaluator
 from tiledsl.tune.progress import Progress
@@ -139,8 +139,10 @@ def test_evaluator_agrees_with_the_reference(example, extents, rng):
     want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
     for g, w, r in zip(got, want, k.graph.results):
         assert g.dtype == r.dtype.numpy
-        # f16 matmul products are rounded to f16 once in the evaluator (cuBLAS-style)
-        assert reference_error(g, w) <= (1e-2 if r.dtype.name == "f16" else 1e-5)
+        # a result stored in bf16 may land one ulp apart where f32 and f64 round a tie
+        # differently (gelu_bias, seed 3145588239863972706: 5.421875 rounds up in f32 and
+        # down in f64); f16 matmul products are rounded to f16 once (cuBLAS-style)
+        assert reference_error(g, w) <= (1e-2 if r.dtype.name == "f16" else TOLERANCE[r.dtype.name])
 
 
 def test_plain_matmul_detection():
