@@ -1067,6 +1067,19 @@ def test_64_bit_indexing_past_2_to_the_31():
     assert compiled.resources[large.name].spill_stores == 0
 
 
+def test_32_bit_indices_only_where_a_step_past_the_end_still_fits():
+    """An index steps up to a whole range past its end before its loop ends (a thread's chunk of a
+    row, a grid-stride walk): 32-bit indices serve ranges up to 2**30 so that step cannot wrap.
+    A single row of 2**31 - 5 took 32-bit indices until 2026-12-05, its guarded chunks
+    (`first_c += 8 * TPR`) wrapping negative at the row's end."""
+    row = tiledsl.compile("kernel total(x: f16[N]) -> f32 { return sum(f32(x), axis=N) }")
+    inc = tiledsl.compile("kernel inc(x: i8[N]) -> i8[N] { return x + 1 }")
+    for k, n, width in [(row, 2 ** 31 - 5, "long long"), (inc, 2 ** 31 - 1, "long long"),
+                        (inc, 2 ** 30 + 1, "long long"), (inc, 2 ** 30, "int"), (row, 2 ** 30, "int")]:
+        for ks in sources_for(k, dict(N=n)):
+            assert f"typedef {width} idx_t" in ks.source, (k.graph.name, n, ks.name)
+
+
 def test_generated_code_holds_no_user_text():
     # A user's names never reach CUDA: parameters and values are renamed.
     src = "kernel evil_name(secret_input: f32[Dim0]) -> f32[Dim0] { temp_value = secret_input * 3\n return temp_value }"

@@ -941,13 +941,13 @@ def _device_mismatches(x, y, dtype, chunk: int = 1 << 27) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("n", [2 ** 31 + 3, 2 ** 31 - 1])     # past 32-bit indices; a step short of them
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("which", list(HUGE))
-def test_pointwise_over_2_to_the_31_elements(which, mode):
+def test_pointwise_over_2_to_the_31_elements(which, mode, n):
     import cupy
     src, dtype = HUGE[which]
     k = compiled(src)
-    n = 2 ** 31 + 3
     itemsize = np.dtype(dtype).itemsize
     free, _total = cupy.cuda.runtime.memGetInfo()
     need = 2 * n * itemsize + (1 << 31)           # x, y, and chunked temporaries
@@ -978,6 +978,27 @@ def test_pointwise_over_2_to_the_31_elements(which, mode):
     # and every element, compared on the device with CuPy
     assert _device_mismatches(x, y, dtype) == 0
     del x, y, idx
+
+
+@pytest.mark.slow
+def test_a_row_one_step_short_of_2_to_the_31_elements():
+    """A single row of 2**31 - 5 (its walks' steps past the end once wrapped 32-bit indices:
+    problem.INDEX32_SPAN), summed whole by the default, against CuPy's float64 sum."""
+    import cupy
+    k = compiled("kernel total(x: f16[N]) -> f32 { return sum(f32(x), axis=N) }")
+    n = 2 ** 31 - 5
+    free, _total = cupy.cuda.runtime.memGetInfo()
+    if free < 2 * n * 2:
+        pytest.skip(f"needs {4 * n / 2**30:.1f} GiB free on the GPU, has {free / 2**30:.1f}")
+    seed = fresh_seed()
+    print(f"seed {seed} (replay with TDSL_TEST_SEED={seed})")
+    x = cupy.empty(n, dtype=np.float16)
+    _fill_huge(x, np.float16, seed % (2 ** 31))
+    x[-3:] = 60000.0        # the row's last elements outweigh the bound: a sum that stops short fails
+    want = sum(float(x[i:i + (1 << 27)].sum(dtype=cupy.float64)) for i in range(0, n, 1 << 27))
+    got = float(k(x))
+    assert abs(got - want) <= 1e-5 * float(cupy.abs(x).sum(dtype=cupy.float64)), (got, want)
+    del x
 
 
 # ---- products with a vector: sums of products ----------------------------------------------

@@ -13,7 +13,10 @@ from .layout import row_major as layout_row_major
 from .partition import Group, online_pair_alone
 from .schedules import Schedule
 
-INDEX32_LIMIT = 2 ** 31 - 1
+# The largest operand 32-bit indices serve. A walk's index steps up to one whole range past its
+# end before its test fails (a grid-stride walk, a thread's chunk of a row: `first_c += 8 * TPR`),
+# so an index must hold twice the range: at 2**31 - 5 elements it wrapped negative and walked on.
+INDEX32_SPAN = 2 ** 30
 MAX_GRID = 2 ** 31 - 1
 MAX_GRID_Y = 65535          # a launch's blocks along y (pointwise outer: groups of the outermost loop)
 
@@ -67,11 +70,11 @@ class Problem:
     @property
     def index64(self) -> bool:
         """Indices reach the largest operand (and, outside a matmul, the whole
-        space: a matmul's M*N*K is work, not an address)."""
+        space: a matmul's M*N*K is work, not an address) and a step past it."""
         sizes = [self.size(op.loops) for op in self.layout.inputs + self.layout.outputs]
         if self.group.kind != "matmul":
             sizes.append(self.total)
-        return max(sizes, default=0) > INDEX32_LIMIT
+        return max(sizes, default=0) > INDEX32_SPAN
 
     def size(self, loops) -> int:
         n = 1
