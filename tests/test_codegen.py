@@ -2498,6 +2498,26 @@ def test_a_peeled_row_s_unrolls_count_its_weights(src, t, w):
         assert not any(s.unroll == 4 for s in unrolled), [s.tag for s in unrolled]
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("t,w,cap", [("f16", "f32", 24), ("bf16", "f32", 24), ("f16", "f16", 32), ("bf16", "bf16", 32)])
+def test_a_residual_row_held_beside_late_weights_holds_fewer_elements(t, w, cap, arch):
+    """rows.late_weights_crowd: the layernorm of x + r beside f32 w and b held 40 elements a
+    thread at 1001 x 36000 and 32 in a cluster's block at 50000 to 100000, and spilled 32 and 8
+    bytes at 64 registers on sm_90a; beside f16 w and b, 40 spilled 8 bytes on sm_80 (the CPU's
+    spill check of 2026-12-05). Its defaults hold at most 24 and 32 now and spill none."""
+    k = tiledsl.compile(RESIDUAL_NORMS[0].format(t=t, w=w))
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    held = []
+    for n in (36000, 50000, 100000):
+        s = default(problem(g, lay, dict(M=1001, N=n), frozenset(), 132, arch, 4800.0))
+        if s.items:
+            held.append(s.items * s.vec)
+            _, _, usage = _compile(k, g, lay, s, arch)
+            assert usage.spill_stores == 0 and usage.local_bytes == 0, (n, s.tag, usage)
+    assert max(held, default=0) <= cap and (held or arch == "sm_80"), held
+
+
 F32_COLUMN_TILES = [   # (program, extents, whether an H200 takes the tile)
     ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=4096), True),
     ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x * x, axis=M) }", dict(M=1 << 20, N=64), True),

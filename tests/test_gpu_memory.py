@@ -2005,6 +2005,17 @@ def test_a_residual_add_and_its_norm_run_as_one_kernel_by_default():
             check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+@pytest.mark.parametrize("w", ["f32", "f16"])
+@pytest.mark.parametrize("n", [36000, 50000, 100000])
+def test_a_residual_layernorm_s_long_held_rows_by_default(n, w):
+    """The layernorm of x + r over rows a block or a cluster holds (rows.late_weights_crowd: these
+    defaults spilled until 2026-12-05; a default that spills fails here, conftest), exact."""
+    src = RESIDUAL_NORM_PROGRAMS[1][0].replace("f32[N]", f"{w}[N]")
+    extents = dict(M=301, N=n)
+    k, s = _default_here(src, extents)
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 MASKED_PROGRAMS = [     # inputs read only where an index condition holds (schedule/guards.py)
     ("kernel f(s: f16[B, Q, K], scale: f32 = 0.088388, neg: f32 = -inf) -> f16[B, Q, K] {\n"
      " z = where(idx(K) <= idx(Q), s * scale, neg)\n e = exp(z - max(z, axis=K))\n return e / sum(e, axis=K)\n}",

@@ -626,11 +626,28 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
     share does not fit."""
     elements = items * vec
     cap = MAX_PACKED_ROW_ELEMENTS if packed and packed_rows(p, vec) else MAX_ROW_ELEMENTS
+    if not hoisted and late_weights_crowd(p):
+        cap = min(cap, late_weights_crowd(p))
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
     narrow_inputs = all(op.dtype.itemsize < 8 for op in p.layout.inputs)
     words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
     return (elements <= cap and elements * words <= row_register_budget(vec)
             and not ((vec == 1 or narrow_inputs) and wide_results and elements > 8))
+
+
+def late_weights_crowd(p: Problem) -> int:
+    """The most elements a thread's share may hold where a row computed from several row inputs
+    (a residual add, x + r: held in f32, a word an element) meets two or more weights loaded late
+    (layernorm's w and b): 24 beside 4-byte weights, 32 beside narrower ones; else 0 (no cap).
+    ptxas, 2026-12-05, x + r of f16 or bf16 in vectors of 8 at 64 registers, bytes spilled at
+    24 / 32 / 40 elements: f32 w and b, sm_90a a block 0 / 0 / 32, a cluster's 0 / 8, sm_80
+    0 / 4 / 40 (the defaults at 1001x36000 to 100000 spilled); f16 or bf16 w and b, sm_90a a
+    block - / 0 / 0, a cluster's - / 0 / 32, sm_80 - / 0 / 8. One weight (rmsnorm of x + r)
+    spilled none up to 40; one row input beside f32 w and b (layernorm f16) none up to 64."""
+    weights = p.layout.weight_inputs
+    if len(p.layout.row_inputs) < 2 or len(weights) < 2:
+        return 0
+    return 24 if sum(op.dtype.itemsize >= 4 for op in weights) >= 2 else 32
 
 
 def keeps_fit(p: Problem, items: int, vec: int) -> bool:
