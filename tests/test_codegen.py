@@ -2518,6 +2518,48 @@ def test_a_residual_row_held_beside_late_weights_holds_fewer_elements(t, w, cap,
     assert max(held, default=0) <= cap and (held or arch == "sm_80"), held
 
 
+MANY_INPUT_ROWS = {     # rows beside several row inputs or many weights: {t} the rows' dtype, {w} the weights'
+    "rmsnorm of x + r": "kernel f(x: {t}[M, N], r: {t}[M, N], w: {w}[N]) -> ({t}[M, N], {t}[M, N]) {{\n"
+                        " h = x + r\n return h, h * rsqrt(mean(h * h, axis=N) + 1e-6) * w\n}}",
+    "softmax of x * r + w": RESIDUAL_NORMS[2],
+    "layernorm of x + r + q": "kernel f(x: {t}[M, N], r: {t}[M, N], q: {t}[M, N], w: {w}[N], b: {w}[N]) -> {t}[M, N] {{\n"
+                              " h = x + r + q\n c = h - mean(h, axis=N)\n"
+                              " return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b\n}}",
+    "layernorm, three weights": "kernel f(x: {t}[M, N], w: {w}[N], b: {w}[N], g: {w}[N]) -> {t}[M, N] {{\n"
+                                " c = x - mean(x, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b * g\n}}",
+    "layernorm of x + r": RESIDUAL_NORMS[0],
+    "layernorm": "kernel f(x: {t}[M, N], w: {w}[N], b: {w}[N]) -> {t}[M, N] {{\n"
+                 " c = x - mean(x, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b\n}}"}
+MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default spilled before 2026-12-05
+    ("rmsnorm of x + r", "f16", "f16", 7, 20001, "sm_90a", 4800.0),     # held peeled, 40 words
+    ("rmsnorm of x + r", "bf16", "f32", 7, 20001, "sm_80", 2000.0),
+    ("softmax of x * r + w", "f32", "f32", 7, 20001, "sm_90a", 4800.0),
+    ("softmax of x * r + w", "f16", "f16", 1001, 65536, "sm_80", 2000.0),   # streamed 4 deep on sm_80
+    ("layernorm of x + r + q", "f16", "f16", 7, 20001, "sm_90a", 4800.0),
+    ("layernorm of x + r + q", "f32", "f32", 7, 20001, "sm_90a", 4800.0),   # a cluster's, 36 words
+    ("layernorm of x + r", "f32", "f32", 7, 36000, "sm_90a", 4800.0),
+    ("layernorm of x + r", "f16", "f32", 7, 36000, "sm_80", 2000.0),
+    ("layernorm, three weights", "f16", "f32", 16384, 8192, "sm_90a", 4800.0),   # 64 elements beside w, b, g
+    ("layernorm, three weights", "bf16", "f32", 7, 100000, "sm_90a", 4800.0),
+    ("layernorm, three weights", "f32", "f32", 7, 65536, "sm_90a", 4800.0),
+    ("layernorm", "f16", "f32", 7, 100000, "sm_80", 2000.0)]
+
+
+@pytest.mark.parametrize("name,t,w,m,n,arch,gbps", MANY_INPUT_DEFAULTS,
+                         ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}x{c[4]}-{c[5]}" for c in MANY_INPUT_DEFAULTS])
+def test_defaults_beside_many_inputs_do_not_spill(name, t, w, m, n, arch, gbps):
+    """row_share_fits holds at most SEVERAL_ROWS_LATE_WORDS of several row inputs beside late weights
+    and late_weights_crowd's elements; streamed_or_shared unrolls 2 deep off sm_90 where 4 iterations'
+    loads pass STREAM_UNROLL_WORDS_SM80. A survey of 537 defaults of these programs (5 dtype pairs,
+    M 7 to 16384, N 1000 to 100000, both archs; 2026-12-05) found these spilling 8 to 88 bytes."""
+    k = tiledsl.compile(MANY_INPUT_ROWS[name].format(t=t, w=w))
+    [g] = partition(k.graph)
+    lay = plan_layout(g, k.graph)
+    s = default(problem(g, lay, dict(M=m, N=n), frozenset(), 132, arch, gbps))
+    _, _, usage = _compile(k, g, lay, s, arch)
+    assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+
+
 F32_COLUMN_TILES = [   # (program, extents, whether an H200 takes the tile)
     ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=4096), True),
     ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x * x, axis=M) }", dict(M=1 << 20, N=64), True),

@@ -626,28 +626,45 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
     share does not fit."""
     elements = items * vec
     cap = MAX_PACKED_ROW_ELEMENTS if packed and packed_rows(p, vec) else MAX_ROW_ELEMENTS
-    if not hoisted and late_weights_crowd(p):
-        cap = min(cap, late_weights_crowd(p))
+    budget = row_register_budget(vec)
+    if not hoisted:
+        budget = min(budget, SEVERAL_ROWS_LATE_WORDS) if len(p.layout.row_inputs) > 1 else budget
+        cap = min(cap, late_weights_crowd(p) or cap)
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
     narrow_inputs = all(op.dtype.itemsize < 8 for op in p.layout.inputs)
     words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
-    return (elements <= cap and elements * words <= row_register_budget(vec)
+    return (elements <= cap and elements * words <= budget
             and not ((vec == 1 or narrow_inputs) and wide_results and elements > 8))
 
 
+# Words a thread's share may take where several row inputs are held beside weights loaded late
+# (not row_register_budget's 40). ptxas, 2026-12-05, held rows of several inputs at 64 registers,
+# bytes spilled at 32 / 36 / 40 words: x + r and rmsnorm, f16 peeled at 8 a vector, sm_90a 0 / - / 56,
+# sm_80 0 / - / 32; x * r + w and softmax likewise 0 / - / 48; f32 in vectors of 4, 0 / - / 72; the
+# layernorm of x + r + q, f16, 0 (24) / 24 / -, f32 in a cluster 0 (24) / 40 / -.
+SEVERAL_ROWS_LATE_WORDS = 32
+
+
 def late_weights_crowd(p: Problem) -> int:
-    """The most elements a thread's share may hold where a row computed from several row inputs
-    (a residual add, x + r: held in f32, a word an element) meets two or more weights loaded late
-    (layernorm's w and b): 24 beside 4-byte weights, 32 beside narrower ones; else 0 (no cap).
-    ptxas, 2026-12-05, x + r of f16 or bf16 in vectors of 8 at 64 registers, bytes spilled at
-    24 / 32 / 40 elements: f32 w and b, sm_90a a block 0 / 0 / 32, a cluster's 0 / 8, sm_80
+    """The most elements a thread's share may hold beside many weights loaded late; else 0 (no cap):
+    (1) a row computed from several row inputs (a residual add, x + r: held in f32, a word an
+    element) beside two or more weights (layernorm's w and b): 24 where they are 4 bytes wide,
+    else 32; (2) one row input beside three or more 4-byte weights: 48 of 16 bits, else 20.
+    ptxas, 2026-12-05, at 64 registers, bytes spilled: (1) x + r of f16 or bf16 in vectors of 8
+    at 24 / 32 / 40 elements: f32 w and b, sm_90a a block 0 / 0 / 32, a cluster's 0 / 8, sm_80
     0 / 4 / 40 (the defaults at 1001x36000 to 100000 spilled); f16 or bf16 w and b, sm_90a a
     block - / 0 / 0, a cluster's - / 0 / 32, sm_80 - / 0 / 8. One weight (rmsnorm of x + r)
-    spilled none up to 40; one row input beside f32 w and b (layernorm f16) none up to 64."""
+    spilled none up to 40. (2) `c * rsqrt(...) * w + b * g`, f32 w, b and g: f16 rows at 48 / 56
+    / 64, sm_90a a block 0 / 0 / 8, a cluster's (bf16) 0 / 8, sm_80 0 / 8 / 8; f32 rows in
+    vectors of 4 at 20 / 24 / 28, a cluster's 0 / 8 / 8. Two f32 weights beside one row (layernorm
+    f16) spilled none up to 64."""
     weights = p.layout.weight_inputs
-    if len(p.layout.row_inputs) < 2 or len(weights) < 2:
-        return 0
-    return 24 if sum(op.dtype.itemsize >= 4 for op in weights) >= 2 else 32
+    wide = sum(op.dtype.itemsize >= 4 for op in weights)
+    if len(p.layout.row_inputs) > 1 and len(weights) >= 2:
+        return 24 if wide >= 2 else 32
+    if wide >= 3:
+        return 48 if narrow_rows(p) else 20
+    return 0
 
 
 def keeps_fit(p: Problem, items: int, vec: int) -> bool:
@@ -1029,6 +1046,9 @@ def guards_chunks(s: Schedule) -> bool:
             and not s.guarded and s.unroll != 1 and s.cluster == 1)
 
 
+STREAM_UNROLL_WORDS_SM80 = 32
+
+
 def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
     """A row (in vectors) too long for a block's registers: shared by a cluster's blocks
     where cluster_row_schedule says so, else streamed by a block."""
@@ -1040,10 +1060,15 @@ def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Sc
     # 2048x128256 520.6 / 535.5; rmsnorm bf16 2048x40000 116.2 / 96.1; logsumexp f16
     # 4096x50304 183.8 / 159.1). f32 rows keep 1024 threads (softmax 4096x50256: 515.2
     # against 739.1 at 512 and 4 vectors)
+    # Off sm_90, 2 deep where 4 iterations' loads (weights too) pass STREAM_UNROLL_WORDS_SM80: sm_80's
+    # ptxas spilled 8 to 40 bytes at 4 (layernorm f16 with f32 w and b, 7x100000, 80 words; the residual
+    # layernorm, rmsnorm and softmax of x + r at 7x36000, 48 to 96; 2026-12-05), none at 2 (sm_90a none at 4).
     narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
     threads = 512 if narrow else 1024
+    iteration = sum(operand_words(op, vec) * vec for op in p.layout.reduced_inputs)
+    unroll = (4 if p.arch in ("sm_90", "sm_90a") or 4 * iteration <= STREAM_UNROLL_WORDS_SM80 else 2) if narrow else 0
     return Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, index64=p.index64,
-                    online=online_pays(p, threads), unroll=4 if narrow else 0)
+                    online=online_pays(p, threads), unroll=unroll)
 
 
 def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True) -> Optional[Schedule]:
