@@ -2016,6 +2016,27 @@ def test_a_residual_layernorm_s_long_held_rows_by_default(n, w):
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+MANY_INPUT_ROWS = [     # rows beside several row inputs or three weights whose defaults spilled until 2026-12-05
+    ("kernel f(x: f16[M, N], r: f16[M, N], w: f16[N]) -> (f16[M, N], f16[M, N]) {\n"
+     " h = x + r\n return h, h * rsqrt(mean(h * h, axis=N) + 1e-6) * w\n}", dict(M=7, N=20001)),
+    ("kernel f(x: f32[M, N], r: f32[M, N], w: f32[N]) -> f32[M, N] {\n"
+     " h = x * r + w\n e = exp(h - max(h, axis=N))\n return e / sum(e, axis=N)\n}", dict(M=7, N=20001)),
+    ("kernel f(x: f16[M, N], r: f16[M, N], q: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n"
+     " h = x + r + q\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b\n}",
+     dict(M=7, N=20001)),
+    ("kernel f(x: f16[M, N], w: f32[N], b: f32[N], g: f32[N]) -> f16[M, N] {\n"
+     " c = x - mean(x, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b * g\n}", dict(M=4099, N=8192)),
+    (RESIDUAL_NORM_PROGRAMS[1][0].replace("f16", "f32"), dict(M=7, N=36000))]
+
+
+@pytest.mark.parametrize("src,extents", MANY_INPUT_ROWS, ids=[f"{i}-{e['M']}x{e['N']}" for i, (_, e) in
+                                                            enumerate(MANY_INPUT_ROWS)])
+def test_rows_beside_many_inputs_by_default(src, extents):
+    """rows.SEVERAL_ROWS_LATE_WORDS and late_weights_crowd (a default that spills fails here), exact."""
+    k, s = _default_here(src, extents)
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 MASKED_PROGRAMS = [     # inputs read only where an index condition holds (schedule/guards.py)
     ("kernel f(s: f16[B, Q, K], scale: f32 = 0.088388, neg: f32 = -inf) -> f16[B, Q, K] {\n"
      " z = where(idx(K) <= idx(Q), s * scale, neg)\n e = exp(z - max(z, axis=K))\n return e / sum(e, axis=K)\n}",
