@@ -2542,6 +2542,7 @@ MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default sp
     ("layernorm, three weights", "f16", "f32", 16384, 8192, "sm_90a", 4800.0),   # 64 elements beside w, b, g
     ("layernorm, three weights", "bf16", "f32", 7, 100000, "sm_90a", 4800.0),
     ("layernorm, three weights", "f32", "f32", 7, 65536, "sm_90a", 4800.0),
+    ("layernorm, three weights", "f16", "f32", 7, 65536, "sm_80", 2000.0),    # streamed 1 deep, 56 words at 2
     ("layernorm", "f16", "f32", 7, 100000, "sm_80", 2000.0)]
 
 
@@ -2549,8 +2550,8 @@ MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default sp
                          ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}x{c[4]}-{c[5]}" for c in MANY_INPUT_DEFAULTS])
 def test_defaults_beside_many_inputs_do_not_spill(name, t, w, m, n, arch, gbps):
     """row_share_fits holds at most SEVERAL_ROWS_LATE_WORDS of several row inputs beside late weights
-    and late_weights_crowd's elements; streamed_or_shared unrolls 2 deep off sm_90 where 4 iterations'
-    loads pass STREAM_UNROLL_WORDS_SM80. A survey of 537 defaults of these programs (5 dtype pairs,
+    and late_weights_crowd's elements; streamed_or_shared unrolls off sm_90 no deeper than keeps the
+    loads in flight within STREAM_UNROLL_WORDS_SM80. A survey of 537 defaults of these programs (5 dtype pairs,
     M 7 to 16384, N 1000 to 100000, both archs; 2026-12-05) found these spilling 8 to 88 bytes."""
     k = tiledsl.compile(MANY_INPUT_ROWS[name].format(t=t, w=w))
     [g] = partition(k.graph)

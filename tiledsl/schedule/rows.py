@@ -1046,7 +1046,7 @@ def guards_chunks(s: Schedule) -> bool:
             and not s.guarded and s.unroll != 1 and s.cluster == 1)
 
 
-STREAM_UNROLL_WORDS_SM80 = 32
+STREAM_UNROLL_WORDS_SM80 = {4: 32, 2: 48}     # words of loads in flight a thread, by depth
 
 
 def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Schedule:
@@ -1060,13 +1060,16 @@ def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Sc
     # 2048x128256 520.6 / 535.5; rmsnorm bf16 2048x40000 116.2 / 96.1; logsumexp f16
     # 4096x50304 183.8 / 159.1). f32 rows keep 1024 threads (softmax 4096x50256: 515.2
     # against 739.1 at 512 and 4 vectors)
-    # Off sm_90, 2 deep where 4 iterations' loads (weights too) pass STREAM_UNROLL_WORDS_SM80: sm_80's
+    # Off sm_90, as deep as keeps the loads in flight (weights too) within STREAM_UNROLL_WORDS_SM80: sm_80's
     # ptxas spilled 8 to 40 bytes at 4 (layernorm f16 with f32 w and b, 7x100000, 80 words; the residual
-    # layernorm, rmsnorm and softmax of x + r at 7x36000, 48 to 96; 2026-12-05), none at 2 (sm_90a none at 4).
+    # layernorm, rmsnorm and softmax of x + r at 7x36000, 48 to 96; 2026-12-05), none at 2 (48 words at
+    # most); 8 bytes at 2 with f32 w, b and g (56 words; none at 1). sm_90a spilled none at 4.
     narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
     threads = 512 if narrow else 1024
     iteration = sum(operand_words(op, vec) * vec for op in p.layout.reduced_inputs)
-    unroll = (4 if p.arch in ("sm_90", "sm_90a") or 4 * iteration <= STREAM_UNROLL_WORDS_SM80 else 2) if narrow else 0
+    depth = 4 if p.arch in ("sm_90", "sm_90a") else max(
+        [d for d in (4, 2) if d * iteration <= STREAM_UNROLL_WORDS_SM80[d]], default=1)
+    unroll = depth if narrow else 0
     return Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, index64=p.index64,
                     online=online_pays(p, threads), unroll=unroll)
 
