@@ -2528,6 +2528,11 @@ MANY_INPUT_ROWS = {     # rows beside several row inputs or many weights: {t} th
     "layernorm, three weights": "kernel f(x: {t}[M, N], w: {w}[N], b: {w}[N], g: {w}[N]) -> {t}[M, N] {{\n"
                                 " c = x - mean(x, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b * g\n}}",
     "layernorm of x + r": RESIDUAL_NORMS[0],
+    "softmax of x + r": "kernel f(x: {t}[M, N], r: {t}[M, N]) -> ({t}[M, N], {t}[M, N]) {{ h = x + r\n"
+                        " e = exp(h - max(h, axis=N))\n return e / sum(e, axis=N), h }}",
+    "logsumexp of x + r": "kernel f(x: {t}[M, N], r: {t}[M, N]) -> f32[M] {{ h = f32(x) + f32(r)\n"
+                          " m = max(h, axis=N)\n return log(sum(exp(h - m), axis=N)) + m }}",
+    "column sum of x * r": "kernel f(x: {t}[M, N], r: {t}[M, N]) -> f32[N] {{ return sum(f32(x) * f32(r), axis=M) }}",
     "layernorm": "kernel f(x: {t}[M, N], w: {w}[N], b: {w}[N]) -> {t}[M, N] {{\n"
                  " c = x - mean(x, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b\n}}"}
 MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default spilled before 2026-12-05
@@ -2543,16 +2548,24 @@ MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default sp
     ("layernorm, three weights", "bf16", "f32", 7, 100000, "sm_90a", 4800.0),
     ("layernorm, three weights", "f32", "f32", 7, 65536, "sm_90a", 4800.0),
     ("layernorm, three weights", "f16", "f32", 7, 65536, "sm_80", 2000.0),    # streamed 1 deep, 56 words at 2
-    ("layernorm", "f16", "f32", 7, 100000, "sm_80", 2000.0)]
+    ("layernorm", "f16", "f32", 7, 100000, "sm_80", 2000.0),
+    ("softmax of x + r", "f16", "f16", 7, 20001, "sm_90a", 4800.0),       # no weights: held peeled, 40 words
+    ("softmax of x + r", "f32", "f32", 7, 20001, "sm_80", 2000.0),
+    ("logsumexp of x + r", "f32", "f32", 300, 20001, "sm_90a", 4800.0),    # streamed 8 deep, 64 words
+    ("logsumexp of x + r", "f32", "f32", 300, 36000, "sm_80", 2000.0),
+    ("column sum of x * r", "f16", "f16", 16384, 8192, "sm_90a", 4800.0),  # a tile at 32 registers
+    ("column sum of x * r", "bf16", "bf16", 16384, 8192, "sm_80", 2000.0)]
 
 
 @pytest.mark.parametrize("name,t,w,m,n,arch,gbps", MANY_INPUT_DEFAULTS,
                          ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}x{c[4]}-{c[5]}" for c in MANY_INPUT_DEFAULTS])
 def test_defaults_beside_many_inputs_do_not_spill(name, t, w, m, n, arch, gbps):
-    """row_share_fits holds at most SEVERAL_ROWS_LATE_WORDS of several row inputs beside late weights
+    """row_share_fits holds at most SEVERAL_ROWS_WORDS of several row inputs
     and late_weights_crowd's elements; streamed_or_shared unrolls off sm_90 no deeper than keeps the
-    loads in flight within STREAM_UNROLL_WORDS_SM80. A survey of 537 defaults of these programs (5 dtype pairs,
-    M 7 to 16384, N 1000 to 100000, both archs; 2026-12-05) found these spilling 8 to 88 bytes."""
+    loads in flight within STREAM_UNROLL_WORDS_SM80; a logsumexp's streamed f32 rows share LSE_F32_UNROLL's
+    depth; a 16-bit column tile at 32 registers reads one input. Surveys of 886 defaults of these programs
+    (3 to 5 dtype pairs, M 7 to 16384, N 1000 to 100000, both archs; 2026-12-05) found these spilling 8
+    to 88 bytes."""
     k = tiledsl.compile(MANY_INPUT_ROWS[name].format(t=t, w=w))
     [g] = partition(k.graph)
     lay = plan_layout(g, k.graph)

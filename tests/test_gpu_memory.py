@@ -2032,7 +2032,7 @@ MANY_INPUT_ROWS = [     # rows beside several row inputs or three weights whose 
 @pytest.mark.parametrize("src,extents", MANY_INPUT_ROWS, ids=[f"{i}-{e['M']}x{e['N']}" for i, (_, e) in
                                                             enumerate(MANY_INPUT_ROWS)])
 def test_rows_beside_many_inputs_by_default(src, extents):
-    """rows.SEVERAL_ROWS_LATE_WORDS and late_weights_crowd (a default that spills fails here), exact."""
+    """rows.SEVERAL_ROWS_WORDS and late_weights_crowd (a default that spills fails here), exact."""
     k, s = _default_here(src, extents)
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 

@@ -165,9 +165,11 @@ def tiles_fit_full_occupancy(p: Problem) -> bool:
     reductions, a column's own values, a middle axis's index or an input over the rows alone
     (x @ w's x) spilled 8-24 bytes at 32 (sm_90a; the last two found by the GPU's spill
     warning, 2026-11-27; the tuner's candidates of a middle axis, f16 2x5001x136, 16-32 bytes
-    by the GPU tests' warnings, 2026-12-02): those get registers for 1024."""
+    by the GPU tests' warnings, 2026-12-02), and so did two inputs down the columns (the column
+    sum of x * r, f16 16384x8192, 32 bytes on sm_90a and sm_80; a CPU survey, 2026-12-05): those
+    get registers for 1024."""
     over_rows = [op for op in p.layout.inputs if set(op.loops) & set(p.layout.reduced_loops)]
-    plain = len(p.layout.kept_loops) == 1 and len(streamed_column_inputs(p)) == len(over_rows)
+    plain = len(p.layout.kept_loops) == 1 and len(streamed_column_inputs(p)) == len(over_rows) == 1
     return plain and 8 * accumulator_words(p) <= 8
 
 

@@ -627,8 +627,9 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
     elements = items * vec
     cap = MAX_PACKED_ROW_ELEMENTS if packed and packed_rows(p, vec) else MAX_ROW_ELEMENTS
     budget = row_register_budget(vec)
+    if len(p.layout.row_inputs) > 1:
+        budget = min(budget, SEVERAL_ROWS_WORDS)
     if not hoisted:
-        budget = min(budget, SEVERAL_ROWS_LATE_WORDS) if len(p.layout.row_inputs) > 1 else budget
         cap = min(cap, late_weights_crowd(p) or cap)
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
     narrow_inputs = all(op.dtype.itemsize < 8 for op in p.layout.inputs)
@@ -637,12 +638,12 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
             and not ((vec == 1 or narrow_inputs) and wide_results and elements > 8))
 
 
-# Words a thread's share may take where several row inputs are held beside weights loaded late
-# (not row_register_budget's 40). ptxas, 2026-12-05, held rows of several inputs at 64 registers,
-# bytes spilled at 32 / 36 / 40 words: x + r and rmsnorm, f16 peeled at 8 a vector, sm_90a 0 / - / 56,
-# sm_80 0 / - / 32; x * r + w and softmax likewise 0 / - / 48; f32 in vectors of 4, 0 / - / 72; the
-# layernorm of x + r + q, f16, 0 (24) / 24 / -, f32 in a cluster 0 (24) / 40 / -.
-SEVERAL_ROWS_LATE_WORDS = 32
+# Words a thread's share of several row inputs may take (not row_register_budget's 40). ptxas,
+# 2026-12-05, held rows at 64 registers, bytes spilled at 32 / 36 / 40 words: x + r and rmsnorm, f16
+# peeled at 8 a vector, sm_90a 0 / - / 56, sm_80 0 / - / 32; x * r + w and softmax likewise 0 / - / 48;
+# f32 in vectors of 4, 0 / - / 72; the layernorm of x + r + q, f16, 0 (24) / 24 / -, f32 in a cluster
+# 0 (24) / 40 / -; with no weights (softmax of x + r, the logsumexp of f32 x + r) 48 and 8 at 40.
+SEVERAL_ROWS_WORDS = 32
 
 
 def late_weights_crowd(p: Problem) -> int:
@@ -920,7 +921,9 @@ def logsumexp_rows(p: Problem, hints: Hints) -> Optional[Schedule]:
     narrow = all(op.dtype.itemsize == 2 for op in p.layout.row_inputs)
     if nbytes >= STREAMED_LSE_ROW_BYTES:
         wide = all(op.dtype.itemsize == 4 for op in p.layout.row_inputs)
-        unroll = LSE_F32_UNROLL if wide else 0 if many else LSE_FEW_ROWS_UNROLL
+        # (LSE_F32_UNROLL's 32 words of loads in flight shared by the row inputs: the logsumexp of f32
+        # x + r, 8 deep, spilled 16 bytes on sm_90a and 24 on sm_80; 2026-12-05)
+        unroll = LSE_F32_UNROLL // len(p.layout.row_inputs) if wide else 0 if many else LSE_FEW_ROWS_UNROLL
         return Schedule("reduce_row", block=LSE_THREADS, vec=vec, items=0, row_threads=LSE_THREADS, online=True,
                         peel=peel, unroll=unroll, index64=p.index64)
     copied = Schedule("reduce_row", block=LSE_THREADS, vec=vec, items=0, row_threads=LSE_THREADS,
