@@ -2016,7 +2016,7 @@ def test_a_residual_layernorm_s_long_held_rows_by_default(n, w):
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
-MANY_INPUT_ROWS = [     # rows beside several row inputs or three weights whose defaults spilled until 2026-12-05
+MANY_INPUT_ROWS = [     # several inputs along a reduction, or three weights: defaults that spilled until 2026-12-05
     ("kernel f(x: f16[M, N], r: f16[M, N], w: f16[N]) -> (f16[M, N], f16[M, N]) {\n"
      " h = x + r\n return h, h * rsqrt(mean(h * h, axis=N) + 1e-6) * w\n}", dict(M=7, N=20001)),
     ("kernel f(x: f32[M, N], r: f32[M, N], w: f32[N]) -> f32[M, N] {\n"
@@ -2026,7 +2026,12 @@ MANY_INPUT_ROWS = [     # rows beside several row inputs or three weights whose 
      dict(M=7, N=20001)),
     ("kernel f(x: f16[M, N], w: f32[N], b: f32[N], g: f32[N]) -> f16[M, N] {\n"
      " c = x - mean(x, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b * g\n}", dict(M=4099, N=8192)),
-    (RESIDUAL_NORM_PROGRAMS[1][0].replace("f16", "f32"), dict(M=7, N=36000))]
+    (RESIDUAL_NORM_PROGRAMS[1][0].replace("f16", "f32"), dict(M=7, N=36000)),
+    ("kernel f(x: f16[M, N], r: f16[M, N]) -> (f16[M, N], f16[M, N]) { h = x + r\n"
+     " e = exp(h - max(h, axis=N))\n return e / sum(e, axis=N), h }", dict(M=7, N=20001)),
+    ("kernel f(x: f32[M, N], r: f32[M, N]) -> f32[M] { h = x + r\n m = max(h, axis=N)\n"
+     " return log(sum(exp(h - m), axis=N)) + m }", dict(M=300, N=20001)),
+    ("kernel f(x: f16[M, N], r: f16[M, N]) -> f32[N] { return sum(f32(x) * f32(r), axis=M) }", dict(M=16384, N=8192))]
 
 
 @pytest.mark.parametrize("src,extents", MANY_INPUT_ROWS, ids=[f"{i}-{e['M']}x{e['N']}" for i, (_, e) in
