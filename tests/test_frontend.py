@@ -701,6 +701,12 @@ def test_compile_errors_for_bad_inputs(tmp_path):
         tiledsl.compile(42)
     with pytest.raises(TdslError, match="no kernel"):
         tiledsl.compile("# nothing here\n")
+    # a NUL is never a path (the CPU fuzz, 2026-12-05: a one-line text with a '/' and a NUL was opened
+    # as a file and raised ValueError); as text it is a program's error, as a path object a read's
+    with pytest.raises(TdslError, match="no kernel"):
+        tiledsl.compile("#\x00La5xP4%Z|,AC/)zp#ROyerNorrNor")
+    with pytest.raises(TdslError, match="cannot read .*NUL"):
+        tiledsl.compile(tmp_path / "a\x00b.tdsl")
 
 
 def test_kernel_repr_and_ir_text():

@@ -219,8 +219,8 @@ def _looks_like_path(text: str) -> bool:
     """Whether compile() reads `text` as a path. A program needs '{', so a single
     line without one is a path where it could be one: it names a file or folder,
     ends in .tdsl, or has a '/' and no spaces ('/tmp/nope'), rather than text
-    whose syntax error at '/' would hide the missing file."""
-    if "\n" in text or "{" in text:
+    whose syntax error at '/' would hide the missing file. No path holds a NUL."""
+    if "\n" in text or "{" in text or "\0" in text:
         return False
     return (os.path.exists(text) or text.endswith(".tdsl")
             or (("/" in text or os.sep in text) and not any(c.isspace() for c in text)))
@@ -236,6 +236,8 @@ def read_source(src: Union[str, os.PathLike], file: Optional[str] = None) -> tup
             raise TdslError(f"cannot read {str(src)!r}: {err.strerror or err}") from None
         except UnicodeDecodeError:
             raise TdslError(f"{str(src)!r} is not UTF-8 text") from None
+        except ValueError:          # a NUL in a path object: no file can have that name
+            raise TdslError(f"cannot read {str(src)!r}: a path cannot hold a NUL character") from None
     if not isinstance(src, str):
         raise TdslError(f"compile() takes source text or a path, not {type(src).__name__}")
     return src, file or "<string>"
