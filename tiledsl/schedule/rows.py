@@ -1070,7 +1070,7 @@ def streamed_or_shared(p: Problem, vec: int, hints: Hints, clusters: bool) -> Sc
     narrow = all(op.dtype.itemsize == 2 for op in p.layout.inputs if set(op.loops) & set(p.layout.kept_loops))
     threads = 512 if narrow else 1024
     iteration = sum(operand_words(op, vec) * vec for op in p.layout.reduced_inputs)
-    depth = 4 if p.arch in ("sm_90", "sm_90a") else max(
+    depth = 4 if p.arch == "sm_90a" else max(
         [d for d in (4, 2) if d * iteration <= STREAM_UNROLL_WORDS_SM80[d]], default=1)
     unroll = depth if narrow else 0
     return Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, index64=p.index64,
