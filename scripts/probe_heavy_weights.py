@@ -65,7 +65,7 @@ def shifted(case, s) -> dict:
 
 
 def shifted_share(case, s):
-    """`s` with its weights shifted; a held share refused that (rows.SHIFTED_HELD_WORDS) by the
+    """`s` with its weights shifted; a held share refused that (registers.SHIFTED_HELD_WORDS) by the
     fewest more threads whose shifted share fits."""
     twin = shifted(case, s)
     threads = s.block * 2

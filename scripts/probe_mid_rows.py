@@ -19,7 +19,7 @@ import row_probe  # noqa: E402  (beside this script)
 from benchmarks.bench_memory import LAYERNORM16_TDSL, LAYERNORM_TDSL, RMSNORM_TDSL  # noqa: E402
 from probe_cluster_rows import RMS_BF16  # noqa: E402
 from probe_online import LSE, softmax  # noqa: E402
-from tiledsl.schedule import choose, rows  # noqa: E402
+from tiledsl.schedule import choose, registers, rows  # noqa: E402
 from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
 ATTENTION_SOFTMAX = ("kernel a(x: f16[B, H, S, T], s: f32) -> f16[B, H, S, T] {\n"
@@ -106,7 +106,7 @@ def variants(p, d, hints) -> dict:
         if SUBWARP and not peeled:   # part of a warp a row (rows sharing a warp), 256 threads a block
             for tpr in (16, 8):
                 items = rows.row_share(p.row_length // vec, tpr)
-                if rows.row_share_fits(p, items, vec, hoisted=False, packed=True):
+                if registers.row_share_fits(p, items, vec, hoisted=False, packed=True):
                     out[f"v{vec} t{tpr} b256"] = Schedule("reduce_row", block=256, vec=vec, items=items,
                                                           row_threads=tpr, hoist=not p.has_row_invariant_inputs(),
                                                           index64=p.index64)

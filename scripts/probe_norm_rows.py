@@ -10,7 +10,7 @@ BRANCHLESS=1: rows sharing a warp whose weights are not loaded late are rendered
 branch per element, costly function or not (the library keeps that to rows with one);
 compare with a run without it on the same machine. PREFETCH=1: a warp a row also on
 persistent blocks that load their next row while they reduce this one (8 or 16 blocks of
-128 an SM), where a thread's two rows fit (rows.prefetch_fits).
+128 an SM), where a thread's two rows fit (registers.prefetch_fits).
 """
 import os
 import sys
@@ -26,7 +26,7 @@ from probe_mid_rows import ATTENTION_SOFTMAX  # noqa: E402
 from probe_online import softmax  # noqa: E402
 from tiledsl.codegen import cuda as codegen_cuda  # noqa: E402
 from tiledsl.errors import TdslError  # noqa: E402
-from tiledsl.schedule import choose, rows  # noqa: E402
+from tiledsl.schedule import choose, registers, rows  # noqa: E402
 
 CASES = [("rmsnorm bf16", RMS_BF16, {"M": 75648, "N": 197}),
          ("rmsnorm f16", RMSNORM_TDSL, {"M": 65536, "N": 385}),
@@ -70,14 +70,14 @@ def variants(p, d) -> dict:
         block = 256 if tpr == 16 else 128
         for hoist in (False, True) if p.has_row_invariant_inputs() else (True,):
             s = replace(d, row_threads=tpr, block=block, items=items, hoist=hoist,
-                        keep=rows.element_keeps_fit(p, items, d.vec))
+                        keep=registers.element_keeps_fit(p, items, d.vec))
             if not choose.fits(p, s):
                 out[f"t{tpr}{' hoisted' if hoist else ' late'}"] = s
-            if PREFETCH and tpr == 32 and rows.prefetch_fits(p, items, d.vec):
+            if PREFETCH and tpr == 32 and registers.prefetch_fits(p, items, d.vec):
                 for per_sm in (8, 16):
                     try:
                         s = replace(d, row_threads=tpr, block=block, items=items, hoist=hoist, prefetch=True,
-                                    blocks_per_sm=per_sm, keep=rows.element_keeps_fit(p, items, d.vec))
+                                    blocks_per_sm=per_sm, keep=registers.element_keeps_fit(p, items, d.vec))
                     except TdslError:
                         continue
                     if not choose.fits(p, s):

@@ -15,7 +15,7 @@ from dataclasses import replace
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from tiledsl.schedule import choose, rows  # noqa: E402
+from tiledsl.schedule import choose, registers  # noqa: E402
 from tiledsl.schedule.schedules import MAX_ROW_ELEMENTS  # noqa: E402
 
 CASES = [
@@ -48,13 +48,13 @@ def old_rule(p, items, vec, hoisted=True):
 def main() -> None:
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s")
-    new_rule = rows.row_share_fits
+    new_rule = registers.row_share_fits
     cases = []
     for name, src, ext in CASES:
         case = row_probe.prepare(name, src, ext)
-        rows.row_share_fits = old_rule
+        registers.row_share_fits = old_rule
         old = choose.default(case.problem, case.kernel.hints)
-        rows.row_share_fits = new_rule
+        registers.row_share_fits = new_rule
         new = choose.default(case.problem, case.kernel.hints)
         variants = {"old": old, "new": new}     # and each streamed (items 0) at its block
         for s in (old, new):

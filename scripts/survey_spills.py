@@ -2,9 +2,10 @@
 weights (and, with --examples, the memory-bound examples and their dtype variants) over a grid of
 shapes, for sm_90a (H100 and H200 bandwidth) and sm_80, with no GPU, and print each kernel that
 spills (ptxas: local memory at the schedule's register cap). 2026-12-05: 886 kernels of these
-programs over a smaller grid, about 70 spilled; after rows.SEVERAL_ROWS_WORDS and its kin none
-there, and over this grid 6 of 1236 (the layernorm of x + r and of x + r + q at 300x262144,
-streamed 4 deep on sm_90a: 8 to 40 bytes; not yet mended). With --examples, 0.
+programs over a smaller grid, about 70 spilled; after registers.SEVERAL_ROWS_WORDS and its kin none
+there, and over this grid 6 of 1236 (the layernorm of x + r and of x + r + q at 300x262144, streamed 4
+deep on sm_90a: 8 to 40 bytes); after registers.stream_depth (2026-12-05 evening), 0 of 1236 (about 2
+minutes). With --examples, 0 of 320.
 
     python scripts/survey_spills.py [--examples]        (about 5 minutes on one core)
 """

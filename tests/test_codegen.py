@@ -17,9 +17,9 @@ from tiledsl.codegen.cuda import literal, render
 from tiledsl.dtypes import DTYPES
 from tiledsl.errors import TdslError
 from tiledsl.schedule.choose import candidates, default, fits, launches
-from tiledsl.schedule.problem import problem
+from tiledsl.schedule.problem import operand_words, problem
 from tiledsl.schedule.columns import column_tile_split
-from tiledsl.schedule import rows
+from tiledsl.schedule import registers, rows
 from tiledsl.schedule.hints import Hints
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.guards import deciding_lane, load_guards
@@ -1740,7 +1740,7 @@ def test_a_held_row_of_narrow_inputs_and_8_byte_results_holds_at_most_8_elements
     f64 = tiledsl.compile((EXAMPLES / "softmax.tdsl").read_text().replace("f32", "f64"))
     [g64] = partition(f64.graph)
     p64 = problem(g64, plan_layout(g64, f64.graph), dict(M=4096, N=1024), frozenset(), 132, arch, 4800.0)
-    assert rows.row_share_fits(p64, 8, 2)
+    assert registers.row_share_fits(p64, 8, 2)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -2483,7 +2483,7 @@ RESIDUAL_NORMS = [     # a residual add returned beside its norm (and a softmax 
 @pytest.mark.parametrize("src", RESIDUAL_NORMS, ids=["layernorm", "rmsnorm", "softmax"])
 def test_a_peeled_row_s_unrolls_count_its_weights(src, t, w):
     """The tuner's explicit unrolls of a peeled row (rows.stream_unrolls) count its weights'
-    vectors beside its rows' (rows.peeled_weight_words): a residual add and its f16 layernorm at
+    vectors beside its rows' (registers.peeled_weight_words): a residual add and its f16 layernorm at
     67 x 40003, 4 iterations deep (8 words of x and r, 16 of f32 w and b each), spilled 12 bytes
     at 64 registers (sm_90a; the GPU tests' spill warnings, 2026-12-04). None spills now."""
     k = tiledsl.compile(src.format(t=t, w=w))
@@ -2501,7 +2501,7 @@ def test_a_peeled_row_s_unrolls_count_its_weights(src, t, w):
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("t,w,cap", [("f16", "f32", 24), ("bf16", "f32", 24), ("f16", "f16", 32), ("bf16", "bf16", 32)])
 def test_a_residual_row_held_beside_late_weights_holds_fewer_elements(t, w, cap, arch):
-    """rows.late_weights_crowd: the layernorm of x + r beside f32 w and b held 40 elements a
+    """registers.late_weights_crowd: the layernorm of x + r beside f32 w and b held 40 elements a
     thread at 1001 x 36000 and 32 in a cluster's block at 50000 to 100000, and spilled 32 and 8
     bytes at 64 registers on sm_90a; beside f16 w and b, 40 spilled 8 bytes on sm_80 (the CPU's
     spill check of 2026-12-05). Its defaults hold at most 24 and 32 now and spill none."""
@@ -2548,6 +2548,10 @@ MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default sp
     ("layernorm, three weights", "bf16", "f32", 7, 100000, "sm_90a", 4800.0),
     ("layernorm, three weights", "f32", "f32", 7, 65536, "sm_90a", 4800.0),
     ("layernorm, three weights", "f16", "f32", 7, 65536, "sm_80", 2000.0),    # streamed 1 deep, 56 words at 2
+    ("layernorm of x + r", "f16", "f32", 300, 262144, "sm_90a", 4800.0),    # streamed, 96 words at 4: now 2
+    ("layernorm of x + r", "bf16", "f32", 132, 262144, "sm_90a", 3352.0),
+    ("layernorm of x + r + q", "f16", "f32", 300, 262144, "sm_90a", 4800.0),   # 112 words at 4, 56 at 2
+    ("layernorm of x + r + q", "bf16", "bf16", 300, 262144, "sm_90a", 4800.0),
     ("layernorm", "f16", "f32", 7, 100000, "sm_80", 2000.0),
     ("softmax of x + r", "f16", "f16", 7, 20001, "sm_90a", 4800.0),       # no weights: held peeled, 40 words
     ("softmax of x + r", "f32", "f32", 7, 20001, "sm_80", 2000.0),
@@ -2560,12 +2564,12 @@ MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default sp
 @pytest.mark.parametrize("name,t,w,m,n,arch,gbps", MANY_INPUT_DEFAULTS,
                          ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}x{c[4]}-{c[5]}" for c in MANY_INPUT_DEFAULTS])
 def test_defaults_beside_many_inputs_do_not_spill(name, t, w, m, n, arch, gbps):
-    """row_share_fits holds at most SEVERAL_ROWS_WORDS of several row inputs
-    and late_weights_crowd's elements; streamed_or_shared unrolls off sm_90 no deeper than keeps the
-    loads in flight within STREAM_UNROLL_WORDS_SM80; a logsumexp's streamed f32 rows share LSE_F32_UNROLL's
-    depth; a 16-bit column tile at 32 registers reads one input. Surveys of 886 defaults of these programs
-    (3 to 5 dtype pairs, M 7 to 16384, N 1000 to 100000, both archs; 2026-12-05) found these spilling 8
-    to 88 bytes."""
+    """registers.row_share_fits holds at most SEVERAL_ROWS_WORDS of several row inputs and
+    late_weights_crowd's elements; a streamed row's loop goes no deeper than keeps its loads in flight
+    within STREAM_DEPTH_WORDS (registers.stream_depth); a logsumexp's streamed f32 rows share
+    LSE_F32_UNROLL's depth; a 16-bit column tile at 32 registers reads one input. Surveys of 886 defaults
+    of these programs (3 to 5 dtype pairs, M 7 to 16384, N 1000 to 100000, both archs) and then of 1236
+    (rows of 262144 too; scripts/survey_spills.py; 2026-12-05) found these spilling 8 to 88 bytes."""
     k = tiledsl.compile(MANY_INPUT_ROWS[name].format(t=t, w=w))
     [g] = partition(k.graph)
     lay = plan_layout(g, k.graph)
@@ -2573,6 +2577,32 @@ def test_defaults_beside_many_inputs_do_not_spill(name, t, w, m, n, arch, gbps):
     _, _, usage = _compile(k, g, lay, s, arch)
     assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
 
+
+
+STREAM_DEPTHS = [   # (program, rows' dtype, weights', words an iteration loads, depth on sm_90a, on sm_80)
+    ("softmax of x + r", "f16", "f16", 8, 4, 4),
+    ("rmsnorm of x + r", "f16", "f16", 12, 2, 2),      # 48 words at 4: softmax of x * r + w spilled there
+    ("layernorm of x + r", "bf16", "f32", 24, 2, 2),
+    ("layernorm of x + r + q", "f16", "f32", 28, 2, 1),  # 56 words at 2: none spilled on sm_90a, 8 bytes on sm_80
+    ("layernorm, three weights", "f16", "f32", 28, 2, 1)]
+
+
+@pytest.mark.parametrize("name,t,w,words,deep_90a,deep_80", STREAM_DEPTHS, ids=[c[0] for c in STREAM_DEPTHS])
+def test_a_streamed_row_keeps_as_many_loads_in_flight_as_fit_its_registers(name, t, w, words, deep_90a, deep_80):
+    """registers.stream_depth: a streamed 16-bit row unrolls its loop 4 deep where 4 iterations' loads
+    (its row inputs' and its weights' vectors) take at most 32 words, else 2 deep within 56 words on
+    sm_90a and 48 elsewhere, else not at all; rows of 262144 streamed take that depth and,
+    compiled for its GPU does not spill (4 deep, 64 to 112 words spilled 8 to 40 bytes on both)."""
+    g, lay = _group(MANY_INPUT_ROWS[name].format(t=t, w=w))
+    k = tiledsl.compile(MANY_INPUT_ROWS[name].format(t=t, w=w))
+    for arch, depth in (("sm_90a", deep_90a), ("sm_80", deep_80)):
+        p = problem(g, lay, dict(M=300, N=262144), frozenset(), 132, arch, 4800.0)
+        assert sum(operand_words(op, 8) * 8 for op in p.layout.reduced_inputs) == words
+        assert registers.stream_depth(p, 8) == depth, arch
+        s = rows.streamed_or_shared(p, 8, Hints(), clusters=False)
+        assert (s.items, s.vec, s.unroll) == (0, 8, depth), s.tag
+        _, _, usage = _compile(k, g, lay, s, arch)
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (arch, s.tag, usage)
 
 F32_COLUMN_TILES = [   # (program, extents, whether an H200 takes the tile)
     ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=4096), True),
@@ -3291,7 +3321,7 @@ def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, 
     row unrolled so that 48 words are in flight), its weights' scalar loads gone but the head's
     and tail's: fewer scalar loads than gathered, and fewer for each 16-byte one. Weights whose
     lanes do not fill 16-byte pieces (f16 beside f32 rows: vectors of 4), unpeeled rows, and held
-    shares that with the weights' vectors pass rows.SHIFTED_HELD_WORDS are refused the shift."""
+    shares that with the weights' vectors pass registers.SHIFTED_HELD_WORDS are refused the shift."""
     k = tiledsl.compile(src)
     [g] = partition(k.graph)
     lay = plan_layout(g, k.graph)
@@ -3301,7 +3331,7 @@ def test_peeled_rows_may_read_their_weights_in_vectors_shifted_by_the_head(src, 
     # every peeled row is offered shifted, but a held share too large beside the weights' vectors
     too_big = [s for s in peeled if "registers a thread" in fits(p, replace(s, shift=True))]
     assert peeled and all(replace(s, shift=True) in found for s in peeled if s not in too_big), [s.tag for s in peeled]
-    assert all(s.items and rows.shifted_held_words(p, replace(s, shift=True)) > 44 for s in too_big)
+    assert all(s.items and registers.shifted_held_words(p, replace(s, shift=True)) > 44 for s in too_big)
     picks = [s for s in peeled if not s.shared_row and s.cluster == 1 and s not in too_big]
     assert {s.items > 0 for s in picks} == {True, False}, [s.tag for s in picks]    # looped and held
     for s in picks:
@@ -3400,7 +3430,7 @@ def test_shifted_weights_compile_with_nvrtc_12(src, extents, scalar, arch):
     (LAYERNORM_F32, dict(M=1024, N=65537), "row_b512_v4_i8_t512_nh_c4_pe_sw_x32", 48, True)],
     ids=["warp 48", "warp 56", "cluster 44", "cluster 48"])
 def test_shifted_warp_rows_and_cluster_shares_hold_fewer_registers(src, extents, tag, words, refused):
-    """rows.shifted_held_limit: on sm_90a a held peeled row's shifted share may count 56 words a
+    """registers.shifted_held_limit: on sm_90a a held peeled row's shifted share may count 56 words a
     block a row, but 52 a warp a row and 44 a cluster's share, as ptxas spilled past them.
     Each case compiled as though the limit were lifted: the refused ones spill, the held ones do not."""
     k = tiledsl.compile(src)
@@ -3409,7 +3439,7 @@ def test_shifted_warp_rows_and_cluster_shares_hold_fewer_registers(src, extents,
     p = problem(g, lay, extents, frozenset(), 132, "sm_90a", 4800.0)
     [s] = [c for c in candidates(p) if c.tag == tag.replace("_sw", "")]
     shifted = replace(s, shift=True)
-    assert rows.shifted_held_words(p, shifted) == words
+    assert registers.shifted_held_words(p, shifted) == words
     assert ("registers a thread" in fits(p, shifted)) == refused
     _, _, usage = _compile(k, g, lay, shifted, "sm_90a")
     assert (usage.spill_stores > 0) == refused, usage

@@ -248,7 +248,7 @@ FOUND = {
         "    t10 = where(logical_and(p0 < idx(M), p0 <= p0), p1, abs(p0))\n"
         "    return where(p0 < p0, p0, p0), t6 + t10\n}\n", {"M": 33, "N": 127}),
     # a row at full occupancy (32 registers) holding an i64 full sum beside its elements:
-    # 8 bytes spilled on sm_90a until rows.full_occupancy_fits counted it
+    # 8 bytes spilled on sm_90a until registers.full_occupancy_fits counted it
     "i64_full_sum_beside_a_row_at_full_occupancy": (
         "kernel f(p0: i64[M, N], p3: f16[K, N], q: f32[M, N], r: f32[M, N]) -> f32[M, K] {\n"
         "    return sum(sum(p0) + r + ((0.5 + p3) + (abs(p0) + q + p0)), axis=N)\n}\n", {"M": 1, "N": 129, "K": 1}),
@@ -258,19 +258,19 @@ FOUND = {
         "kernel f(p2: f64, p3: bf16[M, N, K], p4: f16[M, N], p5: f16[M, K]) -> bool[M, N, K] {\n"
         "    return p3 < (-p4.T) @ relu(p5) + p2\n}\n", {"N": 1, "K": 16, "M": 1}),
     # a full sum over a literal dim and N, an input over N alone gathered in the row: 8 bytes
-    # spilled at full occupancy (32 registers) until rows.full_occupancy_fits refused it (GPU fuzz)
+    # spilled at full occupancy (32 registers) until registers.full_occupancy_fits refused it (GPU fuzz)
     "a_row_of_two_loops_with_an_input_over_one": (
         "kernel f(p0: f32[16, N], p1: bf16[N]) -> u8 {\n    return sum(i32(p0 < p1))\n}\n", {"16": 16, "N": 127}),
     "an_i8_row_of_three_loops_with_an_input_over_one": (     # (32 bytes spilled)
         "kernel f(p0: i8[N], p1: i8[M, N, 1]) -> i8 {\n    return sum(i32(floor(p0)) + p1)\n}\n",
         {"N": 64, "M": 64, "1": 1}),
     # f64 rows across memory at full occupancy, 4 elements a thread (16 words): 16 bytes spilled
-    # until rows.full_occupancy_fits left 4 words to 64-bit sums and addresses (GPU fuzz)
+    # until registers.full_occupancy_fits left 4 words to 64-bit sums and addresses (GPU fuzz)
     "f64_rows_across_memory_at_full_occupancy": (
         "kernel f(p0: f64[K, N], p1: f64[K, N, 7]) -> f32[7, N] {\n    return sum(p0 + p1, axis=K)\n}\n",
         {"K": 256, "N": 256, "7": 7}),
     # an i64 row shared by a cluster of 8 blocks of 1024, 18 elements a thread: 92 bytes spilled
-    # until rows.cluster_share_fits held i64 shares to 24 words (GPU fuzz)
+    # until registers.cluster_share_fits held i64 shares to 24 words (GPU fuzz)
     "i64_row_shared_by_a_cluster": (
         "kernel f(p1: i64[K, 64, 2]) -> i8 {\n    t0 = abs(p1)\n    return sum(t0 + sum(t0))\n}\n",
         {"K": 1031, "64": 64, "2": 2}),
@@ -282,7 +282,7 @@ FOUND = {
         "    return sum(t2) / (abs(p0) + 1)\n}\n", {"M": 1, "1000": 1000}),
     # a 16-bit row over two loops (1000 and K, N kept between them) a warp held packed, 64
     # elements a lane in vectors of 2: 8 bytes spilled on sm_90a, 16 on sm_80, until
-    # rows.packed_rows kept packing to rows of one loop (CI, 2026-11-29)
+    # registers.packed_rows kept packing to rows of one loop (CI, 2026-11-29)
     "a_packed_row_over_two_loops": (
         "kernel f(p0: bool, p1: f16[1000, N, K]) -> (f64[1000, N, K], f64[1000, N, K]) {\n"
         "    t3 = sum(p1) + p1\n    t5 = sum(where(p0, p1, 0.5), axis=(1000, K))\n"

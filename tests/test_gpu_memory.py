@@ -2008,7 +2008,7 @@ def test_a_residual_add_and_its_norm_run_as_one_kernel_by_default():
 @pytest.mark.parametrize("w", ["f32", "f16"])
 @pytest.mark.parametrize("n", [36000, 50000, 100000])
 def test_a_residual_layernorm_s_long_held_rows_by_default(n, w):
-    """The layernorm of x + r over rows a block or a cluster holds (rows.late_weights_crowd: these
+    """The layernorm of x + r over rows a block or a cluster holds (registers.late_weights_crowd: these
     defaults spilled until 2026-12-05; a default that spills fails here, conftest), exact."""
     src = RESIDUAL_NORM_PROGRAMS[1][0].replace("f32[N]", f"{w}[N]")
     extents = dict(M=301, N=n)
@@ -2037,7 +2037,7 @@ MANY_INPUT_ROWS = [     # several inputs along a reduction, or three weights: de
 @pytest.mark.parametrize("src,extents", MANY_INPUT_ROWS, ids=[f"{i}-{e['M']}x{e['N']}" for i, (_, e) in
                                                             enumerate(MANY_INPUT_ROWS)])
 def test_rows_beside_many_inputs_by_default(src, extents):
-    """rows.SEVERAL_ROWS_WORDS and late_weights_crowd (a default that spills fails here), exact."""
+    """registers.SEVERAL_ROWS_WORDS and late_weights_crowd (a default that spills fails here), exact."""
     k, s = _default_here(src, extents)
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 

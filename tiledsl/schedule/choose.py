@@ -17,7 +17,7 @@ from .partition import online_pairs
 from .schedules import (MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM, Schedule,
                         column_vector, combine_lanes)
 from .problem import Launch, MAX_GRID, Problem, max_vector, transposed_loop
-from . import columns, matmul, pointwise, rows
+from . import columns, matmul, pointwise, registers, rows
 
 
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
@@ -170,7 +170,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         out += [replace(s, block=rows.WARP_ROW_BLOCK) for s in held[:1] if s.block == 32]
         out += held if any(s.block == 1024 for s in held) else held + rows.cluster_row_shares(p, peel, peel=True)
     # rows too long for a block's registers: shared by a cluster's blocks (sm_90a)
-    if p.row_major() and not rows.row_share_fits(p, rows.row_share(p.row_length // vecs[0], 1024), vecs[0]):
+    if p.row_major() and not registers.row_share_fits(p, rows.row_share(p.row_length // vecs[0], 1024), vecs[0]):
         out += rows.cluster_row_shares(p, vecs[0])
     for vec in vecs:
         rvec = p.row_length // vec
@@ -179,19 +179,20 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             shares_warp = tpr < 32
             items = rows.row_share(rvec, tpr)
             # the row-invariant inputs hoisted, or loaded late where only that fits (as default() does)
-            hoists = [h for h in rows.hoist_choices(p) if rows.row_share_fits(p, items, vec, hoisted=h, packed=True)]
+            hoists = [h for h in rows.hoist_choices(p)
+                      if registers.row_share_fits(p, items, vec, hoisted=h, packed=True)]
             if hoists:
-                keeps = ((False, True) if rows.keeps_fit(p, items, vec) or rows.element_keeps_fit(p, items, vec)
-                         else (False,))
+                keeps = ((False, True) if registers.keeps_fit(p, items, vec)
+                         or registers.element_keeps_fit(p, items, vec) else (False,))
                 for hoist in hoists:
                     for per_sm in ((0, THREADS_PER_SM // block) if p.rows > 4 * p.sm_count else (0,)):
                         for keep in keeps:
                             out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
                                                 row_threads=tpr, hoist=hoist, blocks_per_sm=per_sm,
                                                 keep=keep, index64=p.index64))
-                            if not per_sm and rows.full_occupancy_fits(p, items, vec, keep):
+                            if not per_sm and registers.full_occupancy_fits(p, items, vec, keep):
                                 out.append(replace(out[-1], min_blocks=THREADS_PER_SM // block))
-                            elif not per_sm and rows.r40_fits(p, block, items, vec, keep, hoist):
+                            elif not per_sm and registers.r40_fits(p, block, items, vec, keep, hoist):
                                 out.append(replace(out[-1], min_blocks=R40_THREADS // block))
                     # a persistent block's threads copy their next rows into shared memory
                     # (cp.async) while they reduce this one: rows in flight cost no registers
@@ -205,7 +206,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
                                     if not rows.ring_problem(p, s):
                                         out.append(s)
                     # a persistent block loads its next row while it reduces this one
-                    if p.rows > 4 * p.sm_count and rows.prefetch_fits(p, items, vec) and not shares_warp:
+                    if p.rows > 4 * p.sm_count and registers.prefetch_fits(p, items, vec) and not shares_warp:
                         for per_sm in sorted({max(1, THREADS_PER_SM // 2 // block), THREADS_PER_SM // block}):
                             for keep in keeps:
                                 out.append(Schedule("reduce_row", block=block, vec=vec, items=items,
@@ -330,7 +331,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     # (Those shares were powers of two; exact shares (row_share) made softmax f32 fit at
     # 2048x8193 and 4096x12001: held, 56.3 -> 51.2 and 181.7 -> 136.9 us, H100 2026-11-25.)
     late_weights = False
-    if not rows.row_share_fits(p, items, vec):
+    if not registers.row_share_fits(p, items, vec):
         if vec == 1:
             # a row length that breaks alignment, not held peeled (long_row_schedule, above): its
             # rows streamed, peeled to aligned vectors where they can be, unless weights over N
@@ -351,10 +352,10 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         # 123.2 at 64, weights late). Else the row is shared by a cluster's blocks, or streams.
         for packed, threads in ((False, tpr), (False, 1024), (True, tpr), (True, 1024)):
             share = rows.row_share(rvec, threads)
-            if rows.row_share_fits(p, share, vec, packed=packed):
+            if registers.row_share_fits(p, share, vec, packed=packed):
                 tpr, items = threads, share
                 break
-            if p.has_row_invariant_inputs() and rows.row_share_fits(p, share, vec, hoisted=False, packed=packed):
+            if p.has_row_invariant_inputs() and registers.row_share_fits(p, share, vec, hoisted=False, packed=packed):
                 tpr, items, late_weights = threads, share, True
                 break
         else:
@@ -364,12 +365,12 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
     hoist = invariant > per_row and not late_weights and True in rows.hoist_choices(p)
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
-    keep = rows.keeps_fit(p, items, vec) and rows.keep_pays(p, tpr, items, vec)
+    keep = registers.keeps_fit(p, items, vec) and rows.keep_pays(p, tpr, items, vec)
     # A persistent block loads its next row while it reduces this one. Measured 2026-11-22
     # (benchmarks/sweep.py, layernorm f16 16384x4096 / 65536x1024 / 4096x8192): on an H200
     # 10%, 6% and 1% faster than without, the fastest schedule of each space; on an H100 2%
     # slower, 3% and 8% faster (BENCHMARKS.md, "Row rings and the prefetch default").
-    prefetch = bool(per_sm) and rows.prefetch_fits(p, items, vec) and hints.stages != 1
+    prefetch = bool(per_sm) and registers.prefetch_fits(p, items, vec) and hints.stages != 1
     if prefetch:
         keep, per_sm = False, rows.prefetching_blocks_per_sm(p, tpr, vec, items)
     # Where each SM has less HBM bandwidth to use, many rows in flight beat hoisting: the
@@ -384,7 +385,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     # H200: 42.5 against 40.2, the persistent block stays).
     low_bandwidth = 0 < p.hbm_gbps_per_sm < rows.LATE_LOADS_GBPS_PER_SM
     light = invariant <= 2 * per_row
-    late = (bool(per_sm) and rows.r40_fits(p, tpr, items, vec, False, False) and not hints.stages
+    late = (bool(per_sm) and registers.r40_fits(p, tpr, items, vec, False, False) and not hints.stages
             and (low_bandwidth or light) and (p.rows >= 64 * p.sm_count or (low_bandwidth and light)))
     # ... and where each SM has much bandwidth and many rows, 64 bytes a thread with the
     # weights late beat both (rows.late_wide_share); with fewer rows, where the share would be
@@ -400,7 +401,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
             and rows.deeper_share_pays(p, tpr, items, vec)):
         tpr, keep, hoist = tpr // 2, False, True in rows.hoist_choices(p)
         items = rows.row_share(rvec, tpr)
-    full = not per_sm and not prefetch and rows.full_occupancy_fits(p, items, vec, keep)
+    full = not per_sm and not prefetch and registers.full_occupancy_fits(p, items, vec, keep)
     chosen = Schedule("reduce_row", block=tpr, vec=vec, items=items, row_threads=tpr,
                       hoist=hoist or not invariant, blocks_per_sm=per_sm, keep=keep, prefetch=prefetch,
                       min_blocks=THREADS_PER_SM // tpr if full else R40_THREADS // tpr if late else 1,

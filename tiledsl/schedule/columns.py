@@ -9,7 +9,7 @@ from typing import Optional
 from .layout import column_loop
 from .partition import online_pair_alone, per_row_before_reductions, reduction_levels
 from .schedules import THREADS_PER_SM, Schedule, combine_lanes, resident_blocks
-from .problem import Problem, pow2_at_least, max_vector
+from .problem import Problem, pow2_at_least
 from .rows import looped_row_vector, much_bandwidth_per_sm
 
 
