@@ -5,7 +5,9 @@ spills (ptxas: local memory at the schedule's register cap). 2026-12-05: 886 ker
 programs over a smaller grid, about 70 spilled; after registers.SEVERAL_ROWS_WORDS and its kin none
 there, and over this grid 6 of 1236 (the layernorm of x + r and of x + r + q at 300x262144, streamed 4
 deep on sm_90a: 8 to 40 bytes); after registers.stream_depth (2026-12-05 evening), 0 of 1236 (about 2
-minutes). With --examples, 0 of 320.
+minutes). Rows of 513 and 2049 added then: 2 of 1474 (a warp's 17 bf16 elements one by one beside
+late f32 weights; 5 elements beside w and b at 32 registers, found with a wider grid) until
+registers.BF16_ELEMENTS_BESIDE_LATE_WEIGHTS and full_occupancy_words: 0 of 1484. With --examples, 0 of 320.
 
     python scripts/survey_spills.py [--examples]        (about 5 minutes on one core)
 """
@@ -46,7 +48,7 @@ TEMPLATES = {   # {t}: the rows' dtype, {w}: the weights'
 DTYPES = [("f16", "f32"), ("bf16", "f32"), ("f16", "f16"), ("f32", "f32"), ("bf16", "bf16")]
 TARGETS = [("sm_90a", 4800.0), ("sm_90a", 3352.0), ("sm_80", 2000.0)]
 ROWS = (1, 7, 300, 1001, 16384)
-LENGTHS = (1000, 1299, 4097, 8192, 12001, 20001, 36000, 65536, 100000, 262144)
+LENGTHS = (513, 1000, 1299, 2049, 4097, 8192, 12001, 20001, 36000, 65536, 100000, 262144)
 
 
 def programs(examples: bool) -> dict:

@@ -2552,6 +2552,8 @@ MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default sp
     ("layernorm of x + r", "bf16", "f32", 132, 262144, "sm_90a", 3352.0),
     ("layernorm of x + r + q", "f16", "f32", 300, 262144, "sm_90a", 4800.0),   # 112 words at 4, 56 at 2
     ("layernorm of x + r + q", "bf16", "bf16", 300, 262144, "sm_90a", 4800.0),
+    ("layernorm, three weights", "bf16", "f32", 1, 513, "sm_80", 2000.0),   # a warp held 17 bf16 one by one
+    ("layernorm", "bf16", "f32", 1, 2049, "sm_90a", 4800.0),      # 5 elements at 32 registers: 40 bytes
     ("layernorm", "f16", "f32", 7, 100000, "sm_80", 2000.0),
     ("softmax of x + r", "f16", "f16", 7, 20001, "sm_90a", 4800.0),       # no weights: held peeled, 40 words
     ("softmax of x + r", "f32", "f32", 7, 20001, "sm_80", 2000.0),
@@ -2578,6 +2580,52 @@ def test_defaults_beside_many_inputs_do_not_spill(name, t, w, m, n, arch, gbps):
     assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
 
 
+
+
+FULL_OCCUPANCY_SHARES = [   # (program, rows' dtype, weights', elements a thread, whether 32 registers may hold them)
+    ("layernorm", "bf16", "f32", 5, False),     # 15 words beside w and b spilled 40 bytes (one row of 2049)
+    ("layernorm", "f32", "f32", 5, False),
+    ("layernorm", "bf16", "bf16", 4, True),
+    ("layernorm of x + r", "f32", "f32", 3, False),    # 12 words of x + r of f32: 8 bytes
+    ("layernorm of x + r", "f32", "f32", 2, True),
+    ("layernorm of x + r + q", "f32", "f32", 2, True),
+    ("softmax of x * r + w", "bf16", "f32", 5, True)]  # one weight: 15 words, none spilled
+
+
+@pytest.mark.parametrize("name,t,w,items,fits_32", FULL_OCCUPANCY_SHARES,
+                         ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}" for c in FULL_OCCUPANCY_SHARES])
+def test_full_occupancy_holds_fewer_words_beside_two_weights_or_wide_row_inputs(name, t, w, items, fits_32):
+    """registers.full_occupancy_words: a row read element by element at 32 registers holds at most 12
+    words beside two or more weights and 10 beside several 4-byte row inputs (16 otherwise). What it
+    lets through compiles for sm_90a at 32 registers without spilling; what it refuses spilled there,
+    and the default of one row of that length no longer takes it (the layernorm of one bf16 row of
+    2049: 40 bytes, the CPU survey of 2026-12-05)."""
+    src = MANY_INPUT_ROWS[name].format(t=t, w=w)
+    k = tiledsl.compile(src)
+    g, lay = _group(src)
+    n = 512 * items - 3
+    p = problem(g, lay, dict(M=1, N=n), frozenset(), 132, "sm_90a", 4800.0)
+    assert registers.full_occupancy_fits(p, items, 1, False) == fits_32
+    s = Schedule("reduce_row", block=512, vec=1, items=items, row_threads=512, min_blocks=4)
+    _, _, usage = _compile(k, g, lay, s, "sm_90a")
+    assert (usage.local_bytes == 0) == fits_32, usage
+    d = default(p)
+    _, _, usage = _compile(k, g, lay, d, "sm_90a")
+    assert usage.spill_stores == 0 and usage.local_bytes == 0, (d.tag, usage)
+
+
+def test_bf16_rows_read_one_by_one_hold_fewer_elements_beside_late_weights():
+    """registers.BF16_ELEMENTS_BESIDE_LATE_WEIGHTS: a thread holds at most 14 bf16 elements read one by
+    one beside weights loaded late (a warp's layernorm of 513 with f32 w, b and g spilled 8 to 56 bytes
+    at 16 to 20); f16 rows, and bf16 rows in vectors, keep the wider caps."""
+    layernorm = MANY_INPUT_ROWS["layernorm, three weights"]
+    shares = {}
+    for t in ("bf16", "f16"):
+        g, lay = _group(layernorm.format(t=t, w="f32"))
+        p = problem(g, lay, dict(M=1, N=513), frozenset(), 132, "sm_90a", 4800.0)
+        shares[t] = [n for n in range(8, 21) if registers.row_share_fits(p, n, 1, hoisted=False)]
+        assert registers.row_share_fits(p, 4, 8, hoisted=False, packed=True)
+    assert max(shares["bf16"]) == 14 and max(shares["f16"]) == 20, shares
 
 STREAM_DEPTHS = [   # (program, rows' dtype, weights', words an iteration loads, depth on sm_90a, on sm_80)
     ("softmax of x + r", "f16", "f16", 8, 4, 4),

@@ -110,6 +110,8 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
         budget = min(budget, SEVERAL_ROWS_WORDS)
     if not hoisted:
         cap = min(cap, late_weights_crowd(p) or cap)
+        if vec == 1 and rows_are(p, lambda t: t.name == "bf16"):
+            cap = min(cap, BF16_ELEMENTS_BESIDE_LATE_WEIGHTS)
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
     narrow_inputs = all(op.dtype.itemsize < 8 for op in p.layout.inputs)
     words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
@@ -123,6 +125,13 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
 # f32 in vectors of 4, 0 / - / 72; the layernorm of x + r + q, f16, 0 (24) / 24 / -, f32 in a cluster
 # 0 (24) / 40 / -; with no weights (softmax of x + r, the logsumexp of f32 x + r) 48 and 8 at 40.
 SEVERAL_ROWS_WORDS = 32
+
+# The most bf16 elements a thread's share may hold read one by one (vec 1) beside weights loaded late.
+# ptxas, 2026-12-05, a warp a row of 513 at 64 registers, bytes spilled at 12 / 14 / 16 / 17 / 20
+# elements: layernorm of bf16 with f32 w, b and g, sm_90a 0 / 0 / 8 / 24 / 56 (the default of one
+# row of 513: CPU survey), sm_80 0 / 0 / 8 / 8 / 8; with f32 w and b, sm_90a 0 / 0 / 8 / 0 / 8; the
+# layernorm of x + r of bf16, 0 / 0 / 8 / 16 / 8. The same of f16 rows spilled none up to 17.
+BF16_ELEMENTS_BESIDE_LATE_WEIGHTS = 14
 
 
 def late_weights_crowd(p: Problem) -> int:
@@ -200,8 +209,28 @@ def full_occupancy_fits(p: Problem, items: int, vec: int, keep: bool) -> bool:
     indices = any(v.op == "idx" for v in p.group.values)
     gathered = len(reduced) > 1 and any(not reduced <= set(op.loops) for op in p.layout.reduced_inputs)
     wide = any(op.dtype.itemsize == 8 for op in p.layout.reduced_inputs)
-    return (p.arch == "sm_90a" and vec == 1 and items <= 8 and held <= (12 if wide else 16) and stored_along_row
-            and not indices and not gathered and not computes_f64_math(p.group.values))
+    return (p.arch == "sm_90a" and vec == 1 and items <= 8 and held <= full_occupancy_words(p, wide)
+            and stored_along_row and not indices and not gathered and not computes_f64_math(p.group.values))
+
+
+# The most words full_occupancy_fits lets a thread hold beside two or more weights (layernorm's w and b),
+# and beside several 4-byte row inputs (x + r of f32). ptxas, sm_90a, 32 registers, 2026-12-05, a row
+# of 2053 element by element at 512 threads, bytes spilled by words held: layernorm f16 with f32 w and b
+# 12 / 15 words 0 / 0, bf16 0 / 40, f32 0 / 16, bf16 with bf16 w and b 0 / 32 (the defaults of one row
+# of 513 to 2560: CPU survey); the layernorm of x + r of f32, 8 / 12 words 0 / 8, of x + r + q 10 / 15
+# 0 / 16, of 16-bit rows none up to 16 and 15. One weight (softmax of x * r + w, rmsnorm of x + r)
+# spilled none at 15; three f32 weights beside one row none at 16.
+FULL_OCCUPANCY_WEIGHTS_WORDS = 12
+FULL_OCCUPANCY_WIDE_ROWS_WORDS = 10
+
+
+def full_occupancy_words(p: Problem, wide: bool) -> int:
+    """The most words a thread's share may hold at full occupancy (full_occupancy_fits): 16, 12 where
+    the row is of 8-byte elements or beside two or more weights, 10 beside several 4-byte row inputs."""
+    words = 12 if wide else FULL_OCCUPANCY_WEIGHTS_WORDS if len(p.layout.weight_inputs) >= 2 else 16
+    if sum(op.dtype.itemsize >= 4 for op in p.layout.row_inputs) >= 2:
+        words = min(words, FULL_OCCUPANCY_WIDE_ROWS_WORDS)
+    return words
 
 
 def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
