@@ -110,7 +110,7 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
         budget = min(budget, SEVERAL_ROWS_WORDS)
     if not hoisted:
         cap = min(cap, late_weights_crowd(p) or cap)
-        if vec == 1 and rows_are(p, lambda t: t.name == "bf16"):
+        if vec == 1 and p.has_row_invariant_inputs() and rows_are(p, lambda t: t.name == "bf16"):
             cap = min(cap, BF16_ELEMENTS_BESIDE_LATE_WEIGHTS)
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
     narrow_inputs = all(op.dtype.itemsize < 8 for op in p.layout.inputs)
