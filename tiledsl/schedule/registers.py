@@ -24,11 +24,7 @@ PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and t
 # a warp a row spilled 8 bytes at 56 words on sm_90a (48: none); an f32 layernorm's share of a
 # cluster (65537, 8 vectors of 4 a thread) 20 bytes at 48 (44 and fewer: none of 40).
 SHIFTED_HELD_WORDS = {"sm_90": 56, "sm_90a": 56}
-
-
 SHIFTED_WARP_ROW_WORDS = 52
-
-
 SHIFTED_CLUSTER_WORDS = 44
 
 
