@@ -105,9 +105,7 @@ def row_share_fits(p: Problem, items: int, vec: int, hoisted: bool = True, packe
     if len(p.layout.row_inputs) > 1:
         budget = min(budget, SEVERAL_ROWS_WORDS)
     if not hoisted:
-        cap = min(cap, late_weights_crowd(p) or cap)
-        if vec == 1 and p.has_row_invariant_inputs() and rows_are(p, lambda t: t.name == "bf16"):
-            cap = min(cap, BF16_ELEMENTS_BESIDE_LATE_WEIGHTS)
+        cap = min(cap, late_weights_crowd(p, vec) or cap)
     wide_results = any(op.dtype.itemsize == 8 for op in p.layout.outputs)
     narrow_inputs = all(op.dtype.itemsize < 8 for op in p.layout.inputs)
     words = p.words_per_row_element(vec) if hoisted else max(0.5, p.words_per_row_element_per_row(vec))
@@ -130,11 +128,12 @@ SEVERAL_ROWS_WORDS = 32
 BF16_ELEMENTS_BESIDE_LATE_WEIGHTS = 14
 
 
-def late_weights_crowd(p: Problem) -> int:
-    """The most elements a thread's share may hold beside many weights loaded late; else 0 (no cap):
-    (1) a row computed from several row inputs (a residual add, x + r: held in f32, a word an
-    element) beside two or more weights (layernorm's w and b): 24 where they are 4 bytes wide,
-    else 32; (2) one row input beside three or more 4-byte weights: 48 of 16 bits, else 20.
+def late_weights_crowd(p: Problem, vec: int) -> int:
+    """The most elements a thread's share (in vectors of `vec`) may hold beside weights loaded late;
+    else 0 (no cap): (1) a row computed from several row inputs (a residual add, x + r: held in f32, a
+    word an element) beside two or more weights (layernorm's w and b): 24 where they are 4 bytes wide,
+    else 32; (2) one row input beside three or more 4-byte weights: 48 of 16 bits, else 20; (3) bf16
+    rows read one by one (vec 1) beside any weight: BF16_ELEMENTS_BESIDE_LATE_WEIGHTS. The least applies.
     ptxas, 2026-12-05, at 64 registers, bytes spilled: (1) x + r of f16 or bf16 in vectors of 8
     at 24 / 32 / 40 elements: f32 w and b, sm_90a a block 0 / 0 / 32, a cluster's 0 / 8, sm_80
     0 / 4 / 40 (the defaults at 1001x36000 to 100000 spilled); f16 or bf16 w and b, sm_90a a
@@ -145,11 +144,14 @@ def late_weights_crowd(p: Problem) -> int:
     f16) spilled none up to 64."""
     weights = p.layout.weight_inputs
     wide = sum(op.dtype.itemsize >= 4 for op in weights)
+    caps = []
     if len(p.layout.row_inputs) > 1 and len(weights) >= 2:
-        return 24 if wide >= 2 else 32
-    if wide >= 3:
-        return 48 if narrow_rows(p) else 20
-    return 0
+        caps.append(24 if wide >= 2 else 32)
+    elif wide >= 3:
+        caps.append(48 if narrow_rows(p) else 20)
+    if vec == 1 and p.has_row_invariant_inputs() and rows_are(p, lambda t: t.name == "bf16"):
+        caps.append(BF16_ELEMENTS_BESIDE_LATE_WEIGHTS)
+    return min(caps, default=0)
 
 
 def keeps_fit(p: Problem, items: int, vec: int) -> bool:
@@ -223,10 +225,11 @@ FULL_OCCUPANCY_WIDE_ROWS_WORDS = 10
 def full_occupancy_words(p: Problem, wide: bool) -> int:
     """The most words a thread's share may hold at full occupancy (full_occupancy_fits): 16, 12 where
     the row is of 8-byte elements or beside two or more weights, 10 beside several 4-byte row inputs."""
-    words = 12 if wide else FULL_OCCUPANCY_WEIGHTS_WORDS if len(p.layout.weight_inputs) >= 2 else 16
     if sum(op.dtype.itemsize >= 4 for op in p.layout.row_inputs) >= 2:
-        words = min(words, FULL_OCCUPANCY_WIDE_ROWS_WORDS)
-    return words
+        return FULL_OCCUPANCY_WIDE_ROWS_WORDS
+    if len(p.layout.weight_inputs) >= 2:
+        return FULL_OCCUPANCY_WEIGHTS_WORDS
+    return 12 if wide else 16
 
 
 def r40_fits(p: Problem, block: int, items: int, vec: int, keep: bool, hoist: bool) -> bool:
