@@ -16,15 +16,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
-NORM = " c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b"
-LN_RES = ("kernel f(x: {t}[M, N], r: {t}[M, N], w: f32[N], b: f32[N]) -> ({t}[M, N], {t}[M, N]) {{\n"
-          " h = x + r\n" + NORM + ", h\n}}")
-LN_RES3 = ("kernel f(x: f16[M, N], r: f16[M, N], q: f16[M, N], w: {w}[N], b: {w}[N]) -> f16[M, N] {{\n"
-           " h = x + r + q\n" + NORM + "\n}}")
-CASES = [("layernorm of x + r f16 300x262144", LN_RES.format(t="f16"), {"M": 300, "N": 262144}),
-         ("layernorm of x + r bf16 132x262144", LN_RES.format(t="bf16"), {"M": 132, "N": 262144}),
-         ("layernorm of x + r + q f32 w 300x262144", LN_RES3.format(w="f32"), {"M": 300, "N": 262144}),
-         ("layernorm of x + r + q f16 w 300x262144", LN_RES3.format(w="f16"), {"M": 300, "N": 262144})]
+from survey_spills import TEMPLATES  # noqa: E402  (the programs the spill survey compiles)
+
+LN_RES, LN_RES3 = TEMPLATES["layernorm of x + r"], TEMPLATES["layernorm of x + r + q"]
+
+CASES = [("layernorm of x + r f16 300x262144", LN_RES.format(t="f16", w="f32"), {"M": 300, "N": 262144}),
+         ("layernorm of x + r bf16 132x262144", LN_RES.format(t="bf16", w="f32"), {"M": 132, "N": 262144}),
+         ("layernorm of x + r + q f32 w 300x262144", LN_RES3.format(t="f16", w="f32"), {"M": 300, "N": 262144}),
+         ("layernorm of x + r + q f16 w 300x262144", LN_RES3.format(t="f16", w="f16"), {"M": 300, "N": 262144})]
 
 
 def variants(case, d) -> dict:

@@ -2580,8 +2580,6 @@ def test_defaults_beside_many_inputs_do_not_spill(name, t, w, m, n, arch, gbps):
     assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
 
 
-
-
 FULL_OCCUPANCY_SHARES = [   # (program, rows' dtype, weights', elements a thread, whether 32 registers may hold them)
     ("layernorm", "bf16", "f32", 5, False),     # 15 words beside w and b spilled 40 bytes (one row of 2049)
     ("layernorm", "f32", "f32", 5, False),
@@ -2600,9 +2598,7 @@ def test_full_occupancy_holds_fewer_words_beside_two_weights_or_wide_row_inputs(
     lets through compiles for sm_90a at 32 registers without spilling; what it refuses spilled there,
     and the default of one row of that length no longer takes it (the layernorm of one bf16 row of
     2049: 40 bytes, the CPU survey of 2026-12-05)."""
-    src = MANY_INPUT_ROWS[name].format(t=t, w=w)
-    k = tiledsl.compile(src)
-    g, lay = _group(src)
+    k, g, lay = _kernel_group(MANY_INPUT_ROWS[name].format(t=t, w=w))
     n = 512 * items - 3
     p = problem(g, lay, dict(M=1, N=n), frozenset(), 132, "sm_90a", 4800.0)
     assert registers.full_occupancy_fits(p, items, 1, False) == fits_32
@@ -2627,6 +2623,7 @@ def test_bf16_rows_read_one_by_one_hold_fewer_elements_beside_late_weights():
         assert registers.row_share_fits(p, 4, 8, hoisted=False, packed=True)
     assert max(shares["bf16"]) == 14 and max(shares["f16"]) == 20, shares
 
+
 STREAM_DEPTHS = [   # (program, rows' dtype, weights', words an iteration loads, depth on sm_90a, on sm_80)
     ("softmax of x + r", "f16", "f16", 8, 4, 4),
     ("rmsnorm of x + r", "f16", "f16", 12, 2, 2),      # 48 words at 4: softmax of x * r + w spilled there
@@ -2641,8 +2638,7 @@ def test_a_streamed_row_keeps_as_many_loads_in_flight_as_fit_its_registers(name,
     (its row inputs' and its weights' vectors) take at most 32 words, else 2 deep within 56 words on
     sm_90a and 48 elsewhere, else not at all; rows of 262144 streamed take that depth and,
     compiled for its GPU does not spill (4 deep, 64 to 112 words spilled 8 to 40 bytes on both)."""
-    g, lay = _group(MANY_INPUT_ROWS[name].format(t=t, w=w))
-    k = tiledsl.compile(MANY_INPUT_ROWS[name].format(t=t, w=w))
+    k, g, lay = _kernel_group(MANY_INPUT_ROWS[name].format(t=t, w=w))
     for arch, depth in (("sm_90a", deep_90a), ("sm_80", deep_80)):
         p = problem(g, lay, dict(M=300, N=262144), frozenset(), 132, arch, 4800.0)
         assert sum(operand_words(op, 8) * 8 for op in p.layout.reduced_inputs) == words
@@ -2651,6 +2647,7 @@ def test_a_streamed_row_keeps_as_many_loads_in_flight_as_fit_its_registers(name,
         assert (s.items, s.vec, s.unroll) == (0, 8, depth), s.tag
         _, _, usage = _compile(k, g, lay, s, arch)
         assert usage.spill_stores == 0 and usage.local_bytes == 0, (arch, s.tag, usage)
+
 
 F32_COLUMN_TILES = [   # (program, extents, whether an H200 takes the tile)
     ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=16384, N=4096), True),
@@ -2768,9 +2765,14 @@ def test_short_columns_take_a_few_a_warp(kind):
 
 
 def _group(src):
+    return _kernel_group(src)[1:]
+
+
+def _kernel_group(src):
+    """The compiled kernel, its first group and that group's layout."""
     k = tiledsl.compile(src)
     g = partition(k.graph)[0]
-    return g, plan_layout(g, k.graph)
+    return k, g, plan_layout(g, k.graph)
 
 
 def _split_across(src, extents, **change):
