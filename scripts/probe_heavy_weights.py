@@ -10,7 +10,9 @@ with 16-bit weights, which the default peels with their lanes gathered (rmsnorm 
 35.8 us, 0.56x copy, H200 2026-11-29), each default beside its twin with the weights shifted
 (2026-12-05, 16-bit lanes funnel-shifted at odd heads; not yet timed). Rows read element by element
 (rows.element_stream, the default since 2026-12-05: 256 threads with many rows, unrolled at most half a
-thread's trips) beside the same walking guarded chunks ("default gd", Schedule.guarded; not yet timed).
+thread's trips) beside the same walking guarded chunks ("default gd", Schedule.guarded; not yet timed),
+and beside the default as if the weights let the row be peeled ("peeled", gathered lane by lane: it
+won 9-12% at three shapes whose weights take twice the row's bytes, H200 2026-12-05 05:46).
 
     python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half; each case reported when done)
 """
@@ -78,11 +80,13 @@ def shifted_share(case, s):
 
 def variants(case, d) -> dict:
     _, fastest = row_probe.fastest_candidates(case, 6)
-    rule = shifted_share(case, peeled_default(case))
+    peeled = peeled_default(case)
+    rule = shifted_share(case, peeled)
     guarded = replace(d, guarded=True) if rows.guards_chunks(d) else None
     element = d.kind == "reduce_row" and d.vec == 1 and d.items == 0     # (before 2026-12-05: 512 threads, the rule's unroll)
     old = replace(d, block=512, row_threads=512, unroll=0) if element else None
-    extra = {"default sw": shifted(case, d), "peeled sw": rule, "default gd": guarded, "old b512": old}
+    extra = {"default sw": shifted(case, d), "peeled": peeled, "peeled sw": rule, "default gd": guarded,
+             "old b512": old}
     return {"default": d, **{k: s for k, s in extra.items() if s and s not in fastest and s != d},
             **{f"cand {n}": s for n, s in enumerate(fastest)}}
 
