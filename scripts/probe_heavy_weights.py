@@ -12,7 +12,8 @@ with 16-bit weights, which the default peels with their lanes gathered (rmsnorm 
 (rows.element_stream, the default since 2026-12-05: 256 threads with many rows, unrolled at most half a
 thread's trips) beside the same walking guarded chunks ("default gd", Schedule.guarded; not yet timed),
 and beside the default as if the weights let the row be peeled ("peeled", gathered lane by lane: it
-won 9-12% at three shapes whose weights take twice the row's bytes, H200 2026-12-05 05:46).
+won 9-12% at three shapes whose weights take twice the row's bytes, H200 2026-12-05 05:46) and as if
+weights heavier than the row kept it from being peeled ("unpeeled").
 
     python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half; each case reported when done)
 """
@@ -33,32 +34,48 @@ LN_RES = ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M,
           " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}")
 RMS32 = ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
          "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }")
-CASES = [   # (w32: f32 weights beside 16-bit rows; w16: 16-bit weights. HEAVY="w32" or "w16" runs half)
+CASES = [   # (w32: f32 weights beside 16-bit rows; w16: 16-bit weights. HEAVY="w32" or "w16" runs half;
+         # first the cases that decide rows.held_peel_weights_fit and Schedule.guarded)
+         ("w32 residual layernorm 8193", LN_RES, {"M": 4096, "N": 8193}),
+         ("w32 rmsnorm 20001", RMS32, {"M": 4096, "N": 20001}),
+         ("w16 layernorm 8193", LN16, {"M": 8192, "N": 8193}),
+         ("w16 layernorm 40001", LN16, {"M": 2048, "N": 40001}),
+         ("w32 residual layernorm 40003", LN_RES, {"M": 1001, "N": 40003}),
          ("w32 layernorm 4097", LN, {"M": 16384, "N": 4097}),
          ("w32 layernorm 8193", LN, {"M": 8192, "N": 8193}),
          ("w32 layernorm 12001", LN, {"M": 4096, "N": 12001}),
          ("w32 layernorm 20001", LN, {"M": 4096, "N": 20001}),
          ("w32 layernorm 40001", LN, {"M": 2048, "N": 40001}),
-         ("w32 residual layernorm 8193", LN_RES, {"M": 4096, "N": 8193}),
-         ("w32 residual layernorm 40003", LN_RES, {"M": 1001, "N": 40003}),
          ("w32 residual layernorm 40960", LN_RES, {"M": 1001, "N": 40960}),
-         ("w32 rmsnorm 20001", RMS32, {"M": 4096, "N": 20001}),
          ("w16 rmsnorm bf16 1299", RMS.replace("f16", "bf16"), {"M": 16384, "N": 1299}),
          ("w16 rmsnorm f16 4097", RMS, {"M": 16384, "N": 4097}),
-         ("w16 rmsnorm f16 40001", RMS, {"M": 2048, "N": 40001}),
-         ("w16 layernorm 8193", LN16, {"M": 8192, "N": 8193}),
-         ("w16 layernorm 40001", LN16, {"M": 2048, "N": 40001})]
+         ("w16 rmsnorm f16 40001", RMS, {"M": 2048, "N": 40001})]
+
+
+def _default_with(case, fit):
+    """The default with rows.peel_weights_fit and rows.held_peel_weights_fit (where this tree
+    has it) replaced by `fit`."""
+    names = [n for n in ("peel_weights_fit", "held_peel_weights_fit") if hasattr(rows, n)]
+    saved = {n: getattr(rows, n) for n in names}
+    for n in names:
+        setattr(rows, n, fit)
+    try:
+        return default(case.problem, case.kernel.hints)
+    finally:
+        for n, f in saved.items():
+            setattr(rows, n, f)
 
 
 def peeled_default(case):
     """The default as if the weights did not keep a row from being peeled (rows.peel_weights_fit
     true): with its weights shifted, the rule to write where that wins."""
-    saved = rows.peel_weights_fit
-    rows.peel_weights_fit = lambda p: True
-    try:
-        return default(case.problem, case.kernel.hints)
-    finally:
-        rows.peel_weights_fit = saved
+    return _default_with(case, lambda p: True)
+
+
+def unpeeled_default(case):
+    """The default as if weights heavier than the row kept it from being peeled everywhere (the
+    rule before rows.held_peel_weights_fit)."""
+    return _default_with(case, lambda p: not rows.weights_outweigh_row(p))
 
 
 def shifted(case, s) -> dict:
@@ -85,8 +102,8 @@ def variants(case, d) -> dict:
     guarded = replace(d, guarded=True) if rows.guards_chunks(d) else None
     element = d.kind == "reduce_row" and d.vec == 1 and d.items == 0     # (before 2026-12-05: 512 threads, the rule's unroll)
     old = replace(d, block=512, row_threads=512, unroll=0) if element else None
-    extra = {"default sw": shifted(case, d), "peeled": peeled, "peeled sw": rule, "default gd": guarded,
-             "old b512": old}
+    extra = {"default sw": shifted(case, d), "peeled": peeled, "unpeeled": unpeeled_default(case), "peeled sw": rule,
+             "default gd": guarded, "old b512": old}
     return {"default": d, **{k: s for k, s in extra.items() if s and s not in fastest and s != d},
             **{f"cand {n}": s for n, s in enumerate(fastest)}}
 
