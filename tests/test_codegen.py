@@ -1617,19 +1617,14 @@ def test_a_looped_row_read_element_by_element_is_unrolled_16_deep(name):
     assert aligned.vec > 1 and "#pragma unroll 16" not in render(k.graph, g, lay, aligned, 1).source
 
 
-@pytest.mark.parametrize("weights", ["f32", "all_bf16"])
-def test_rows_read_one_by_one_whose_weights_outweigh_them_take_256_threads_and_shallow_unrolls(weights):
-    """rows.element_stream: layernorm rows of odd lengths whose f32 (or bf16 beside bf16) w and b
-    outweigh them stream element by element. At 512 threads and 16 deep the old default
+@pytest.mark.parametrize("rows_dtype", ["f16", "bf16"])
+def test_rows_read_one_by_one_whose_weights_outweigh_them_take_256_threads_and_shallow_unrolls(rows_dtype):
+    """rows.element_stream: layernorm rows of odd lengths whose f32 w and b outweigh them four
+    times stream element by element. At 512 threads and 16 deep the old default
     never ran its unrolled body at 4097 (8 trips a thread): 344.4 us against 116.1 at 256
     threads (H200 2026-12-05). With many rows, 256 threads up to 33 trips; else 512 at 4
     deep; never deeper than half a thread's trips; no spills."""
-    src = (EXAMPLES / "layernorm.tdsl").read_text()
-    if weights == "all_bf16":
-        src = src.replace("f16", "bf16").replace("f32[N]", "bf16[N]")
-    k = tiledsl.compile(src)
-    g = partition(k.graph)[0]
-    lay = plan_layout(g, k.graph)
+    k, g, lay = _kernel_group((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", rows_dtype))
     want = {(16384, 4097): (256, 8), (16384, 6001): (256, 8), (8192, 8193): (256, 0), (16384, 8449): (512, 4),
             (4096, 8193): (512, 4), (4096, 20001): (512, 4), (64, 4097): (512, 4), (1, 100003): (512, 4)}
     for (m, n), (threads, unroll) in want.items():
@@ -1646,6 +1641,41 @@ def test_rows_read_one_by_one_whose_weights_outweigh_them_take_256_threads_and_s
     for arch in ARCHS:
         usage = toolchain.compile_cuda(text.source, arch=arch).resources[text.name]
         assert usage.spill_stores == 0 and usage.local_bytes == 0
+
+
+HEAVIER_WEIGHTS = {     # programs whose weights over N take twice the row's bytes an element, or four times
+    "all-bf16 layernorm": ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16")
+                           .replace("f32[N]", "bf16[N]"), True),
+    "all-f16 layernorm": ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), True),
+    "layernorm of x + r": ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
+                           " h = x + r\n c = h - mean(h, axis=N)\n"
+                           " return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}", True),
+    "rmsnorm f16 with an f32 w": ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
+                                  "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }", True),
+    "layernorm f16 with f32 w and b": ((EXAMPLES / "layernorm.tdsl").read_text(), False)}
+
+
+@pytest.mark.parametrize("name", HEAVIER_WEIGHTS)
+def test_long_rows_whose_weights_take_twice_their_bytes_are_held_peeled(name):
+    """rows.held_peel_weights_fit: a long row of an odd length, 8192 elements or more, is held peeled
+    (its weights gathered lane by lane) where its weights take at most twice its bytes an element (H200
+    2026-12-05: 9-12% faster than read element by element at 8193 and 20001), and read element by
+    element (held or looped) at four times, and below 8192 elements, and where only a cluster's blocks
+    would hold it (unmeasured). The held peeled defaults compile for sm_90a and sm_80 without spilling."""
+    src, peeled = HEAVIER_WEIGHTS[name]
+    k, g, lay = _kernel_group(src)
+    for (m, n), long in (((16384, 4097), False), ((4096, 8193), True), ((4096, 20001), True),
+                         ((300, 3001), False), ((6, 200001), False)):
+        p = problem(g, lay, dict(M=m, N=n), frozenset(), 132, "sm_90a", 4800.0)
+        assert rows.weights_outweigh_row(p) and rows.held_peel_weights_fit(p) == (peeled and n >= 8192)
+        s = default(p)
+        if peeled and long:
+            assert (s.peel, s.vec, s.cluster) == (True, 8, 1) and s.items > 0, (m, n, s.tag)
+            for arch in ARCHS:
+                usage = _compile(k, g, lay, default(replace(p, arch=arch)), arch)[2]
+                assert usage.spill_stores == 0 and usage.local_bytes == 0, (arch, m, n, usage)
+        else:
+            assert (s.peel, s.vec) == (False, 1), (m, n, s.tag)
 
 
 def _row_loads_between_branches(sass: str, opcode: str = "LDG.E.U16") -> list[int]:

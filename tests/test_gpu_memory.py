@@ -2568,10 +2568,11 @@ ELEMENT_STREAMS = [     # rows read one by one whose weights outweigh them (rows
     ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=300, N=20001)),      # 512 threads, 4 deep
     ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=7, N=4097)),
     ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=5000, N=6001)),      # 23 trips: 2 of 8 and a remainder
+    ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16"), dict(M=6000, N=8191)),
     ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16").replace("f32[N]", "bf16[N]"),
-     dict(M=6000, N=8191)),
+     dict(M=6000, N=8191)),     # (twice the row's bytes, below 8192 elements)
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4500, N=6001)),
-    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=1001, N=40003))]
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=1001, N=40003))]     # (held only by a cluster: unmeasured peeled)
 
 
 @pytest.mark.parametrize("src,extents", ELEMENT_STREAMS, ids=[str(e) for _, e in ELEMENT_STREAMS])
@@ -2588,6 +2589,33 @@ def test_rows_read_one_by_one_whose_weights_outweigh_them_run_right(src, extents
                 hbm_gbps=hbm_bandwidth(0))
     s = default(p, k.hints)
     assert (s.kind, s.vec, s.items, s.peel) == ("reduce_row", 1, 0, False), s
+    check(k, host_arguments(k, extents), extents, "out")
+
+
+HELD_PEELED = [     # long rows whose weights take twice their bytes: held peeled (rows.held_peel_weights_fit)
+    ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16").replace("f32[N]", "bf16[N]"),
+     dict(M=6000, N=8193)),
+    ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), dict(M=8192, N=8193)),
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4500, N=9001)),
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=7, N=16001)),
+    ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] { return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }",
+     dict(M=300, N=20001))]
+
+
+@pytest.mark.parametrize("src,extents", HELD_PEELED, ids=[str(e) for _, e in HELD_PEELED])
+def test_long_rows_held_peeled_beside_twice_their_bytes_of_weights_run_right(src, extents):
+    """The default of each (held peeled in vectors of 8, its weights gathered lane by lane) within
+    tolerance, every element written."""
+    from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth
+    from tiledsl.schedule.choose import default
+    from tiledsl.schedule.problem import problem
+    from tiledsl.runtime import launcher_for
+    k = fresh(src)
+    ln = launcher_for(k)
+    p = problem(ln.groups[0], ln.layouts[0], extents, sm_count=_sm_count(0), arch=device_arch(0),
+                hbm_gbps=hbm_bandwidth(0))
+    s = default(p, k.hints)
+    assert (s.kind, s.vec, s.items > 0, s.peel) == ("reduce_row", 8, True, True), s
     check(k, host_arguments(k, extents), extents, "out")
 
 

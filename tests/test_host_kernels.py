@@ -181,7 +181,8 @@ ELEMENT_STREAM_DEFAULTS = [    # (label, source, M, N, threads, unroll): rows.el
     ("layernorm 256 threads 8 deep, a remainder", _LAYERNORM, 5000, 6001, 256, 8),
     ("layernorm 256 threads at the rule", _LAYERNORM, 8192, 8193, 256, 0),
     ("layernorm 512 threads 4 deep", _LAYERNORM, 300, 20001, 512, 4),
-    ("layernorm bf16 weights 256 threads 8 deep", _LAYERNORM.replace("f16", "bf16").replace("f32[N]", "bf16[N]"),
+    ("layernorm of bf16 rows 256 threads 8 deep", _LAYERNORM.replace("f16", "bf16"), 6000, 8191, 256, 8),
+    ("all-bf16 layernorm 256 threads 8 deep", _LAYERNORM.replace("f16", "bf16").replace("f32[N]", "bf16[N]"),
      6000, 8191, 256, 8),
     ("residual add's layernorm 256 threads", next(src for label, src, _ in PROGRAMS
                                                   if label == "residual add beside its layernorm, looped"),
@@ -198,13 +199,33 @@ def test_rows_read_one_by_one_under_heavy_weights_run_right_on_the_host(label, s
     _check(k, dict(M=3, N=n), s)
 
 
+HELD_PEELED_DEFAULTS = [    # (label, source, M, N): rows.held_peel_weights_fit, weights twice the row's bytes
+    ("all-bf16 layernorm", _LAYERNORM.replace("f16", "bf16").replace("f32[N]", "bf16[N]"), 6000, 8193),
+    ("residual add's layernorm", next(src for label, src, _ in PROGRAMS
+                                      if label == "residual add beside its layernorm, looped"), 4500, 9001),
+    ("rmsnorm f16 with an f32 w", "kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
+                                  "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }", 300, 20001)]
+
+
+@pytest.mark.parametrize("label,src,m,n", HELD_PEELED_DEFAULTS, ids=[c[0] for c in HELD_PEELED_DEFAULTS])
+def test_long_rows_held_peeled_beside_heavier_weights_run_right_on_the_host(label, src, m, n):
+    """The default an H200 (4800 GB/s) takes for m rows of n (held peeled, weights gathered), run on 3 rows."""
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    s = default(problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=4800.0), k.hints)
+    assert s.peel and s.items > 0 and s.vec == 8, s.tag
+    _check(k, dict(M=3, N=n), s)
+
+
 def _guarded_candidates():
     """Every candidate walking guarded chunks (Schedule.guarded) of rows read element by element:
     layernorm with heavy weights, a residual add beside its layernorm (two results), and
     softmax f32 (an online pass, then the guarded store)."""
     for label, src, extents, run in (
             ("layernorm", _LAYERNORM, dict(M=5000, N=6001), dict(M=3, N=6001)),
-            ("residual layernorm", ELEMENT_STREAM_DEFAULTS[-1][1], dict(M=4500, N=6001), dict(M=2, N=6001)),
+            ("residual layernorm", next(src for label, src, _ in PROGRAMS
+                                        if label == "residual add beside its layernorm, looped"),
+             dict(M=4500, N=6001), dict(M=2, N=6001)),
             ("softmax", _SOFTMAX, dict(M=5, N=40001), dict(M=2, N=40001))):
         k = tiledsl.compile(src)
         g = partition(k.graph)[0]

@@ -78,6 +78,29 @@ def peel_weights_fit(p: Problem) -> bool:
     return not weights_outweigh_row(p)
 
 
+# A long row held peeled (long_row_schedule) of HELD_PEELED_HEAVIER_ROW elements or more gathers
+# weights over N taking up to HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE bytes an element for each byte
+# of its per-row inputs. H200 2026-12-05 05:46 (scripts/probe_heavy_weights.py), us, read element
+# by element / held peeled, weights gathered: at twice the row's bytes, all-f16 layernorm
+# 8192x8193 107.1 / 96.4 (128 threads, 8 vectors a thread), rmsnorm f16 with an f32 w 4096x20001
+# 136.3 / 124.4 (512 threads, 5), the layernorm of x + r with f32 w and b 4096x8193 109.2 / 97.0
+# (256 threads; this rule's 512 untimed); at four times (layernorm f16 with f32 w and b) peeling
+# lost: 4096x20001 196.4 / 237.5 (H200 2026-11-26). Shorter rows, warp rows and looped rows keep
+# peel_weights_fit (unmeasured there).
+HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE = 2
+HELD_PEELED_HEAVIER_ROW = 8192
+
+
+def held_peel_weights_fit(p: Problem) -> bool:
+    """Whether a long row held peeled (long_row_schedule) may gather its weights over N lane by
+    lane: no heavier than the row (peel_weights_fit), or, from HELD_PEELED_HEAVIER_ROW elements,
+    at most HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE bytes an element for each of its per-row inputs'."""
+    if peel_weights_fit(p):
+        return True
+    return (p.row_length >= HELD_PEELED_HEAVIER_ROW and element_bytes(p.layout.weight_inputs)
+            <= HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE * element_bytes(p.layout.row_inputs))
+
+
 def weights_outweigh_row(p: Problem) -> bool:
     """Whether a row reduction's inputs over the row alone (weights) take more bytes an element than
     its per-row inputs (layernorm's f32 w and b beside f16 x). One row (no kept loop) has none."""
@@ -857,8 +880,8 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     registers by the fewest threads of a block whose share fits (or `threads`; 16-bit
     values packed two a register), where it is (1) of PEELED_ROW elements or more
     (PEELED_ROW_16 of 16-bit values: narrow_rows), of a length that breaks alignment
-    (`vec` 1; read in vectors only peeled: peel_vector), its weights no heavier than it
-    (peel_weights_fit): held peeled (Schedule.peel with items)
+    (`vec` 1; read in vectors only peeled: peel_vector), its weights no heavier than it (from
+    8192 elements, twice as heavy: held_peel_weights_fit): held peeled (Schedule.peel with items)
     by 32 (below LONG_ROW; else 128) to 1024 threads, else by a cluster's blocks
     (cluster_row_shares); or (2) of LONG_ROW elements or more, 16-bit in vectors with no
     weights (softmax f16): by 128 to 1024 threads; else None. The more elements a thread
@@ -886,7 +909,7 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
         return None
     shortest = PEELED_ROW_16 if narrow_rows(p) else PEELED_ROW
     peel = (vec == 1 and not hints.vector and p.row_length >= shortest and peel_vector(p) > 1
-            and peel_weights_fit(p))
+            and held_peel_weights_fit(p))
     if peel:        # (below LONG_ROW from a warp: measured there; from 128 threads above it)
         vec = peel_vector(p)
         widths = (32, 64, 128, 256, 512, 1024) if p.row_length < LONG_ROW else (128, 256, 512, 1024)
@@ -900,8 +923,8 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
             held = halved_packed_share(p, held) or held
         if held:
             return replace(held, keep=True) if not peel and packed_keeps_pay(p, held) else held
-    if not peel or not clusters or hints.threads or hints.cluster == 1:
-        return None
+    if not peel or not clusters or hints.threads or hints.cluster == 1 or not peel_weights_fit(p):
+        return None     # (a cluster's share beside heavier weights: unmeasured)
     return cluster_row_schedule(p, vec, peel=True)
 
 
