@@ -13,7 +13,9 @@ with 16-bit weights, which the default peels with their lanes gathered (rmsnorm 
 thread's trips) beside the same walking guarded chunks ("default gd", Schedule.guarded; not yet timed),
 and beside the default as if the weights let the row be peeled ("peeled", gathered lane by lane: it
 won 9-12% at three shapes whose weights take twice the row's bytes, H200 2026-12-05 05:46) and as if
-weights heavier than the row kept it from being peeled ("unpeeled").
+weights heavier than the row kept it from being peeled ("unpeeled": the default before
+rows.held_peel_weights_fit, 2026-12-06, which peels long rows beside twice their bytes untimed but for
+those three shapes).
 
     python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half; each case reported when done)
 """

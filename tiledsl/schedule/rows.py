@@ -832,7 +832,8 @@ def element_stream(p: Problem, threads: int, hints: Hints) -> Schedule:
     512) 344.4 / 136.8 / 116.1, 115.7, 110.9; 8192x8193 135.5 / 119.3 / 107.4, 109.4, 114.0;
     4096x20001 195.5 / 163.4 / 197.6, 176.2 (256 unrolled 8); all-f16 layernorm 8192x8193 134.6 /
     - / 107.1; rmsnorm f16 with an f32 w 4096x20001 158.4 / 136.3; the layernorm of x + r
-    4096x8193 (31 rows an SM) 114.8 / 109.2 / 109.2 (256 at its rule, 8 deep)."""
+    4096x8193 (31 rows an SM) 114.8 / 109.2 / 109.2 (256 at its rule, 8 deep). (Since 2026-12-06 rows
+    of 8192 or more whose weights take at most twice their bytes are held peeled: held_peel_weights_fit.)"""
     heavy = weights_outweigh_row(p)     # (measured only there; else the rule, capped by the trips)
     if heavy and not hints.threads and p.rows >= ELEMENT_STREAM_ROWS_PER_SM * p.sm_count \
             and p.row_length <= ELEMENT_STREAM_TRIPS * 256:
