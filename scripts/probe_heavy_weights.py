@@ -14,8 +14,8 @@ thread's trips) beside the same walking guarded chunks ("default gd", Schedule.g
 and beside the default as if the weights let the row be peeled ("peeled", gathered lane by lane: it
 won 9-12% at three shapes whose weights take twice the row's bytes, H200 2026-12-05 05:46) and as if
 weights heavier than the row kept it from being peeled ("unpeeled": the default before
-rows.held_peel_weights_fit, 2026-12-06, which peels long rows beside twice their bytes untimed but for
-those three shapes).
+rows.held_peel_weights_fit, 2026-12-06, which peels rows of 8192 or more beside twice their bytes:
+two of its schedules were among those timed).
 
     python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half; each case reported when done)
 """
