@@ -84,9 +84,12 @@ def peel_weights_fit(p: Problem) -> bool:
 # by element / held peeled, weights gathered: at twice the row's bytes, all-f16 layernorm
 # 8192x8193 107.1 / 96.4 (128 threads, 8 vectors a thread), rmsnorm f16 with an f32 w 4096x20001
 # 136.3 / 124.4 (512 threads, 5), the layernorm of x + r with f32 w and b 4096x8193 109.2 / 97.0
-# (256 threads; this rule's 512 untimed); at four times (layernorm f16 with f32 w and b) peeling
-# lost: 4096x20001 196.4 / 237.5 (H200 2026-11-26). Shorter rows, warp rows and looped rows keep
-# peel_weights_fit (unmeasured there).
+# (256 threads); at four times (layernorm f16 with f32 w and b) peeling lost: 4096x20001 196.4 /
+# 237.5 (H200 2026-11-26). This rule's defaults, H100 2026-12-06 03:00 (copy 3004 GB/s), us, the old
+# default (element by element) / this: the layernorm of x + r 4096x8193 124.9 / 122.5 (512 threads),
+# 1001x40003 285.3 / 198.1 (4 blocks a row); rmsnorm f16 with an f32 w 4096x20001 166.0 / 134.4;
+# all-f16 layernorm 8192x8193 116.3 / 103.4, 2048x40001 276.7 / 173.4. Shorter rows, warp rows and
+# looped rows keep peel_weights_fit (unmeasured there).
 HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE = 2
 HELD_PEELED_HEAVIER_ROW = 8192
 
@@ -924,8 +927,8 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
             held = halved_packed_share(p, held) or held
         if held:
             return replace(held, keep=True) if not peel and packed_keeps_pay(p, held) else held
-    if not peel or not clusters or hints.threads or hints.cluster == 1 or not peel_weights_fit(p):
-        return None     # (a cluster's share beside heavier weights: unmeasured)
+    if not peel or not clusters or hints.threads or hints.cluster == 1:
+        return None
     return cluster_row_schedule(p, vec, peel=True)
 
 
