@@ -1643,43 +1643,6 @@ def test_rows_read_one_by_one_whose_weights_outweigh_them_take_256_threads_and_s
         assert usage.spill_stores == 0 and usage.local_bytes == 0
 
 
-HEAVIER_WEIGHTS = {     # programs whose weights over N take twice the row's bytes an element, or four times
-    "all-bf16 layernorm": ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16")
-                           .replace("f32[N]", "bf16[N]"), True),
-    "all-f16 layernorm": ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), True),
-    "layernorm of x + r": ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
-                           " h = x + r\n c = h - mean(h, axis=N)\n"
-                           " return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}", True),
-    "rmsnorm f16 with an f32 w": ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
-                                  "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }", True),
-    "layernorm f16 with f32 w and b": ((EXAMPLES / "layernorm.tdsl").read_text(), False)}
-
-
-@pytest.mark.parametrize("name", HEAVIER_WEIGHTS)
-def test_long_rows_whose_weights_take_twice_their_bytes_are_held_peeled(name):
-    """rows.held_peel_weights_fit: a long row of an odd length, 8192 elements or more, is held peeled
-    (its weights gathered lane by lane) where its weights take at most twice its bytes an element (H200
-    2026-12-05: 9-12% faster than read element by element at 8193 and 20001; H100 2026-12-06: 2-37%
-    at five shapes, a cluster's share of 40003 too), and read element by element (held or looped) at
-    four times, and below 8192 elements. The held peeled defaults compile for sm_90a and sm_80 without
-    spilling."""
-    src, peeled = HEAVIER_WEIGHTS[name]
-    k, g, lay = _kernel_group(src)
-    for (m, n), long in (((16384, 4097), False), ((4096, 8193), True), ((4096, 20001), True),
-                         ((300, 3001), False), ((1001, 40003), True)):
-        p = problem(g, lay, dict(M=m, N=n), frozenset(), 132, "sm_90a", 4800.0)
-        assert rows.weights_outweigh_row(p) and rows.held_peel_weights_fit(p) == (peeled and n >= 8192)
-        s = default(p)
-        if peeled and long:
-            assert (s.peel, s.vec) == (True, 8) and s.items > 0, (m, n, s.tag)
-            assert s.cluster == (4 if (name, n) == ("layernorm of x + r", 40003) else 1), s.tag
-            for arch in ARCHS if s.cluster == 1 else ("sm_90a",):
-                usage = _compile(k, g, lay, default(replace(p, arch=arch)), arch)[2]
-                assert usage.spill_stores == 0 and usage.local_bytes == 0, (arch, m, n, usage)
-        else:
-            assert (s.peel, s.vec) == (False, 1), (m, n, s.tag)
-
-
 def _row_loads_between_branches(sass: str, opcode: str = "LDG.E.U16") -> list[int]:
     """The row loads (`opcode`) of each stretch of SASS between branches, stretches with none left out."""
     counts = [0]
@@ -2567,6 +2530,43 @@ MANY_INPUT_ROWS = {     # rows beside several row inputs or many weights: {t} th
     "column sum of x * r": "kernel f(x: {t}[M, N], r: {t}[M, N]) -> f32[N] {{ return sum(f32(x) * f32(r), axis=M) }}",
     "layernorm": "kernel f(x: {t}[M, N], w: {w}[N], b: {w}[N]) -> {t}[M, N] {{\n"
                  " c = x - mean(x, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b\n}}"}
+
+
+HEAVIER_WEIGHTS = {     # programs whose weights over N take twice the row's bytes an element, or four times
+    "all-bf16 layernorm": ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16")
+                           .replace("f32[N]", "bf16[N]"), True),
+    "all-f16 layernorm": ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), True),
+    "layernorm of x + r": (MANY_INPUT_ROWS["layernorm of x + r"].format(t="f16", w="f32"), True),
+    "rmsnorm f16 with an f32 w": ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
+                                  "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }", True),
+    "layernorm f16 with f32 w and b": ((EXAMPLES / "layernorm.tdsl").read_text(), False)}
+
+
+@pytest.mark.parametrize("name", HEAVIER_WEIGHTS)
+def test_long_rows_whose_weights_take_twice_their_bytes_are_held_peeled(name):
+    """rows.held_peel_weights_fit: a long row of an odd length, 8192 elements or more, is held peeled
+    (its weights gathered lane by lane) where its weights take at most twice its bytes an element (H200
+    2026-12-05: 9-12% faster than read element by element at 8193 and 20001; H100 2026-12-06: 2-37%
+    at five shapes, a cluster's share of 40003 too), and read element by element (held or looped) at
+    four times, and below 8192 elements. The held peeled defaults compile for sm_90a and sm_80 without
+    spilling."""
+    src, peeled = HEAVIER_WEIGHTS[name]
+    k, g, lay = _kernel_group(src)
+    for (m, n), long in (((16384, 4097), False), ((4096, 8193), True), ((4096, 20001), True),
+                         ((300, 3001), False), ((1001, 40003), True)):
+        p = problem(g, lay, dict(M=m, N=n), frozenset(), 132, "sm_90a", 4800.0)
+        assert rows.weights_outweigh_row(p) and rows.held_peel_weights_fit(p) == (peeled and n >= 8192)
+        s = default(p)
+        if peeled and long:
+            assert (s.peel, s.vec) == (True, 8) and s.items > 0, (m, n, s.tag)
+            assert s.cluster == (4 if (name, n) == ("layernorm of x + r", 40003) else 1), s.tag
+            for arch in ARCHS if s.cluster == 1 else ("sm_90a",):
+                usage = _compile(k, g, lay, default(replace(p, arch=arch)), arch)[2]
+                assert usage.spill_stores == 0 and usage.local_bytes == 0, (arch, m, n, usage)
+        else:
+            assert (s.peel, s.vec) == (False, 1), (m, n, s.tag)
+
+
 MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default spilled before 2026-12-05
     ("rmsnorm of x + r", "f16", "f16", 7, 20001, "sm_90a", 4800.0),     # held peeled, 40 words
     ("rmsnorm of x + r", "bf16", "f32", 7, 20001, "sm_80", 2000.0),

@@ -2578,15 +2578,7 @@ ELEMENT_STREAMS = [     # rows read one by one whose weights outweigh them (rows
 def test_rows_read_one_by_one_whose_weights_outweigh_them_run_right(src, extents):
     """The default of each (a row streamed element by element: 256 or 512 threads, unrolled no
     deeper than half a thread's trips) within tolerance, every element written."""
-    from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth
-    from tiledsl.schedule.choose import default
-    from tiledsl.schedule.problem import problem
-    from tiledsl.runtime import launcher_for
-    k = fresh(src)
-    ln = launcher_for(k)
-    p = problem(ln.groups[0], ln.layouts[0], extents, sm_count=_sm_count(0), arch=device_arch(0),
-                hbm_gbps=hbm_bandwidth(0))
-    s = default(p, k.hints)
+    k, s = _default_here(src, extents)
     assert (s.kind, s.vec, s.items, s.peel) == ("reduce_row", 1, 0, False), s
     check(k, host_arguments(k, extents), extents, "out")
 
@@ -2606,15 +2598,7 @@ HELD_PEELED = [     # long rows whose weights take twice their bytes: held peele
 def test_long_rows_held_peeled_beside_twice_their_bytes_of_weights_run_right(src, extents):
     """The default of each (held peeled in vectors of 8, its weights gathered lane by lane) within
     tolerance, every element written."""
-    from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth
-    from tiledsl.schedule.choose import default
-    from tiledsl.schedule.problem import problem
-    from tiledsl.runtime import launcher_for
-    k = fresh(src)
-    ln = launcher_for(k)
-    p = problem(ln.groups[0], ln.layouts[0], extents, sm_count=_sm_count(0), arch=device_arch(0),
-                hbm_gbps=hbm_bandwidth(0))
-    s = default(p, k.hints)
+    k, s = _default_here(src, extents)
     assert (s.kind, s.vec, s.items > 0, s.peel) == ("reduce_row", 8, True, True), s
     check(k, host_arguments(k, extents), extents, "out")
 
