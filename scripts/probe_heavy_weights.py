@@ -15,7 +15,10 @@ and beside the default as if the weights let the row be peeled ("peeled", gather
 won 9-12% at three shapes whose weights take twice the row's bytes, H200 2026-12-05 05:46) and as if
 weights heavier than the row kept it from being peeled ("unpeeled": the default before
 rows.held_peel_weights_fit, 2026-12-06, which peels rows of 8192 or more beside twice their bytes:
-two of its schedules were among those timed).
+two of its schedules were among those timed). Since rows.shifted_where_heavier (2026-12-06: weights
+heavier than the row shifted where that fits; rows over 64 KB copied into shared memory peeled beside
+twice their bytes of weights) each default that moved is timed beside the one before ("before") and
+beside itself with its weights gathered ("gathered").
 
     python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half; each case reported when done)
 """
@@ -43,6 +46,9 @@ CASES = [   # (w32: f32 weights beside 16-bit rows; w16: 16-bit weights. HEAVY="
          ("w16 layernorm 8193", LN16, {"M": 8192, "N": 8193}),
          ("w16 layernorm 40001", LN16, {"M": 2048, "N": 40001}),
          ("w32 residual layernorm 40003", LN_RES, {"M": 1001, "N": 40003}),
+         ("w32 residual layernorm 20001", LN_RES, {"M": 4096, "N": 20001}),
+         ("w32 rmsnorm 8193", RMS32, {"M": 8192, "N": 8193}),
+         ("w32 rmsnorm 40001", RMS32, {"M": 2048, "N": 40001}),
          ("w32 layernorm 4097", LN, {"M": 16384, "N": 4097}),
          ("w32 layernorm 8193", LN, {"M": 8192, "N": 8193}),
          ("w32 layernorm 12001", LN, {"M": 4096, "N": 12001}),
@@ -80,6 +86,24 @@ def unpeeled_default(case):
     return _default_with(case, lambda p: not rows.weights_outweigh_row(p))
 
 
+def before_default(case):
+    """The default before rows.shifted_where_heavier: weights gathered lane by lane, and rows
+    beside heavier weights never copied into shared memory peeled."""
+    shift, copied = getattr(rows, "shifted_where_heavier", None), rows.shared_row_schedule
+    rows.shifted_where_heavier = lambda p, s: s
+
+    def unpeeled_copies(p, hints, clusters=True):
+        s = copied(p, hints, clusters)
+        return None if s is not None and s.peel and rows.weights_outweigh_row(p) else s
+    rows.shared_row_schedule = unpeeled_copies
+    try:
+        return default(case.problem, case.kernel.hints)
+    finally:
+        rows.shared_row_schedule = copied
+        if shift is not None:
+            rows.shifted_where_heavier = shift
+
+
 def shifted(case, s) -> dict:
     twin = rows.shifted_twin(s)
     return twin if twin and not fits(case.problem, twin) else None
@@ -104,7 +128,8 @@ def variants(case, d) -> dict:
     guarded = replace(d, guarded=True) if rows.guards_chunks(d) else None
     element = d.kind == "reduce_row" and d.vec == 1 and d.items == 0     # (before 2026-12-05: 512 threads, the rule's unroll)
     old = replace(d, block=512, row_threads=512, unroll=0) if element else None
-    extra = {"default sw": shifted(case, d), "peeled": peeled, "unpeeled": unpeeled_default(case), "peeled sw": rule,
+    extra = {"before": before_default(case), "gathered": replace(d, shift=False),
+             "default sw": shifted(case, d), "peeled": peeled, "unpeeled": unpeeled_default(case), "peeled sw": rule,
              "default gd": guarded, "old b512": old}
     return {"default": d, **{k: s for k, s in extra.items() if s and s not in fastest and s != d},
             **{f"cand {n}": s for n, s in enumerate(fastest)}}

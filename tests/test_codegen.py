@@ -2548,8 +2548,9 @@ def test_long_rows_whose_weights_take_twice_their_bytes_are_held_peeled(name):
     (its weights gathered lane by lane) where its weights take at most twice its bytes an element (H200
     2026-12-05: 9-12% faster than read element by element at 8193 and 20001; H100 2026-12-06: 2-37%
     at five shapes, a cluster's share of 40003 too), and read element by element (held or looped) at
-    four times, and below 8192 elements. The held peeled defaults compile for sm_90a and sm_80 without
-    spilling."""
+    four times, and below 8192 elements. Rows of more than 64 KB that two copies fit an SM's shared
+    memory are copied there peeled instead (rows.shared_row_schedule: the 16-bit rows of 40003). The
+    peeled defaults compile for sm_90a and sm_80 without spilling."""
     src, peeled = HEAVIER_WEIGHTS[name]
     k, g, lay = _kernel_group(src)
     for (m, n), long in (((16384, 4097), False), ((4096, 8193), True), ((4096, 20001), True),
@@ -2558,13 +2559,52 @@ def test_long_rows_whose_weights_take_twice_their_bytes_are_held_peeled(name):
         assert rows.weights_outweigh_row(p) and rows.held_peel_weights_fit(p) == (peeled and n >= 8192)
         s = default(p)
         if peeled and long:
-            assert (s.peel, s.vec) == (True, 8) and s.items > 0, (m, n, s.tag)
+            copied = n == (20001 if name == "layernorm of x + r" else 40003)     # (over 64 KB, two fit an SM)
+            assert (s.peel, s.vec, s.items > 0, s.shared_row) == (True, 8, not copied, copied), (m, n, s.tag)
             assert s.cluster == (4 if (name, n) == ("layernorm of x + r", 40003) else 1), s.tag
             for arch in ARCHS if s.cluster == 1 else ("sm_90a",):
                 usage = _compile(k, g, lay, default(replace(p, arch=arch)), arch)[2]
                 assert usage.spill_stores == 0 and usage.local_bytes == 0, (arch, m, n, usage)
         else:
             assert (s.peel, s.vec) == (False, 1), (m, n, s.tag)
+
+
+SHIFTED_DEFAULTS = [   # (program, M, N, arch, shifted, copied): rows.shifted_where_heavier
+    ("layernorm of x + r", 4096, 8193, "sm_90a", True, False),      # 512 threads, 2 vectors a thread
+    ("layernorm of x + r", 4096, 8193, "sm_80", False, False),      # (44 registers there: 48 shifted)
+    ("layernorm of x + r", 4096, 20001, "sm_90a", True, True),      # 80 KB a row: copied, two an SM
+    ("layernorm of x + r", 1001, 40003, "sm_90a", False, False),    # a cluster's share: 48 of 44 registers
+    ("rmsnorm f16 with an f32 w", 4096, 20001, "sm_90a", True, False),
+    ("rmsnorm f16 with an f32 w", 8192, 8193, "sm_90a", True, False),   # one weight: 8 vectors beside it fit
+    ("all-f16 layernorm", 8192, 8193, "sm_90a", False, False),      # 8 vectors beside two weights: 64 registers
+    ("all-f16 layernorm", 2048, 40001, "sm_90a", True, True),
+    ("all-bf16 layernorm", 1001, 40003, "sm_80", True, True)]
+
+
+@pytest.mark.parametrize("name,m,n,arch,shifted,copied", SHIFTED_DEFAULTS,
+                         ids=[f"{c[0]}-{c[1]}x{c[2]}-{c[3]}" for c in SHIFTED_DEFAULTS])
+def test_weights_heavier_than_a_peeled_row_are_shifted_where_they_fit(name, m, n, arch, shifted, copied):
+    """rows.shifted_where_heavier: a peeled row (held, or copied into shared memory) whose weights take
+    twice its bytes reads them in vectors shifted by its head where the shifted vectors fit its
+    registers (H100 2026-12-06: 8-10% faster than gathered at three shapes), else gathers them; the same
+    program with weights no heavier than its rows (16-bit weights beside 16-bit x + r, or a 16-bit w
+    beside an f16 x) keeps gathering them. Each shifted default compiles without spilling."""
+    k, g, lay = _kernel_group(HEAVIER_WEIGHTS[name][0])
+    p = problem(g, lay, dict(M=m, N=n), frozenset(), 132 if arch == "sm_90a" else 108, arch,
+                4800.0 if arch == "sm_90a" else 2000.0)
+    s = default(p)
+    assert (s.peel, s.vec, s.shift, s.shared_row) == (True, 8, shifted, copied), s.tag
+    if not shifted:
+        assert "registers a thread" in fits(p, replace(s, shift=True)), s.tag
+    else:
+        usage = _compile(k, g, lay, s, arch)[2]
+        assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+    light = HEAVIER_WEIGHTS[name][0].replace("f32[N]", "f16[N]")
+    if light != HEAVIER_WEIGHTS[name][0]:
+        k, g, lay = _kernel_group(light)
+        p = problem(g, lay, dict(M=m, N=n), frozenset(), p.sm_count, arch, p.hbm_gbps)
+        s = default(p)
+        assert s.peel and not rows.weights_outweigh_row(p) and not s.shift, s.tag
 
 
 MANY_INPUT_DEFAULTS = [     # (program, t, w, M, N, arch, GB/s): each default spilled before 2026-12-05

@@ -2603,6 +2603,26 @@ def test_long_rows_held_peeled_beside_twice_their_bytes_of_weights_run_right(src
     check(k, host_arguments(k, extents), extents, "out")
 
 
+_RMSNORM_F32_W = HELD_PEELED[-1][0]
+SHIFTED_DEFAULTS = [    # peeled rows whose weights outweigh them, read shifted (rows.shifted_where_heavier)
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4096, N=8193)),      # held by 512 threads
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4096, N=20001)),     # 80 KB a row: copied into shared memory
+    (_RMSNORM_F32_W, dict(M=4096, N=20001)),
+    (_RMSNORM_F32_W, dict(M=8192, N=8193)),
+    ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), dict(M=2048, N=40001)),
+    ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16").replace("f32[N]", "bf16[N]"),
+     dict(M=1001, N=40003))]
+
+
+@pytest.mark.parametrize("src,extents", SHIFTED_DEFAULTS, ids=[str(e) for _, e in SHIFTED_DEFAULTS])
+def test_peeled_rows_beside_heavier_weights_shift_them_by_default_and_run_right(src, extents):
+    """The default of each (peeled, held or copied, its weights in vectors shifted by each row's head)
+    within tolerance, every element written."""
+    k, s = _default_here(src, extents)
+    assert (s.kind, s.vec, s.peel, s.shift) == ("reduce_row", 8, True, True), s
+    check(k, host_arguments(k, extents), extents, "out")
+
+
 GUARDED_CASES = ELEMENT_STREAMS[4:5] + ELEMENT_STREAMS[6:7] + [
     ((EXAMPLES / "softmax.tdsl").read_text(), dict(M=5, N=40001))]
 

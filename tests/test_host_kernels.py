@@ -199,21 +199,28 @@ def test_rows_read_one_by_one_under_heavy_weights_run_right_on_the_host(label, s
     _check(k, dict(M=3, N=n), s)
 
 
-HELD_PEELED_DEFAULTS = [    # (label, source, M, N): rows.held_peel_weights_fit, weights twice the row's bytes
-    ("all-bf16 layernorm", _LAYERNORM.replace("f16", "bf16").replace("f32[N]", "bf16[N]"), 6000, 8193),
-    ("residual add's layernorm", next(src for label, src, _ in PROGRAMS
-                                      if label == "residual add beside its layernorm, looped"), 4500, 9001),
-    ("rmsnorm f16 with an f32 w", "kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
-                                  "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }", 300, 20001)]
+_RMSNORM_F32_W = ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
+                  "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }")
+_RESIDUAL_LAYERNORM = next(src for label, src, _ in PROGRAMS if label == "residual add beside its layernorm, looped")
+# (label, source, M, N, shifted, copied): rows.held_peel_weights_fit, weights twice the row's bytes, read
+# in shifted vectors where they fit (rows.shifted_where_heavier); rows over 64 KB copied into shared memory
+HELD_PEELED_DEFAULTS = [
+    ("all-bf16 layernorm", _LAYERNORM.replace("f16", "bf16").replace("f32[N]", "bf16[N]"), 6000, 8193, False, False),
+    ("residual add's layernorm", _RESIDUAL_LAYERNORM, 4500, 9001, True, False),
+    ("residual add's layernorm copied", _RESIDUAL_LAYERNORM, 4096, 20001, True, True),
+    ("rmsnorm f16 with an f32 w", _RMSNORM_F32_W, 300, 20001, True, False),
+    ("rmsnorm f16 with an f32 w copied", _RMSNORM_F32_W, 2048, 40001, True, True),
+    ("all-f16 layernorm copied", _LAYERNORM.replace("f32[N]", "f16[N]"), 2048, 40001, True, True)]
 
 
-@pytest.mark.parametrize("label,src,m,n", HELD_PEELED_DEFAULTS, ids=[c[0] for c in HELD_PEELED_DEFAULTS])
-def test_long_rows_held_peeled_beside_heavier_weights_run_right_on_the_host(label, src, m, n):
-    """The default an H200 (4800 GB/s) takes for m rows of n (held peeled, weights gathered), run on 3 rows."""
+@pytest.mark.parametrize("label,src,m,n,shifted,copied", HELD_PEELED_DEFAULTS, ids=[c[0] for c in HELD_PEELED_DEFAULTS])
+def test_long_rows_held_peeled_beside_heavier_weights_run_right_on_the_host(label, src, m, n, shifted, copied):
+    """The default an H200 (4800 GB/s) takes for m rows of n (held peeled, or copied into shared memory
+    peeled; weights gathered or shifted by each row's head), run on 3 rows."""
     k = tiledsl.compile(src)
     g = partition(k.graph)[0]
     s = default(problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=4800.0), k.hints)
-    assert s.peel and s.items > 0 and s.vec == 8, s.tag
+    assert (s.peel, s.vec, s.items > 0, s.shared_row, s.shift) == (True, 8, not copied, copied, shifted), s.tag
     _check(k, dict(M=3, N=n), s)
 
 

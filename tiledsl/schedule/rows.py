@@ -65,6 +65,24 @@ def shifted_twin(s: Schedule) -> Optional[Schedule]:
     return replace(s, shift=True)
 
 
+# A peeled row whose weights over N outweigh it (weights_outweigh_row), held or copied into shared
+# memory, reads those weights in 16-byte vectors shifted by its head (Schedule.shift) where that fits
+# its registers, not gathered a lane at a time (shifted_where_heavier). H100 2026-12-06 03:00
+# (scripts/probe_heavy_weights.py, copy 3004 GB/s), us, gathered / shifted at the same schedule: the
+# layernorm of x + r with f32 w and b 4096x8193 122.5 / 108.3 (512 threads, 2 vectors a thread),
+# rmsnorm f16 with an f32 w 4096x20001 134.4 / 122.8 (512, 5), all-f16 layernorm 2048x40001 173.4 /
+# 156.0 (1024, 5), copied into shared memory by 512 threads 159.8 / 149.7. Where the shifted vectors
+# crowd the share out (all-f16 layernorm 8192x8193 at 128 threads, 8 vectors: 64 registers a thread)
+# the row keeps its gathered lanes (103.4; shifted at 256 threads, 4 vectors: 103.6).
+
+
+def shifted_where_heavier(p: Problem, s: Schedule) -> Schedule:
+    """Peeled row `s` with its weights shifted (shifted_twin) where they outweigh the row and the
+    twin fits (peel_refusal: 4- or 2-byte weights, a held share's registers); else `s`."""
+    twin = shifted_twin(s) if weights_outweigh_row(p) else None
+    return twin if twin is not None and not peel_refusal(p, twin) else s
+
+
 def element_bytes(inputs) -> int:
     """Bytes an element of a row takes in `inputs` together (layout.row_inputs: the row's own;
     layout.weight_inputs: its weights)."""
@@ -120,15 +138,15 @@ def peel_vector(p: Problem) -> int:
     return 1 if peel_refusal(p, probe) else vec
 
 
-def looped_row_vector(p: Problem) -> tuple[int, bool]:
+def looped_row_vector(p: Problem, weights_fit=None) -> tuple[int, bool]:
     """(vector, peeled) a looped row is read in by default: max_vector, else where the length
     alone breaks it, peeled to aligned vectors (peel_vector) if its weights are no heavier
-    than it (peel_weights_fit), else element by element."""
+    than it (`weights_fit`, peel_weights_fit unless given), else element by element."""
     vec = max_vector(p)
     if vec > 1:
         return vec, False
     vec = peel_vector(p)
-    return (vec, True) if vec > 1 and peel_weights_fit(p) else (1, False)
+    return (vec, True) if vec > 1 and (weights_fit or peel_weights_fit)(p) else (1, False)
 
 
 def row_share(row_vectors: int, threads: int) -> int:
@@ -766,7 +784,7 @@ def shared_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Opti
     if (hints.threads or hints.warps or hints.stages or hints.cluster or hints.vector or not p.row_major()
             or p.rows < 2 * p.sm_count):
         return None
-    vec, peel = looped_row_vector(p)
+    vec, peel = looped_row_vector(p, held_peel_weights_fit)
     if vec == 1:
         return None
     s = Schedule("reduce_row", block=SHARED_ROW_THREADS, vec=vec, items=0, row_threads=SHARED_ROW_THREADS,
@@ -775,7 +793,7 @@ def shared_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Opti
     if need <= SHARED_ROW_HELD_BYTES or (peel and peel_refusal(p, s)):
         return None
     if shared_rows_fit_twice(p, s):
-        return None if shared_row_refusal(p, s) or p.rows < 4 * p.sm_count else s
+        return None if shared_row_refusal(p, s) or p.rows < 4 * p.sm_count else shifted_where_heavier(p, s)
     return shared_cluster_schedule(p, s) if clusters else None
 
 
@@ -926,10 +944,13 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
         if held and not peel and not hints.threads:
             held = halved_packed_share(p, held) or held
         if held:
-            return replace(held, keep=True) if not peel and packed_keeps_pay(p, held) else held
+            if peel:
+                return shifted_where_heavier(p, held)
+            return replace(held, keep=True) if packed_keeps_pay(p, held) else held
     if not peel or not clusters or hints.threads or hints.cluster == 1:
         return None
-    return cluster_row_schedule(p, vec, peel=True)
+    shared = cluster_row_schedule(p, vec, peel=True)
+    return shifted_where_heavier(p, shared) if shared is not None else None
 
 
 def halved_packed_share(p: Problem, held: Schedule) -> Optional[Schedule]:
