@@ -49,12 +49,14 @@ CASES = [   # (w32: f32 weights beside 16-bit rows; w16: 16-bit weights. HEAVY="
          ("w32 residual layernorm 20001", LN_RES, {"M": 4096, "N": 20001}),
          ("w32 rmsnorm 8193", RMS32, {"M": 8192, "N": 8193}),
          ("w32 rmsnorm 40001", RMS32, {"M": 2048, "N": 40001}),
+         ("w32 residual layernorm 4096x40003", LN_RES, {"M": 4096, "N": 40003}),    # (rows no SM holds
+         ("w32 residual layernorm 300x40003", LN_RES, {"M": 300, "N": 40003}),      # two copies of)
+         ("w32 residual layernorm 40960", LN_RES, {"M": 1001, "N": 40960}),
          ("w32 layernorm 4097", LN, {"M": 16384, "N": 4097}),
          ("w32 layernorm 8193", LN, {"M": 8192, "N": 8193}),
          ("w32 layernorm 12001", LN, {"M": 4096, "N": 12001}),
          ("w32 layernorm 20001", LN, {"M": 4096, "N": 20001}),
          ("w32 layernorm 40001", LN, {"M": 2048, "N": 40001}),
-         ("w32 residual layernorm 40960", LN_RES, {"M": 1001, "N": 40960}),
          ("w16 rmsnorm bf16 1299", RMS.replace("f16", "bf16"), {"M": 16384, "N": 1299}),
          ("w16 rmsnorm f16 4097", RMS, {"M": 16384, "N": 4097}),
          ("w16 rmsnorm f16 40001", RMS, {"M": 2048, "N": 40001})]
