@@ -17,7 +17,7 @@ weights heavier than the row kept it from being peeled ("unpeeled": the default 
 rows.held_peel_weights_fit, 2026-12-06, which peels rows of 8192 or more beside twice their bytes:
 two of its schedules were among those timed). Since rows.shifted_where_heavier (2026-12-06: weights
 heavier than the row shifted where that fits; rows over 64 KB copied into shared memory peeled beside
-twice their bytes of weights) each default that moved is timed beside the one before ("before") and
+twice their bytes of weights; longer ones copied by a cluster's blocks, rows.copied_cluster_share) each default that moved is timed beside the one before ("before") and
 beside itself with its weights gathered ("gathered").
 
     python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half; each case reported when done)
@@ -92,7 +92,9 @@ def before_default(case):
     """The default before rows.shifted_where_heavier: weights gathered lane by lane, and rows
     beside heavier weights never copied into shared memory peeled."""
     shift, copied = getattr(rows, "shifted_where_heavier", None), rows.shared_row_schedule
+    cluster_copy = getattr(rows, "copied_cluster_share", None)
     rows.shifted_where_heavier = lambda p, s: s
+    rows.copied_cluster_share = lambda p, vec: None
 
     def unpeeled_copies(p, hints, clusters=True):
         s = copied(p, hints, clusters)
@@ -103,7 +105,7 @@ def before_default(case):
     finally:
         rows.shared_row_schedule = copied
         if shift is not None:
-            rows.shifted_where_heavier = shift
+            rows.shifted_where_heavier, rows.copied_cluster_share = shift, cluster_copy
 
 
 def shifted(case, s) -> dict:

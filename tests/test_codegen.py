@@ -2549,8 +2549,9 @@ def test_long_rows_whose_weights_take_twice_their_bytes_are_held_peeled(name):
     2026-12-05: 9-12% faster than read element by element at 8193 and 20001; H100 2026-12-06: 2-37%
     at five shapes, a cluster's share of 40003 too), and read element by element (held or looped) at
     four times, and below 8192 elements. Rows of more than 64 KB that two copies fit an SM's shared
-    memory are copied there peeled instead (rows.shared_row_schedule: the 16-bit rows of 40003). The
-    peeled defaults compile for sm_90a and sm_80 without spilling."""
+    memory are copied there peeled instead (rows.shared_row_schedule: the 16-bit rows of 40003, x + r
+    at 20001), and longer ones by 4 blocks of a cluster (rows.copied_cluster_share: x + r at 40003).
+    The peeled defaults compile for sm_90a and sm_80 without spilling."""
     src, peeled = HEAVIER_WEIGHTS[name]
     k, g, lay = _kernel_group(src)
     for (m, n), long in (((16384, 4097), False), ((4096, 8193), True), ((4096, 20001), True),
@@ -2559,7 +2560,7 @@ def test_long_rows_whose_weights_take_twice_their_bytes_are_held_peeled(name):
         assert rows.weights_outweigh_row(p) and rows.held_peel_weights_fit(p) == (peeled and n >= 8192)
         s = default(p)
         if peeled and long:
-            copied = n == (20001 if name == "layernorm of x + r" else 40003)     # (over 64 KB, two fit an SM)
+            copied = n == 40003 or (n, name) == (20001, "layernorm of x + r")     # (over 64 KB a row)
             assert (s.peel, s.vec, s.items > 0, s.shared_row) == (True, 8, not copied, copied), (m, n, s.tag)
             assert s.cluster == (4 if (name, n) == ("layernorm of x + r", 40003) else 1), s.tag
             for arch in ARCHS if s.cluster == 1 else ("sm_90a",):
@@ -2573,7 +2574,7 @@ SHIFTED_DEFAULTS = [   # (program, M, N, arch, shifted, copied): rows.shifted_wh
     ("layernorm of x + r", 4096, 8193, "sm_90a", True, False),      # 512 threads, 2 vectors a thread
     ("layernorm of x + r", 4096, 8193, "sm_80", False, False),      # (44 registers there: 48 shifted)
     ("layernorm of x + r", 4096, 20001, "sm_90a", True, True),      # 80 KB a row: copied, two an SM
-    ("layernorm of x + r", 1001, 40003, "sm_90a", False, False),    # a cluster's share: 48 of 44 registers
+    ("layernorm of x + r", 1001, 40003, "sm_90a", True, True),      # copied by 4 blocks of a cluster
     ("rmsnorm f16 with an f32 w", 4096, 20001, "sm_90a", True, False),
     ("rmsnorm f16 with an f32 w", 8192, 8193, "sm_90a", True, False),   # one weight: 8 vectors beside it fit
     ("all-f16 layernorm", 8192, 8193, "sm_90a", False, False),      # 8 vectors beside two weights: 64 registers

@@ -2589,7 +2589,6 @@ HELD_PEELED = [     # long rows whose weights take twice their bytes: held peele
     ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), dict(M=8192, N=8193)),
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4500, N=9001)),
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=7, N=16001)),
-    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=1001, N=40003)),      # 4 blocks of a cluster a row
     ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] { return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }",
      dict(M=300, N=20001))]
 
@@ -2607,6 +2606,8 @@ _RMSNORM_F32_W = HELD_PEELED[-1][0]
 SHIFTED_DEFAULTS = [    # peeled rows whose weights outweigh them, read shifted (rows.shifted_where_heavier)
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4096, N=8193)),      # held by 512 threads
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4096, N=20001)),     # 80 KB a row: copied into shared memory
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=1001, N=40003)),     # 160 KB: copied by 4 blocks of a cluster
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=300, N=40003)),
     (_RMSNORM_F32_W, dict(M=4096, N=20001)),
     (_RMSNORM_F32_W, dict(M=8192, N=8193)),
     ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), dict(M=2048, N=40001)),

@@ -949,8 +949,38 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
             return replace(held, keep=True) if packed_keeps_pay(p, held) else held
     if not peel or not clusters or hints.threads or hints.cluster == 1:
         return None
+    copied = copied_cluster_share(p, vec)
+    if copied is not None:
+        return copied
     shared = cluster_row_schedule(p, vec, peel=True)
     return shifted_where_heavier(p, shared) if shared is not None else None
+
+
+# A peeled row whose weights outweigh it, too long for a block to hold or for two copies an SM, from
+# as many rows as SMs: copied into shared memory by the COPIED_CLUSTER blocks of COPIED_CLUSTER_THREADS
+# threads of a cluster, each its share (copied_cluster_share)
+COPIED_CLUSTER = 4
+COPIED_CLUSTER_THREADS = 256
+
+
+def copied_cluster_share(p: Problem, vec: int) -> Optional[Schedule]:
+    """Peeled row (vectors of `vec`) whose weights outweigh it (weights_outweigh_row), too long for a
+    block's registers (long_row_schedule) and for two copies an SM's shared memory, with at least as
+    many rows as SMs (sm_90a): copied into shared memory by a cluster's blocks (Schedule.shared_row;
+    COPIED_CLUSTER blocks of COPIED_CLUSTER_THREADS), its weights shifted where that fits
+    (shifted_where_heavier). Held by a cluster's blocks instead (cluster_row_schedule), its shifted
+    weights crowd the share out of 44 registers and it gathers them. H200 2026-12-06 04:17
+    (scripts/probe_heavy_weights.py), the layernorm of x + r with f32 w and b, us, held by 4 blocks of
+    512 / this: 1001x40003 192.6 / 129.7 (two blocks of 512 copying it 135.3, one of 1024 136.0),
+    4096x40003 752.7 / 490.9, 300x40003 66.4 / 48.5 (8 blocks 56.4)."""
+    if p.arch != "sm_90a" or not weights_outweigh_row(p) or not cluster_values_fit(p) or p.rows < p.sm_count:
+        return None
+    s = Schedule("reduce_row", block=COPIED_CLUSTER_THREADS, vec=vec, items=0, row_threads=COPIED_CLUSTER_THREADS,
+                 shared_row=True, cluster=COPIED_CLUSTER, online=not online_pairs(p.group), peel=True,
+                 index64=p.index64)
+    if shared_row_refusal(p, s) or not shared_rows_fit_twice(p, s) or peel_refusal(p, s):
+        return None
+    return shifted_where_heavier(p, s)
 
 
 def halved_packed_share(p: Problem, held: Schedule) -> Optional[Schedule]:
