@@ -73,7 +73,14 @@ def shifted_twin(s: Schedule) -> Optional[Schedule]:
 # rmsnorm f16 with an f32 w 4096x20001 134.4 / 122.8 (512, 5), all-f16 layernorm 2048x40001 173.4 /
 # 156.0 (1024, 5), copied into shared memory by 512 threads 159.8 / 149.7. Where the shifted vectors
 # crowd the share out (all-f16 layernorm 8192x8193 at 128 threads, 8 vectors: 64 registers a thread)
-# the row keeps its gathered lanes (103.4; shifted at 256 threads, 4 vectors: 103.6).
+# the row keeps its gathered lanes (103.4; shifted at 256 threads, 4 vectors: 103.6). The defaults this
+# rule and shared_row_schedule's peeled copies moved, H200 2026-12-06 04:17 (copy 4253 GB/s), us, before
+# / now: the layernorm of x + r 4096x8193 118.3 / 98.7, 4096x20001 (copied) 312.7 / 230.5; rmsnorm f16
+# with an f32 w 4096x20001 124.5 / 106.9, 8192x8193 93.8 / 79.5, 2048x40001 (copied) 146.9 / 108.1;
+# all-f16 layernorm 2048x40001 (copied) 168.0 / 132.2. Not taken: weights no heavier than the row
+# (rmsnorm f16 16384x4097 gathered / shifted 71.6 / 73.0, bf16 16384x1299 28.4 / 29.3), and four times
+# its bytes (layernorm f16 with f32 w and b, read element by element / held peeled and shifted:
+# 16384x4097 115.1 / 120.5, 4096x12001 90.7 / 89.7).
 
 
 def shifted_where_heavier(p: Problem, s: Schedule) -> Schedule:
