@@ -2575,6 +2575,7 @@ SHIFTED_DEFAULTS = [   # (program, M, N, arch, shifted, copied): rows.shifted_wh
     ("layernorm of x + r", 4096, 8193, "sm_80", False, False),      # (44 registers there: 48 shifted)
     ("layernorm of x + r", 4096, 20001, "sm_90a", True, True),      # 80 KB a row: copied, two an SM
     ("layernorm of x + r", 1001, 40003, "sm_90a", True, True),      # copied by 4 blocks of a cluster
+    ("layernorm of x + r", 100, 40003, "sm_90a", False, False),     # fewer rows than SMs: held by 4 blocks
     ("rmsnorm f16 with an f32 w", 4096, 20001, "sm_90a", True, False),
     ("rmsnorm f16 with an f32 w", 8192, 8193, "sm_90a", True, False),   # one weight: 8 vectors beside it fit
     ("all-f16 layernorm", 8192, 8193, "sm_90a", False, False),      # 8 vectors beside two weights: 64 registers
@@ -2587,7 +2588,9 @@ SHIFTED_DEFAULTS = [   # (program, M, N, arch, shifted, copied): rows.shifted_wh
 def test_weights_heavier_than_a_peeled_row_are_shifted_where_they_fit(name, m, n, arch, shifted, copied):
     """rows.shifted_where_heavier: a peeled row (held, or copied into shared memory) whose weights take
     twice its bytes reads them in vectors shifted by its head where the shifted vectors fit its
-    registers (H100 2026-12-06: 8-10% faster than gathered at three shapes), else gathers them; the same
+    registers (H200 2026-12-06: 14-26% faster than gathered at six shapes), else gathers them; rows too
+    long for two copies an SM are copied by 4 blocks of a cluster from as many rows as SMs (fewer: held
+    by the cluster's blocks, whose shifted weights do not fit 44 registers); the same
     program with weights no heavier than its rows (16-bit weights beside 16-bit x + r, or a 16-bit w
     beside an f16 x) keeps gathering them. Each shifted default compiles without spilling."""
     k, g, lay = _kernel_group(HEAVIER_WEIGHTS[name][0])
