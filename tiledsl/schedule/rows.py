@@ -963,8 +963,8 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
     return shifted_where_heavier(p, shared) if shared is not None else None
 
 
-# A peeled row whose weights outweigh it, too long for a block to hold or for two copies an SM, from
-# as many rows as SMs: copied into shared memory by the COPIED_CLUSTER blocks of COPIED_CLUSTER_THREADS
+# A peeled row whose weights outweigh it, too long for a block to hold (and not copied by one block a
+# row: shared_row_schedule), from as many rows as SMs: copied into shared memory by the COPIED_CLUSTER blocks of COPIED_CLUSTER_THREADS
 # threads of a cluster, each its share (copied_cluster_share)
 COPIED_CLUSTER = 4
 COPIED_CLUSTER_THREADS = 256
@@ -972,8 +972,8 @@ COPIED_CLUSTER_THREADS = 256
 
 def copied_cluster_share(p: Problem, vec: int) -> Optional[Schedule]:
     """Peeled row (vectors of `vec`) whose weights outweigh it (weights_outweigh_row), too long for a
-    block's registers (long_row_schedule) and for two copies an SM's shared memory, with at least as
-    many rows as SMs (sm_90a): copied into shared memory by a cluster's blocks (Schedule.shared_row;
+    block's registers (long_row_schedule; rows that two copies an SM fit are copied by a block a row
+    from 4 rows an SM: shared_row_schedule), with at least as many rows as SMs (sm_90a): copied into shared memory by a cluster's blocks (Schedule.shared_row;
     COPIED_CLUSTER blocks of COPIED_CLUSTER_THREADS), its weights shifted where that fits
     (shifted_where_heavier). Held by a cluster's blocks instead (cluster_row_schedule), its shifted
     weights crowd the share out of 44 registers and it gathers them. H200 2026-12-06 04:17
