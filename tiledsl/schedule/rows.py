@@ -980,14 +980,12 @@ def copied_cluster_share(p: Problem, vec: int) -> Optional[Schedule]:
     (scripts/probe_heavy_weights.py), the layernorm of x + r with f32 w and b, us, held by 4 blocks of
     512 / this: 1001x40003 192.6 / 129.7 (two blocks of 512 copying it 135.3, one of 1024 136.0),
     4096x40003 752.7 / 490.9, 300x40003 66.4 / 48.5 (8 blocks 56.4)."""
-    if p.arch != "sm_90a" or not weights_outweigh_row(p) or not cluster_values_fit(p) or p.rows < p.sm_count:
+    if not weights_outweigh_row(p) or not cluster_values_fit(p) or p.rows < p.sm_count:
         return None
-    s = Schedule("reduce_row", block=COPIED_CLUSTER_THREADS, vec=vec, items=0, row_threads=COPIED_CLUSTER_THREADS,
-                 shared_row=True, cluster=COPIED_CLUSTER, online=not online_pairs(p.group), peel=True,
-                 index64=p.index64)
-    if shared_row_refusal(p, s) or not shared_rows_fit_twice(p, s) or peel_refusal(p, s):
-        return None
-    return shifted_where_heavier(p, s)
+    looped = Schedule("reduce_row", block=COPIED_CLUSTER_THREADS, vec=vec, items=0,
+                      row_threads=COPIED_CLUSTER_THREADS, peel=True, index64=p.index64)
+    copies = [s for s in shared_row_clusters(p, looped) if s.cluster == COPIED_CLUSTER and not peel_refusal(p, s)]
+    return shifted_where_heavier(p, copies[0]) if copies else None
 
 
 def halved_packed_share(p: Problem, held: Schedule) -> Optional[Schedule]:
