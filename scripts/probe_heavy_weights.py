@@ -17,8 +17,9 @@ weights heavier than the row kept it from being peeled ("unpeeled": the default 
 rows.held_peel_weights_fit, 2026-12-06, which peels rows of 8192 or more beside twice their bytes:
 two of its schedules were among those timed). Since rows.shifted_where_heavier (2026-12-06: weights
 heavier than the row shifted where that fits; rows over 64 KB copied into shared memory peeled beside
-twice their bytes of weights; longer ones copied by a cluster's blocks, rows.copied_cluster_share) each default that moved is timed beside the one before ("before") and
-beside itself with its weights gathered ("gathered").
+twice their bytes of weights; longer ones copied by a cluster's blocks, rows.copied_cluster_share)
+each default that moved is timed beside the one before ("before") and beside itself with its weights
+gathered ("gathered").
 
     python scripts/probe_heavy_weights.py [names to keep]      (w32 or w16: one half; each case reported when done)
 """
@@ -65,13 +66,12 @@ CASES = [   # (w32: f32 weights beside 16-bit rows; w16: 16-bit weights. HEAVY="
          ("w16 rmsnorm f16 40001", RMS, {"M": 2048, "N": 40001})]
 
 
-def _default_with(case, fit):
-    """The default with rows.peel_weights_fit and rows.held_peel_weights_fit (where this tree
-    has it) replaced by `fit`."""
-    names = [n for n in ("peel_weights_fit", "held_peel_weights_fit") if hasattr(rows, n)]
-    saved = {n: getattr(rows, n) for n in names}
-    for n in names:
-        setattr(rows, n, fit)
+def _default_with(case, **rules):
+    """The default with the rows functions named in `rules` replaced by the functions given (a
+    name this tree lacks is set too: nothing of it calls that name)."""
+    saved = {n: getattr(rows, n, None) for n in rules}
+    for n, f in rules.items():
+        setattr(rows, n, f)
     try:
         return default(case.problem, case.kernel.hints)
     finally:
@@ -82,33 +82,26 @@ def _default_with(case, fit):
 def peeled_default(case):
     """The default as if the weights did not keep a row from being peeled (rows.peel_weights_fit
     true): with its weights shifted, the rule to write where that wins."""
-    return _default_with(case, lambda p: True)
+    return _default_with(case, peel_weights_fit=lambda p: True, held_peel_weights_fit=lambda p: True)
 
 
 def unpeeled_default(case):
     """The default as if weights heavier than the row kept it from being peeled everywhere (the
     rule before rows.held_peel_weights_fit)."""
-    return _default_with(case, lambda p: not rows.weights_outweigh_row(p))
+    fit = lambda p: not rows.weights_outweigh_row(p)    # noqa: E731
+    return _default_with(case, peel_weights_fit=fit, held_peel_weights_fit=fit)
 
 
 def before_default(case):
     """The default before rows.shifted_where_heavier: weights gathered lane by lane, and rows
     beside heavier weights never copied into shared memory peeled."""
-    shift, copied = getattr(rows, "shifted_where_heavier", None), rows.shared_row_schedule
-    cluster_copy = getattr(rows, "copied_cluster_share", None)
-    rows.shifted_where_heavier = lambda p, s: s
-    rows.copied_cluster_share = lambda p, vec: None
+    copied = rows.shared_row_schedule
 
     def unpeeled_copies(p, hints, clusters=True):
         s = copied(p, hints, clusters)
         return None if s is not None and s.peel and rows.weights_outweigh_row(p) else s
-    rows.shared_row_schedule = unpeeled_copies
-    try:
-        return default(case.problem, case.kernel.hints)
-    finally:
-        rows.shared_row_schedule = copied
-        if shift is not None:
-            rows.shifted_where_heavier, rows.copied_cluster_share = shift, cluster_copy
+    return _default_with(case, shifted_where_heavier=lambda p, s: s, copied_cluster_share=lambda p, vec: None,
+                         shared_row_schedule=unpeeled_copies)
 
 
 def shifted(case, s) -> dict:

@@ -2537,8 +2537,7 @@ HEAVIER_WEIGHTS = {     # programs whose weights over N take twice the row's byt
                            .replace("f32[N]", "bf16[N]"), True),
     "all-f16 layernorm": ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), True),
     "layernorm of x + r": (MANY_INPUT_ROWS["layernorm of x + r"].format(t="f16", w="f32"), True),
-    "rmsnorm f16 with an f32 w": ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
-                                  "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }", True),
+    "rmsnorm f16 with an f32 w": (test_gpu_memory.RMSNORM_F32_W, True),
     "layernorm f16 with f32 w and b": ((EXAMPLES / "layernorm.tdsl").read_text(), False)}
 
 

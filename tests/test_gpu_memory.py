@@ -2583,14 +2583,15 @@ def test_rows_read_one_by_one_whose_weights_outweigh_them_run_right(src, extents
     check(k, host_arguments(k, extents), extents, "out")
 
 
+RMSNORM_F32_W = ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
+                 "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }")
 HELD_PEELED = [     # long rows whose weights take twice their bytes: held peeled (rows.held_peel_weights_fit)
     ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16").replace("f32[N]", "bf16[N]"),
      dict(M=6000, N=8193)),
     ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), dict(M=8192, N=8193)),
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4500, N=9001)),
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=7, N=16001)),
-    ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] { return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }",
-     dict(M=300, N=20001))]
+    (RMSNORM_F32_W, dict(M=300, N=20001))]
 
 
 @pytest.mark.parametrize("src,extents", HELD_PEELED, ids=[str(e) for _, e in HELD_PEELED])
@@ -2602,14 +2603,13 @@ def test_long_rows_held_peeled_beside_twice_their_bytes_of_weights_run_right(src
     check(k, host_arguments(k, extents), extents, "out")
 
 
-_RMSNORM_F32_W = HELD_PEELED[-1][0]
 SHIFTED_DEFAULTS = [    # peeled rows whose weights outweigh them, read shifted (rows.shifted_where_heavier)
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4096, N=8193)),      # held by 512 threads
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=4096, N=20001)),     # 80 KB a row: copied into shared memory
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=1001, N=40003)),     # 160 KB: copied by 4 blocks of a cluster
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=300, N=40003)),
-    (_RMSNORM_F32_W, dict(M=4096, N=20001)),
-    (_RMSNORM_F32_W, dict(M=8192, N=8193)),
+    (RMSNORM_F32_W, dict(M=4096, N=20001)),
+    (RMSNORM_F32_W, dict(M=8192, N=8193)),
     ((EXAMPLES / "layernorm.tdsl").read_text().replace("f32[N]", "f16[N]"), dict(M=2048, N=40001)),
     ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16").replace("f32[N]", "bf16[N]"),
      dict(M=1001, N=40003))]

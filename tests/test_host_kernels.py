@@ -28,6 +28,7 @@ from tiledsl.schedule.schedules import Schedule, combine_lanes
 from conftest import EXAMPLES, fresh_seed
 from test_codegen_fuzz import SIZES, drawn_candidates, fuzz_test
 from test_gpu_fuzz import mismatch, tolerance
+from test_gpu_memory import RMSNORM_F32_W
 from test_properties import build, scale
 
 if not host_cuda.available():
@@ -199,8 +200,6 @@ def test_rows_read_one_by_one_under_heavy_weights_run_right_on_the_host(label, s
     _check(k, dict(M=3, N=n), s)
 
 
-_RMSNORM_F32_W = ("kernel f(x: f16[M, N], w: f32[N]) -> f16[M, N] "
-                  "{ return x * rsqrt(mean(f32(x) * f32(x), axis=N) + 1e-6) * w }")
 _RESIDUAL_LAYERNORM = next(src for label, src, _ in PROGRAMS if label == "residual add beside its layernorm, looped")
 # (label, source, M, N, shifted, copied): rows.held_peel_weights_fit, weights twice the row's bytes, read
 # in shifted vectors where they fit (rows.shifted_where_heavier); rows over 64 KB copied into shared memory
@@ -208,8 +207,8 @@ HELD_PEELED_DEFAULTS = [
     ("all-bf16 layernorm", _LAYERNORM.replace("f16", "bf16").replace("f32[N]", "bf16[N]"), 6000, 8193, False, False),
     ("residual add's layernorm", _RESIDUAL_LAYERNORM, 4500, 9001, True, False),
     ("residual add's layernorm copied", _RESIDUAL_LAYERNORM, 4096, 20001, True, True),
-    ("rmsnorm f16 with an f32 w", _RMSNORM_F32_W, 300, 20001, True, False),
-    ("rmsnorm f16 with an f32 w copied", _RMSNORM_F32_W, 2048, 40001, True, True),
+    ("rmsnorm f16 with an f32 w", RMSNORM_F32_W, 300, 20001, True, False),
+    ("rmsnorm f16 with an f32 w copied", RMSNORM_F32_W, 2048, 40001, True, True),
     ("all-f16 layernorm copied", _LAYERNORM.replace("f32[N]", "f16[N]"), 2048, 40001, True, True)]
 
 

@@ -83,10 +83,10 @@ def shifted_twin(s: Schedule) -> Optional[Schedule]:
 # 16384x4097 115.1 / 120.5, 4096x12001 90.7 / 89.7).
 
 
-def shifted_where_heavier(p: Problem, s: Schedule) -> Schedule:
+def shifted_where_heavier(p: Problem, s: Optional[Schedule]) -> Optional[Schedule]:
     """Peeled row `s` with its weights shifted (shifted_twin) where they outweigh the row and the
-    twin fits (peel_refusal: 4- or 2-byte weights, a held share's registers); else `s`."""
-    twin = shifted_twin(s) if weights_outweigh_row(p) else None
+    twin fits (peel_refusal: 4- or 2-byte weights, a held share's registers); else `s` (None too)."""
+    twin = shifted_twin(s) if s is not None and weights_outweigh_row(p) else None
     return twin if twin is not None and not peel_refusal(p, twin) else s
 
 
@@ -956,16 +956,12 @@ def long_row_schedule(p: Problem, vec: int, hints: Hints, clusters: bool = True)
             return replace(held, keep=True) if packed_keeps_pay(p, held) else held
     if not peel or not clusters or hints.threads or hints.cluster == 1:
         return None
-    copied = copied_cluster_share(p, vec)
-    if copied is not None:
-        return copied
-    shared = cluster_row_schedule(p, vec, peel=True)
-    return shifted_where_heavier(p, shared) if shared is not None else None
+    return copied_cluster_share(p, vec) or shifted_where_heavier(p, cluster_row_schedule(p, vec, peel=True))
 
 
 # A peeled row whose weights outweigh it, too long for a block to hold (and not copied by one block a
-# row: shared_row_schedule), from as many rows as SMs: copied into shared memory by the COPIED_CLUSTER blocks of COPIED_CLUSTER_THREADS
-# threads of a cluster, each its share (copied_cluster_share)
+# row: shared_row_schedule), from as many rows as SMs: copied into shared memory by the COPIED_CLUSTER
+# blocks of COPIED_CLUSTER_THREADS threads of a cluster, each its share (copied_cluster_share)
 COPIED_CLUSTER = 4
 COPIED_CLUSTER_THREADS = 256
 
@@ -973,7 +969,8 @@ COPIED_CLUSTER_THREADS = 256
 def copied_cluster_share(p: Problem, vec: int) -> Optional[Schedule]:
     """Peeled row (vectors of `vec`) whose weights outweigh it (weights_outweigh_row), too long for a
     block's registers (long_row_schedule; rows that two copies an SM fit are copied by a block a row
-    from 4 rows an SM: shared_row_schedule), with at least as many rows as SMs (sm_90a): copied into shared memory by a cluster's blocks (Schedule.shared_row;
+    from 4 rows an SM: shared_row_schedule), with at least as many rows as SMs (sm_90a): copied into
+    shared memory by a cluster's blocks (Schedule.shared_row, through shared_row_clusters;
     COPIED_CLUSTER blocks of COPIED_CLUSTER_THREADS), its weights shifted where that fits
     (shifted_where_heavier). Held by a cluster's blocks instead (cluster_row_schedule), its shifted
     weights crowd the share out of 44 registers and it gathers them. H200 2026-12-06 04:17
@@ -985,7 +982,7 @@ def copied_cluster_share(p: Problem, vec: int) -> Optional[Schedule]:
     looped = Schedule("reduce_row", block=COPIED_CLUSTER_THREADS, vec=vec, items=0,
                       row_threads=COPIED_CLUSTER_THREADS, peel=True, index64=p.index64)
     copies = [s for s in shared_row_clusters(p, looped) if s.cluster == COPIED_CLUSTER and not peel_refusal(p, s)]
-    return shifted_where_heavier(p, copies[0]) if copies else None
+    return shifted_where_heavier(p, copies[0] if copies else None)
 
 
 def halved_packed_share(p: Problem, held: Schedule) -> Optional[Schedule]:
