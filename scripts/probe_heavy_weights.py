@@ -52,10 +52,10 @@ CASES = [   # (w32: f32 weights beside 16-bit rows; w16: 16-bit weights. HEAVY="
          ("w32 rmsnorm 40001", RMS32, {"M": 2048, "N": 40001}),
          ("w32 residual layernorm 4096x40003", LN_RES, {"M": 4096, "N": 40003}),    # (rows no SM holds
          ("w32 residual layernorm 300x40003", LN_RES, {"M": 300, "N": 40003}),      # two copies of)
-         ("w32 residual layernorm 40960", LN_RES, {"M": 1001, "N": 40960}),     # (aligned rows held by a
-         ("w32 residual layernorm 32768", LN_RES, {"M": 1001, "N": 32768}),     # cluster's blocks: copied by
-         ("w32 residual layernorm 49152", LN_RES, {"M": 2048, "N": 49152}),     # 4 blocks of 256 won at 40960,
-         ("w32 residual layernorm 65536", LN_RES, {"M": 512, "N": 65536}),      # H200 2026-12-06; a rule-to-be)
+         ("w32 residual layernorm 40960", LN_RES, {"M": 1001, "N": 40960}),     # (aligned rows a cluster's blocks
+         ("w32 residual layernorm 32768", LN_RES, {"M": 1001, "N": 32768}),     # held; since 2026-12-06 copied
+         ("w32 residual layernorm 49152", LN_RES, {"M": 2048, "N": 49152}),     # by one block of 1024 up to 225 KB:
+         ("w32 residual layernorm 65536", LN_RES, {"M": 512, "N": 65536}),      # rows.shared_row_alone)
          ("w32 layernorm 4097", LN, {"M": 16384, "N": 4097}),
          ("w32 layernorm 8193", LN, {"M": 8192, "N": 8193}),
          ("w32 layernorm 12001", LN, {"M": 4096, "N": 12001}),

@@ -1827,7 +1827,10 @@ def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late
         ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
          dict(M=2048, N=8193, misaligned=True), dict(block=512, vec=1, items=0), "#pragma unroll 8\n"),
         ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
-         dict(M=2048, N=16384), dict(block=1024, vec=4, items=4), None),
+         dict(M=2048, N=16384, arch="sm_80"), dict(block=1024, vec=4, items=4), None),
+        # (on sm_90a, copied into shared memory by one block of 1024 instead: rows.shared_row_alone)
+        ("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] {\n    return x * y + sum(x, axis=N)\n}",
+         dict(M=2048, N=16384), dict(block=1024, vec=4, items=0, shared_row=True), None),
         ("kernel f(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M, N] {\n    m = mean(x, axis=N)\n"
          "    d = x - m\n    v = mean(d * d, axis=N)\n    return d * rsqrt(v + 0.00001) * w + b\n}",
          dict(M=2048, N=16384), dict(block=512, vec=8, items=4, hoist=False), None),
@@ -1845,7 +1848,7 @@ def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late
         lay = plan_layout(g, k.graph)
         extents = dict(extents)
         misaligned = frozenset(id(op) for op in lay.inputs) if extents.pop("misaligned", False) else frozenset()
-        s = default(problem(g, lay, extents, misaligned, hbm_gbps=3352.0))
+        s = default(problem(g, lay, extents, misaligned, arch=extents.pop("arch", "sm_90a"), hbm_gbps=3352.0))
         assert {f: getattr(s, f) for f in want} == want, (extents, s)
         for arch in ARCHS:
             ks, _, usage = _compile(k, g, lay, s, arch)
@@ -3004,14 +3007,15 @@ def test_many_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_me
     512 threads (two passes for max and sum(exp)); the launch asks for the row's vectors (bf16
     rows of 40000 fit two an SM on sm_80 too, f16 rows of 50257 do not), and
     the kernel copies them by cp.async without spills. Not rows of 64 KB (held by 512 threads),
-    few rows, rows two of which overflow the SM, nor peeled rows whose f32 weights outweigh them."""
+    few rows, rows two of which overflow the SM (on sm_90a, one block of 1024 copies those that one
+    fits: rows.shared_row_alone), nor peeled rows whose f32 weights outweigh them."""
     from tiledsl.schedule.choose import launches
     ln_bf16 = (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16")
     big = arch == "sm_90a"
     cases = [(SOFTMAX_F16, dict(M=4096, N=50257), big), (SOFTMAX_F16, dict(M=2048, N=36000), True),
              (SOFTMAX_F16, dict(M=2048, N=32768), False), (SOFTMAX_F16, dict(M=500, N=50257), False),
              ("examples/softmax.tdsl", dict(M=2048, N=28000), big),
-             ("examples/softmax.tdsl", dict(M=2048, N=30000), False),
+             ("examples/softmax.tdsl", dict(M=2048, N=30000), big),     # (one an SM: rows.shared_row_alone)
              (ln_bf16, dict(M=2048, N=40000), True), (RMSNORM_BF16, dict(M=2048, N=40001), True),
              ((EXAMPLES / "layernorm.tdsl").read_text(), dict(M=4096, N=40001), False)]
     for src, extents, copied in cases:
@@ -3024,7 +3028,8 @@ def test_many_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_me
         assert s.shared_row == copied, (extents, s.tag)
         if not copied:
             continue
-        assert (s.block, s.items, s.online) == (512, 0, "max(" not in src), s.tag
+        assert (s.block, s.items, s.online) == (512 if rows.shared_rows_fit_twice(p, s) else 1024, 0,
+                                                 "max(" not in src), s.tag
         [launch] = launches(p, s)
         assert launch.shared_bytes == len(lay.row_inputs) * (p.row_length // s.vec) * 16
         assert launch.grid[0] == p.rows
@@ -3039,6 +3044,52 @@ def test_many_rows_too_long_to_hold_twice_in_registers_are_copied_into_shared_me
     s = Schedule("reduce_row", block=512, vec=8, items=0, row_threads=512, shared_row=True, online=False)
     assert "more than the 98 KB" in fits(problem(g, lay, dict(M=4096, N=50264), arch="sm_86"), s)
     assert not fits(problem(g, lay, dict(M=4096, N=50264), arch=arch), s)
+
+
+COPIED_ALONE = [    # (program, M, N, arch, copied by one block of 1024 a row): rows.shared_row_alone
+    ("layernorm of x + r", 1001, 40960, "sm_90a", True),    # 160 KB of x and r a row
+    ("layernorm of x + r", 4096, 32768, "sm_90a", True),    # 128 KB: two do not fit an SM
+    ("rmsnorm", 1024, 100000, "sm_90a", True),              # 195 KB
+    ("layernorm f32", 2048, 32768, "sm_90a", True),         # (its weights twice the row's bytes)
+    ("softmax f32", 1024, 40000, "sm_90a", True),           # (8 blocks of a cluster before)
+    ("layernorm of x + r", 1001, 40960, "sm_80", False),    # (not measured there)
+    ("layernorm bf16", 1024, 100000, "sm_90a", False),      # f32 w and b: four times the row's bytes
+    ("layernorm of x + r", 1001, 40003, "sm_90a", False),   # peeled: 4 blocks of a cluster copy it
+    ("rmsnorm", 1024, 131072, "sm_90a", False),             # 256 KB: more than a block's 227
+    ("layernorm of x + r", 200, 40960, "sm_90a", False),    # fewer than 2 rows an SM
+    ("softmax f32", 2048, 28000, "sm_90a", False)]          # 109 KB: two an SM, 512 threads each
+
+
+def _copied_alone_program(name: str) -> str:
+    ln = (EXAMPLES / "layernorm.tdsl").read_text()
+    return {"layernorm of x + r": HEAVIER_WEIGHTS["layernorm of x + r"][0],
+            "rmsnorm": (EXAMPLES / "rmsnorm.tdsl").read_text(), "layernorm f32": ln.replace("f16", "f32"),
+            "layernorm bf16": ln.replace("f16", "bf16"), "softmax f32": (EXAMPLES / "softmax.tdsl").read_text()}[name]
+
+
+@pytest.mark.parametrize("name,m,n,arch,alone", COPIED_ALONE, ids=[f"{c[0]}-{c[1]}x{c[2]}-{c[3]}" for c in COPIED_ALONE])
+def test_rows_two_copies_of_which_overflow_an_sm_are_copied_by_one_block_of_1024(name, m, n, arch, alone):
+    """rows.shared_row_alone: rows in whole 16-byte vectors whose per-row inputs overflow two copies in
+    an SM's shared memory (over 112 KB on sm_90a) but fit one block's 227 KB, with weights at most twice
+    their bytes, from 2 rows an SM, are copied there by one block of 1024 threads a row (H100
+    2026-12-06: the layernorm of x + r 4096x40960 0.77x -> 0.97x copy): the launch asks for the whole
+    row's vectors, one block a row, and the kernel copies them by cp.async without spills. Not on sm_80,
+    beside weights four times the row's bytes, peeled rows, rows over 227 KB, few rows, nor rows two
+    copies of which fit (512 threads)."""
+    k, g, lay = _kernel_group(_copied_alone_program(name))
+    p = problem(g, lay, dict(M=m, N=n), frozenset(), 132 if arch == "sm_90a" else 108, arch,
+                3352.0 if arch == "sm_90a" else 2000.0)
+    s = default(p)
+    assert (s.block == 1024 and s.shared_row and s.cluster == 1) == alone, s.tag
+    if not alone:
+        return
+    assert (s.row_threads, s.items, s.peel, s.online) == (1024, 0, False, "softmax" not in name), s.tag
+    assert s.vec * lay.row_inputs[0].dtype.itemsize == 16, s.tag
+    [launch] = launches(p, s)
+    assert launch.shared_bytes == len(lay.row_inputs) * (n // s.vec) * 16 and launch.grid[0] == m
+    ks, compiled, usage = _compile(k, g, lay, s, arch)
+    assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+    assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "LDGSTS.E.BYPASS.128"), s.tag
 
 
 LSE_BF16 = "kernel l(x: bf16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n return m + log(sum(exp(f32(x) - m), axis=N))\n}"

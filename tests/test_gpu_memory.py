@@ -2624,6 +2624,27 @@ def test_peeled_rows_beside_heavier_weights_shift_them_by_default_and_run_right(
     check(k, host_arguments(k, extents), extents, "out")
 
 
+COPIED_ALONE = [   # rows two copies of which overflow an SM, copied by one block of 1024 (rows.shared_row_alone)
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=1001, N=40960)),     # x and r: 160 KB a row
+    ((EXAMPLES / "rmsnorm.tdsl").read_text(), dict(M=300, N=100000)),
+    ((EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "f32"), dict(M=300, N=32768 + 4)),
+    ((EXAMPLES / "softmax.tdsl").read_text(), dict(M=300, N=40000))]
+
+
+@pytest.mark.parametrize("src,extents", COPIED_ALONE, ids=[str(e) for _, e in COPIED_ALONE])
+def test_rows_copied_by_one_block_of_1024_by_default_run_right(src, extents):
+    """The default of each on an H100 or H200 (copied into shared memory by one block of 1024 threads a
+    row) within tolerance, every element written."""
+    from tiledsl.runtime.launcher import device_arch
+    from tiledsl.schedule import rows
+    k, s = _default_here(src, extents)
+    if s.shared_row and s.block == 1024:
+        assert (s.kind, s.items, s.cluster, s.peel) == ("reduce_row", 0, 1, False), s
+    else:       # (another GPU: its own default, checked all the same)
+        assert device_arch(0) not in rows.SHARED_ROW_ALONE_ARCHS, s.tag
+    check(k, host_arguments(k, extents), extents, "out")
+
+
 GUARDED_CASES = ELEMENT_STREAMS[4:5] + ELEMENT_STREAMS[6:7] + [
     ((EXAMPLES / "softmax.tdsl").read_text(), dict(M=5, N=40001))]
 

@@ -223,6 +223,18 @@ def test_long_rows_held_peeled_beside_heavier_weights_run_right_on_the_host(labe
     _check(k, dict(M=3, N=n), s)
 
 
+@pytest.mark.parametrize("label,src,n", [("residual add's layernorm", _RESIDUAL_LAYERNORM, 40960),
+                                          ("softmax f32", _SOFTMAX, 40000)], ids=["residual-layernorm", "softmax"])
+def test_rows_copied_by_one_block_of_1024_run_right_on_the_host(label, src, n):
+    """The default an H100 takes for 1001 rows of n (copied into shared memory by one block of 1024
+    threads a row: rows.shared_row_alone), run on 3 rows."""
+    k = tiledsl.compile(src)
+    g = partition(k.graph)[0]
+    s = default(problem(g, plan_layout(g, k.graph), dict(M=1001, N=n), hbm_gbps=3352.0), k.hints)
+    assert (s.block, s.row_threads, s.items, s.shared_row, s.cluster) == (1024, 1024, 0, True, 1), s.tag
+    _check(k, dict(M=3, N=n), s)
+
+
 def _guarded_candidates():
     """Every candidate walking guarded chunks (Schedule.guarded) of rows read element by element:
     layernorm with heavy weights, a residual add beside its layernorm (two results), and

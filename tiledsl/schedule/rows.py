@@ -785,9 +785,10 @@ def shared_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Opti
     copy lost to two everywhere (f16 50257: 135.3), as did 1024 threads (159.2); 256 were
     within 3% of 512. Hand-written first, 4096 rows: f16 50257 263.8 / 213.8 (0.73x ->
     0.91x copy; torch.softmax 349.5, Triton 663.5).
-    Rows longer than that (a language model's vocabulary) are copied by the 8 blocks of
-    a cluster of 256 threads each (sm_90a, `clusters`), where their shares fit two blocks
-    an SM, from 2 rows an SM: see shared_cluster_schedule."""
+    Rows longer than that are copied by one block of 1024 threads where one copy fits (sm_90:
+    shared_row_alone); longer still (a language model's vocabulary), by the 8 blocks of a cluster
+    of 256 threads each (sm_90a, `clusters`), where their shares fit two blocks an SM, from 2 rows
+    an SM: see shared_cluster_schedule."""
     if (hints.threads or hints.warps or hints.stages or hints.cluster or hints.vector or not p.row_major()
             or p.rows < 2 * p.sm_count):
         return None
@@ -801,7 +802,46 @@ def shared_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Opti
         return None
     if shared_rows_fit_twice(p, s):
         return None if shared_row_refusal(p, s) or p.rows < 4 * p.sm_count else shifted_where_heavier(p, s)
+    alone = shared_row_alone(p, s)
+    if alone is not None:
+        return alone
     return shared_cluster_schedule(p, s) if clusters else None
+
+
+# Rows in whole 16-byte vectors too long for two copies an SM's shared memory but not for one (sm_90:
+# 112 to 225 KB of per-row inputs), whose weights take at most HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE
+# bytes an element for each of the row's: copied by one block of SHARED_ROW_ALONE_THREADS a row, one an SM
+SHARED_ROW_ALONE_THREADS = 1024
+SHARED_ROW_ALONE_ARCHS = ("sm_90", "sm_90a")      # (measured on H100 and H200 alone)
+
+
+def shared_row_alone(p: Problem, copied: Schedule) -> Optional[Schedule]:
+    """A row that two copies an SM's shared memory do not fit (`copied`, a block of 512 a row,
+    shared_row_schedule), in whole 16-byte vectors, its weights at most twice as heavy: copied
+    there by one block of SHARED_ROW_ALONE_THREADS threads, one block an SM, where that copy fits
+    (sm_90). Its loads all go out at once, by cp.async; held in registers instead, the row took the
+    blocks of a cluster (cluster_row_schedule) or one block of 1024, whose loads, reductions and
+    stores follow one another, and a softmax's was copied by 8 blocks of 256 (shared_cluster_schedule).
+    H100 2026-12-06 06:02 (scripts/probe_copied_rows.py; copy 3020 GB/s), us, the default before /
+    this: the layernorm of x + r (f16, f32 w and b) 1001x32768 122.1 / 102.4 (4 blocks of 512 before),
+    1001x40960 147.3 / 125.0, 4096x40960 579.2 / 460.5 (0.77x -> 0.97x copy), 2048x49152 337.2 /
+    288.1, 300x40960 50.7 / 49.3; rmsnorm f16 1024x100000 175.4 / 149.6, bf16 2048x65536 189.2 /
+    185.6 (1024 threads holding it before); layernorm f32 2048x32768 237.1 / 202.3 (held by 1024),
+    rmsnorm f32 1024x40000 126.5 / 117.3; softmax f32 1024x40000 126.0 / 118.9 (8 blocks of 256),
+    bf16 1024x100000 149.0 / 149.8, f16 2048x60000 173.5 / 173.8 (held by 1024); at 06:13, rows 1024
+    threads held, level: softmax f32 2048x32768 186.5 / 187.4, f16 2048x65536 188.3 / 189.1, rmsnorm f32
+    2048x32768 184.8 / 185.1. 512 threads were level or behind (rmsnorm f16 1024x100000 176.5); the
+    blocks of a cluster copying it, each its share, behind but for 4 of 256 at a few shapes (softmax
+    f32 1024x40000 118.7). H200 2026-12-06
+    (scripts/probe_heavy_weights.py): the layernorm of x + r 1001x40960 125.9 / 109.8. Not taken: rows
+    beside weights four times as heavy (layernorm bf16 with f32 w and b: 1024x65536 122.6 / 117.3,
+    1024x100000 193.1 / 202.8), peeled rows (not measured; copied by a cluster's blocks where their
+    weights outweigh them, copied_cluster_share)."""
+    if (p.arch not in SHARED_ROW_ALONE_ARCHS or copied.peel or element_bytes(p.layout.weight_inputs)
+            > HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE * element_bytes(p.layout.row_inputs)):
+        return None
+    alone = replace(copied, block=SHARED_ROW_ALONE_THREADS, row_threads=SHARED_ROW_ALONE_THREADS)
+    return None if shared_row_refusal(p, alone) else alone
 
 
 def shared_cluster_schedule(p: Problem, alone: Schedule) -> Optional[Schedule]:

@@ -1,0 +1,78 @@
+"""Probe (device run): rows in 16-byte vectors whose per-row inputs take more than two copies an SM's
+shared memory fits (over 112 KB on sm_90) but no more than one block's (227 KB): the default (held by a
+cluster's blocks, cluster_row_schedule; softmax's copied by 8 blocks of 256, shared_cluster_schedule)
+beside the row copied into shared memory by one block of 512 or 1024 threads, one block an SM, and by
+the blocks of a cluster (2, 4, 8 of 256 or 512), each its share, where that fits a block. The aligned
+layernorm of x + r (f16, f32 w and b) at 1001x40960 went 147.9 us held by 4 blocks of 512 against 126.0
+copied by one block of 1024 (H100 2026-12-06 05:58, scripts/probe_heavy_weights.py); the default since
+rows.shared_row_alone (2026-12-06), each case's default before it beside ("before"). Checked against
+float64, three interleaved rounds, median us and the ratio to copy. Cases named "held": rows one block of
+1024 held in registers before that rule.
+
+    python scripts/probe_copied_rows.py [names to keep]
+"""
+import os
+import sys
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import row_probe  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from tiledsl.schedule import choose, rows  # noqa: E402
+from tiledsl.schedule.choose import fits  # noqa: E402
+from tiledsl.schedule.partition import online_pairs  # noqa: E402
+from tiledsl.schedule.schedules import ROW_CLUSTERS, Schedule  # noqa: E402
+
+LN_RES = ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
+          " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}")
+LN = ("kernel n(x: {t}[M, N], w: f32[N], b: f32[N]) -> {t}[M, N] {{\n m = mean(x, axis=N)\n"
+      " d = x - m\n return {t}(d * rsqrt(mean(d * d, axis=N) + 1e-5) * w + b)\n}}")
+RMS = "kernel r(x: {t}[M, N], w: {t}[N]) -> {t}[M, N] {{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }}"
+SOFTMAX = "kernel f(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}}"
+CASES = [("residual layernorm 1001x32768", LN_RES, {"M": 1001, "N": 32768}),        # 128 KB of x and r a row
+         ("residual layernorm 1001x40960", LN_RES, {"M": 1001, "N": 40960}),        # 160 KB
+         ("residual layernorm 4096x40960", LN_RES, {"M": 4096, "N": 40960}),
+         ("residual layernorm 300x40960", LN_RES, {"M": 300, "N": 40960}),
+         ("residual layernorm 2048x49152", LN_RES, {"M": 2048, "N": 49152}),        # 192 KB
+         ("rmsnorm bf16 2048x65536", RMS.format(t="bf16"), {"M": 2048, "N": 65536}),     # 128 KB
+         ("rmsnorm f16 1024x100000", RMS.format(t="f16"), {"M": 1024, "N": 100000}),     # 195 KB
+         ("layernorm bf16 1024x65536", LN.format(t="bf16"), {"M": 1024, "N": 65536}),
+         ("layernorm bf16 1024x100000", LN.format(t="bf16"), {"M": 1024, "N": 100000}),
+         ("layernorm f32 2048x32768", LN.format(t="f32"), {"M": 2048, "N": 32768}),     # 128 KB
+         ("rmsnorm f32 1024x40000", RMS.format(t="f32"), {"M": 1024, "N": 40000}),      # 156 KB
+         ("softmax f16 2048x60000", SOFTMAX.format(t="f16"), {"M": 2048, "N": 60000}),   # 117 KB
+         ("softmax bf16 1024x100000", SOFTMAX.format(t="bf16"), {"M": 1024, "N": 100000}),
+         ("softmax f32 1024x40000", SOFTMAX.format(t="f32"), {"M": 1024, "N": 40000}),
+         # rows one block of 1024 held in registers before rows.shared_row_alone (H100 06:13: level)
+         ("held softmax f32 2048x32768", SOFTMAX.format(t="f32"), {"M": 2048, "N": 32768}),
+         ("held rmsnorm f32 2048x32768", RMS.format(t="f32"), {"M": 2048, "N": 32768}),
+         ("held softmax f16 2048x65536", SOFTMAX.format(t="f16"), {"M": 2048, "N": 65536})]
+
+
+def copies(case) -> dict:
+    """The row copied by one block of 512 or 1024 threads, and by a cluster's blocks of 256 or 512
+    (each its share), wherever the copy fits a block (label -> Schedule)."""
+    p = case.problem
+    vec, peel = rows.looped_row_vector(p)
+    online = not online_pairs(p.group)
+    out = {}
+    for threads in (256, 512, 1024):
+        alone = Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, shared_row=True,
+                         online=online, peel=peel, index64=p.index64)
+        if threads > 256 and not fits(p, alone):
+            out[f"b{threads}"] = alone
+        for c in ROW_CLUSTERS:
+            s = replace(alone, cluster=c)
+            if threads < 1024 and not fits(p, s):
+                out[f"c{c} b{threads}"] = s
+    return out
+
+
+def variants(case, d) -> dict:
+    with row_probe.constants(rows, shared_row_alone=lambda p, copied: None):
+        before = choose.default(case.problem, case.kernel.hints)     # (before rows.shared_row_alone)
+    return {"default": d, "before": before, **copies(case)}
+
+
+if __name__ == "__main__":
+    row_probe.run(CASES, variants, label_width=10, each=True)
