@@ -23,29 +23,28 @@ from tiledsl.schedule.choose import fits  # noqa: E402
 from tiledsl.schedule.partition import online_pairs  # noqa: E402
 from tiledsl.schedule.schedules import ROW_CLUSTERS, Schedule  # noqa: E402
 
-LN_RES = ("kernel f(x: f16[M, N], r: f16[M, N], w: f32[N], b: f32[N]) -> (f16[M, N], f16[M, N]) {\n"
-          " h = x + r\n c = h - mean(h, axis=N)\n return c * rsqrt(mean(c * c, axis=N) + 1e-5) * w + b, h\n}")
-LN = ("kernel n(x: {t}[M, N], w: f32[N], b: f32[N]) -> {t}[M, N] {{\n m = mean(x, axis=N)\n"
-      " d = x - m\n return {t}(d * rsqrt(mean(d * d, axis=N) + 1e-5) * w + b)\n}}")
-RMS = "kernel r(x: {t}[M, N], w: {t}[N]) -> {t}[M, N] {{ return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }}"
+from survey_spills import TEMPLATES  # noqa: E402  (the programs the spill survey compiles)
+
+LN_RES = TEMPLATES["layernorm of x + r"].format(t="f16", w="f32")
+LN, RMS = TEMPLATES["layernorm"], TEMPLATES["rmsnorm"]
 SOFTMAX = "kernel f(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}}"
 CASES = [("residual layernorm 1001x32768", LN_RES, {"M": 1001, "N": 32768}),        # 128 KB of x and r a row
          ("residual layernorm 1001x40960", LN_RES, {"M": 1001, "N": 40960}),        # 160 KB
          ("residual layernorm 4096x40960", LN_RES, {"M": 4096, "N": 40960}),
          ("residual layernorm 300x40960", LN_RES, {"M": 300, "N": 40960}),
          ("residual layernorm 2048x49152", LN_RES, {"M": 2048, "N": 49152}),        # 192 KB
-         ("rmsnorm bf16 2048x65536", RMS.format(t="bf16"), {"M": 2048, "N": 65536}),     # 128 KB
-         ("rmsnorm f16 1024x100000", RMS.format(t="f16"), {"M": 1024, "N": 100000}),     # 195 KB
-         ("layernorm bf16 1024x65536", LN.format(t="bf16"), {"M": 1024, "N": 65536}),
-         ("layernorm bf16 1024x100000", LN.format(t="bf16"), {"M": 1024, "N": 100000}),
-         ("layernorm f32 2048x32768", LN.format(t="f32"), {"M": 2048, "N": 32768}),     # 128 KB
-         ("rmsnorm f32 1024x40000", RMS.format(t="f32"), {"M": 1024, "N": 40000}),      # 156 KB
+         ("rmsnorm bf16 2048x65536", RMS.format(t="bf16", w="bf16"), {"M": 2048, "N": 65536}),     # 128 KB
+         ("rmsnorm f16 1024x100000", RMS.format(t="f16", w="f16"), {"M": 1024, "N": 100000}),     # 195 KB
+         ("layernorm bf16 1024x65536", LN.format(t="bf16", w="f32"), {"M": 1024, "N": 65536}),
+         ("layernorm bf16 1024x100000", LN.format(t="bf16", w="f32"), {"M": 1024, "N": 100000}),
+         ("layernorm f32 2048x32768", LN.format(t="f32", w="f32"), {"M": 2048, "N": 32768}),     # 128 KB
+         ("rmsnorm f32 1024x40000", RMS.format(t="f32", w="f32"), {"M": 1024, "N": 40000}),      # 156 KB
          ("softmax f16 2048x60000", SOFTMAX.format(t="f16"), {"M": 2048, "N": 60000}),   # 117 KB
          ("softmax bf16 1024x100000", SOFTMAX.format(t="bf16"), {"M": 1024, "N": 100000}),
          ("softmax f32 1024x40000", SOFTMAX.format(t="f32"), {"M": 1024, "N": 40000}),
          # rows one block of 1024 held in registers before rows.shared_row_alone (H100 06:13: level)
          ("held softmax f32 2048x32768", SOFTMAX.format(t="f32"), {"M": 2048, "N": 32768}),
-         ("held rmsnorm f32 2048x32768", RMS.format(t="f32"), {"M": 2048, "N": 32768}),
+         ("held rmsnorm f32 2048x32768", RMS.format(t="f32", w="f32"), {"M": 2048, "N": 32768}),
          ("held softmax f16 2048x65536", SOFTMAX.format(t="f16"), {"M": 2048, "N": 65536})]
 
 
