@@ -1848,7 +1848,8 @@ def test_a_row_share_over_its_registers_streams_widens_or_loads_its_weights_late
         lay = plan_layout(g, k.graph)
         extents = dict(extents)
         misaligned = frozenset(id(op) for op in lay.inputs) if extents.pop("misaligned", False) else frozenset()
-        s = default(problem(g, lay, extents, misaligned, arch=extents.pop("arch", "sm_90a"), hbm_gbps=3352.0))
+        arch = extents.pop("arch", "sm_90a")
+        s = default(problem(g, lay, extents, misaligned, arch=arch, hbm_gbps=3352.0))
         assert {f: getattr(s, f) for f in want} == want, (extents, s)
         for arch in ARCHS:
             ks, _, usage = _compile(k, g, lay, s, arch)

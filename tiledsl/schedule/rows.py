@@ -123,10 +123,14 @@ def held_peel_weights_fit(p: Problem) -> bool:
     """Whether a long row held peeled (long_row_schedule) may gather its weights over N lane by
     lane: no heavier than the row (peel_weights_fit), or, from HELD_PEELED_HEAVIER_ROW elements,
     at most HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE bytes an element for each of its per-row inputs'."""
-    if peel_weights_fit(p):
-        return True
-    return (p.row_length >= HELD_PEELED_HEAVIER_ROW and element_bytes(p.layout.weight_inputs)
-            <= HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE * element_bytes(p.layout.row_inputs))
+    return peel_weights_fit(p) or p.row_length >= HELD_PEELED_HEAVIER_ROW and weights_at_most_twice_row(p)
+
+
+def weights_at_most_twice_row(p: Problem) -> bool:
+    """Whether the weights over N take at most HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE bytes an element
+    for each of the per-row inputs' (the residual add's layernorm: yes; f32 w and b beside f16 x: no)."""
+    return element_bytes(p.layout.weight_inputs) <= HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE * element_bytes(
+        p.layout.row_inputs)
 
 
 def weights_outweigh_row(p: Problem) -> bool:
@@ -832,13 +836,11 @@ def shared_row_alone(p: Problem, copied: Schedule) -> Optional[Schedule]:
     threads held, level: softmax f32 2048x32768 186.5 / 187.4, f16 2048x65536 188.3 / 189.1, rmsnorm f32
     2048x32768 184.8 / 185.1. 512 threads were level or behind (rmsnorm f16 1024x100000 176.5); the
     blocks of a cluster copying it, each its share, behind but for 4 of 256 at a few shapes (softmax
-    f32 1024x40000 118.7). H200 2026-12-06
-    (scripts/probe_heavy_weights.py): the layernorm of x + r 1001x40960 125.9 / 109.8. Not taken: rows
-    beside weights four times as heavy (layernorm bf16 with f32 w and b: 1024x65536 122.6 / 117.3,
-    1024x100000 193.1 / 202.8), peeled rows (not measured; copied by a cluster's blocks where their
-    weights outweigh them, copied_cluster_share)."""
-    if (p.arch not in SHARED_ROW_ALONE_ARCHS or copied.peel or element_bytes(p.layout.weight_inputs)
-            > HELD_PEELED_WEIGHT_BYTES_PER_ROW_BYTE * element_bytes(p.layout.row_inputs)):
+    f32 1024x40000 118.7). H200 2026-12-06 (scripts/probe_heavy_weights.py): the layernorm of x + r
+    1001x40960 125.9 / 109.8. Not taken: rows beside weights four times as heavy (layernorm bf16 with
+    f32 w and b: 1024x65536 122.6 / 117.3, 1024x100000 193.1 / 202.8), peeled rows (not measured;
+    copied by a cluster's blocks where their weights outweigh them, copied_cluster_share)."""
+    if p.arch not in SHARED_ROW_ALONE_ARCHS or copied.peel or not weights_at_most_twice_row(p):
         return None
     alone = replace(copied, block=SHARED_ROW_ALONE_THREADS, row_threads=SHARED_ROW_ALONE_THREADS)
     return None if shared_row_refusal(p, alone) else alone
