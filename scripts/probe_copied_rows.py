@@ -8,7 +8,9 @@ copied by one block of 1024 (H100 2026-12-06 05:58, scripts/probe_heavy_weights.
 rows.shared_row_alone (2026-12-06), each case's default before it beside ("before"). Checked against
 float64, three interleaved rounds, median us and the ratio to copy. Cases named "held": rows one block of
 1024 held in registers before that rule; "peeled": rows whose length breaks 16-byte vectors, which it
-leaves alone (their copies peeled, weights heavier than the row shifted where that fits; not yet timed).
+leaves alone (their copies peeled, weights heavier than the row shifted where that fits; not yet timed);
+"wide": rows over one block's shared memory (225 KB), which only a cluster's blocks copy (one block an SM
+where a share takes over 112 KB; not yet timed).
 
     python scripts/probe_copied_rows.py [names to keep]
 """
@@ -52,7 +54,15 @@ CASES = [("residual layernorm 1001x32768", LN_RES, {"M": 1001, "N": 32768}),    
          ("peeled residual layernorm 4096x40003", LN_RES, {"M": 4096, "N": 40003}),
          ("peeled rmsnorm f16 1024x100001", RMS.format(t="f16", w="f16"), {"M": 1024, "N": 100001}),
          ("peeled softmax f16 2048x60001", SOFTMAX.format(t="f16"), {"M": 2048, "N": 60001}),
-         ("peeled softmax f32 1024x40001", SOFTMAX.format(t="f32"), {"M": 1024, "N": 40001})]
+         ("peeled softmax f32 1024x40001", SOFTMAX.format(t="f32"), {"M": 1024, "N": 40001}),
+         # rows over one block's shared memory (225 KB): copied by a cluster's blocks, one or two an SM
+         ("wide residual layernorm 300x262144", LN_RES, {"M": 300, "N": 262144}),      # 1 MB: streamed
+         ("wide residual layernorm 512x65536", LN_RES, {"M": 512, "N": 65536}),        # 256 KB
+         ("wide residual layernorm 1001x65536", LN_RES, {"M": 1001, "N": 65536}),
+         ("wide residual layernorm 264x131072", LN_RES, {"M": 264, "N": 131072}),      # 512 KB
+         ("wide rmsnorm bf16 1024x131072", RMS.format(t="bf16", w="bf16"), {"M": 1024, "N": 131072}),
+         ("wide layernorm bf16 1024x131072", LN.format(t="bf16", w="f32"), {"M": 1024, "N": 131072}),
+         ("wide softmax f32 512x131072", SOFTMAX.format(t="f32"), {"M": 512, "N": 131072})]
 
 
 def copies(case) -> dict:
