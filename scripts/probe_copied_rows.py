@@ -83,8 +83,11 @@ def copies(case) -> dict:
 
 
 def variants(case, d) -> dict:
-    with row_probe.constants(rows, shared_row_alone=lambda p, copied: None):
-        before = choose.default(case.problem, case.kernel.hints)     # (before rows.shared_row_alone)
+    alone = rows.shared_row_alone
+    # (before 2026-12-06 07:58: no peeled rows copied by shared_row_alone, nor wide_rows_copied)
+    with row_probe.constants(rows, shared_row_alone=lambda p, copied, clusters=True: None if copied.peel
+                             else alone(p, copied, clusters), wide_rows_copied=lambda p, copied: None):
+        before = choose.default(case.problem, case.kernel.hints)
     return {"default": d, "before": before, **copies(case)}
 
 

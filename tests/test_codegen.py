@@ -3093,6 +3093,51 @@ def test_rows_two_copies_of_which_overflow_an_sm_are_copied_by_one_block_of_1024
     assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "LDGSTS.E.BYPASS.128"), s.tag
 
 
+COPIED_BY_CLUSTERS = [    # (program, M, N, arch, (threads, blocks) of the cluster copying it, or None)
+    ("layernorm of x + r", 512, 65536, "sm_90a", (256, 8)),      # 256 KB of x and r: over a block's 227
+    ("layernorm of x + r", 264, 131072, "sm_90a", (256, 8)),     # 512 KB: shares of 64 KB, two an SM
+    ("layernorm of x + r", 300, 262144, "sm_90a", (512, 8)),     # 1 MB: shares of 128 KB, one an SM
+    ("rmsnorm", 1024, 100001, "sm_90a", (256, 4)),               # peeled, 195 KB: rows.shared_row_alone
+    ("softmax f32", 1024, 40001, "sm_90a", (256, 4)),            # peeled, 156 KB (8 blocks before)
+    ("layernorm of x + r", 512, 65536, "sm_80", None),           # (no clusters)
+    ("layernorm of x + r", 200, 65536, "sm_90a", None),          # fewer than 2 rows an SM
+    ("layernorm of x + r", 300, 1048576, "sm_90a", None),        # 4 MB: shares of 512 KB; streamed
+    ("rmsnorm bf16", 1024, 131072, "sm_90a", None),              # one input: held by 4 blocks of 512
+    ("softmax f16", 2048, 60001, "sm_90a", None),                # peeled, held by one block of 1024
+    ("layernorm of x + r", 1001, 40960, "sm_90a", None)]         # aligned, 160 KB: one block of 1024 copies it
+
+
+@pytest.mark.parametrize("name,m,n,arch,copy", COPIED_BY_CLUSTERS,
+                         ids=[f"{c[0]}-{c[1]}x{c[2]}-{c[3]}" for c in COPIED_BY_CLUSTERS])
+def test_rows_over_a_block_s_shared_memory_or_peeled_are_copied_by_a_cluster_s_blocks(name, m, n, arch, copy):
+    """rows.wide_rows_copied: rows of several per-row inputs (x and r) in whole 16-byte vectors over one
+    block's shared memory (227 KB), from 2 rows an SM, are copied into it by the 8 blocks of a cluster,
+    each its share: of 256 threads where two shares fit an SM, else of 512 (H200 2026-12-06: the
+    layernorm of x + r 300x262144 402.5 -> 303.8 us). rows.shared_row_alone: peeled rows of 112 to 227
+    KB that no block of 1024 holds are copied by 4 blocks of 256 (rmsnorm f16 1024x100001 163.8 ->
+    138.6). The launch is a whole number of clusters with each block's share of the row, and the kernel
+    copies it by cp.async without spills. Not on sm_80, few rows, shares over a block's shared memory,
+    rows of one input over 227 KB, peeled rows one block of 1024 holds, nor aligned rows one block copies."""
+    from tiledsl.schedule.choose import launches
+    src = {"rmsnorm bf16": RMSNORM_BF16, "softmax f16": SOFTMAX_F16}.get(name) or _copied_alone_program(name)
+    k, g, lay = _kernel_group(src)
+    p = problem(g, lay, dict(M=m, N=n), frozenset(), 132 if arch == "sm_90a" else 108, arch,
+                3352.0 if arch == "sm_90a" else 2000.0)
+    s = default(p)
+    assert ((s.block, s.cluster) if s.shared_row and s.cluster > 1 else None) == copy, s.tag
+    if copy is None:
+        return
+    assert (s.row_threads, s.items, s.peel, s.online) == (copy[0], 0, n % 8 != 0, "softmax" not in name), s.tag
+    [launch] = launches(p, s)
+    assert launch.shared_bytes == rows.shared_row_bytes(p, s) <= 227 << 10
+    assert launch.grid[0] % s.cluster == 0
+    assert len(lay.row_inputs) * -(-(n // s.vec) // (s.block * s.cluster)) * 16 * s.block == launch.shared_bytes
+    ks, compiled, usage = _compile(k, g, lay, s, arch)
+    assert f"__cluster_dims__({s.cluster}, 1, 1)" in ks.source
+    assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
+    assert toolchain.has_instruction(toolchain.sass(compiled.cubin), "LDGSTS.E.BYPASS.128"), s.tag
+
+
 LSE_BF16 = "kernel l(x: bf16[M, N]) -> f32[M] {\n m = max(f32(x), axis=N)\n return m + log(sum(exp(f32(x) - m), axis=N))\n}"
 LSE_F32 = "kernel l(x: f32[M, N]) -> f32[M] {\n m = max(x, axis=N)\n return m + log(sum(exp(x - m), axis=N))\n}"
 

@@ -2645,6 +2645,25 @@ def test_rows_copied_by_one_block_of_1024_by_default_run_right(src, extents):
     check(k, host_arguments(k, extents), extents, "out")
 
 
+COPIED_BY_CLUSTERS = [     # rows copied into shared memory by a cluster's blocks, each its share
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=300, N=65536)),        # rows.wide_rows_copied: 8 blocks of 256
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=264, N=262144)),       # 8 of 512, one an SM
+    ((EXAMPLES / "rmsnorm.tdsl").read_text(), dict(M=300, N=100001)),     # peeled: 4 of 256
+    ((EXAMPLES / "softmax.tdsl").read_text(), dict(M=300, N=40001))]
+
+
+@pytest.mark.parametrize("src,extents", COPIED_BY_CLUSTERS, ids=[str(e) for _, e in COPIED_BY_CLUSTERS])
+def test_rows_copied_by_a_cluster_s_blocks_by_default_run_right(src, extents):
+    """The default of each on an H100 or H200 (copied into shared memory by the blocks of a cluster: rows
+    over one block's shared memory, rows.wide_rows_copied; peeled rows, rows.shared_row_alone) within
+    tolerance, every element written."""
+    from tiledsl.runtime.launcher import device_arch
+    k, s = _default_here(src, extents)
+    if device_arch(0) == "sm_90a":
+        assert (s.kind, s.items, s.shared_row, s.cluster > 1) == ("reduce_row", 0, True, True), s.tag
+    check(k, host_arguments(k, extents), extents, "out")
+
+
 GUARDED_CASES = ELEMENT_STREAMS[4:5] + ELEMENT_STREAMS[6:7] + [
     ((EXAMPLES / "softmax.tdsl").read_text(), dict(M=5, N=40001))]
 

@@ -806,10 +806,10 @@ def shared_row_schedule(p: Problem, hints: Hints, clusters: bool = True) -> Opti
         return None
     if shared_rows_fit_twice(p, s):
         return None if shared_row_refusal(p, s) or p.rows < 4 * p.sm_count else shifted_where_heavier(p, s)
-    alone = shared_row_alone(p, s)
+    alone = shared_row_alone(p, s, clusters)
     if alone is not None:
         return alone
-    return shared_cluster_schedule(p, s) if clusters else None
+    return (shared_cluster_schedule(p, s) or wide_rows_copied(p, s)) if clusters else None
 
 
 # Rows in whole 16-byte vectors too long for two copies an SM's shared memory but not for one (sm_90:
@@ -819,7 +819,7 @@ SHARED_ROW_ALONE_THREADS = 1024
 SHARED_ROW_ALONE_ARCHS = ("sm_90", "sm_90a")      # (measured on H100 and H200 alone)
 
 
-def shared_row_alone(p: Problem, copied: Schedule) -> Optional[Schedule]:
+def shared_row_alone(p: Problem, copied: Schedule, clusters: bool = True) -> Optional[Schedule]:
     """A row that two copies an SM's shared memory do not fit (`copied`, a block of 512 a row,
     shared_row_schedule), in whole 16-byte vectors, its weights at most twice as heavy: copied
     there by one block of SHARED_ROW_ALONE_THREADS threads, one block an SM, where that copy fits
@@ -838,12 +838,58 @@ def shared_row_alone(p: Problem, copied: Schedule) -> Optional[Schedule]:
     blocks of a cluster copying it, each its share, behind but for 4 of 256 at a few shapes (softmax
     f32 1024x40000 118.7). H200 2026-12-06 (scripts/probe_heavy_weights.py): the layernorm of x + r
     1001x40960 125.9 / 109.8. Not taken: rows beside weights four times as heavy (layernorm bf16 with
-    f32 w and b: 1024x65536 122.6 / 117.3, 1024x100000 193.1 / 202.8), peeled rows (not measured;
-    copied by a cluster's blocks where their weights outweigh them, copied_cluster_share)."""
-    if p.arch not in SHARED_ROW_ALONE_ARCHS or copied.peel or not weights_at_most_twice_row(p):
+    f32 w and b: 1024x65536 122.6 / 117.3, 1024x100000 193.1 / 202.8).
+    Peeled rows (`copied.peel`) are copied by the COPIED_CLUSTER blocks of 256 threads of a cluster
+    instead, each its share (sm_90a, `clusters`; cluster_copy), unless one block of 1024 holds the row in
+    registers. H200 2026-12-06 07:58 (scripts/probe_copied_rows.py, copy 4252 GB/s), us, the default
+    before / one block of 1024 copying / 4 blocks of 256 copying: rmsnorm f16 1024x100001 163.8 (4 blocks
+    of 512 holding it) / 155.2 / 138.6; softmax f32 1024x40001 127.9 (8 blocks of 256 copying) / 105.5 /
+    102.6; the layernorm of x + r 1001x40003 129.2 (4 of 256 already: copied_cluster_share) / 136.1 /
+    129.2, 4096x40003 489.9 / 489.6 / 489.9. Held by one block of 1024: softmax f16 2048x60001 148.9
+    (one block copying 173.8, 4 blocks 159.0)."""
+    if p.arch not in SHARED_ROW_ALONE_ARCHS or not weights_at_most_twice_row(p):
         return None
     alone = replace(copied, block=SHARED_ROW_ALONE_THREADS, row_threads=SHARED_ROW_ALONE_THREADS)
-    return None if shared_row_refusal(p, alone) else alone
+    if shared_row_refusal(p, alone):
+        return None
+    if not copied.peel:
+        return alone
+    if not clusters or held_row_share(p, copied.vec, 1024, peel=True) is not None:
+        return None
+    return cluster_copy(p, copied.vec)
+
+
+# Rows of several per-row inputs (the layernorm of x + r) over one block's shared memory (sm_90a:
+# 225 KB), in whole 16-byte vectors, from 2 rows an SM: copied by the SHARED_ROW_CLUSTER blocks of a
+# cluster, each its share, of WIDE_COPY_THREADS[0] threads where two shares fit an SM, else of
+# WIDE_COPY_THREADS[1] (one block an SM): wide_rows_copied
+WIDE_COPY_THREADS = (256, 512)
+WIDE_COPY_ELEMENT_BYTES = 8     # ... at most this many bytes an element over the row inputs (ptxas sm_90a
+#                                 2026-12-06: three f32 inputs, the layernorm of x + r + q, spilled 8 bytes)
+
+
+def wide_rows_copied(p: Problem, copied: Schedule) -> Optional[Schedule]:
+    """A row of several per-row inputs, in whole 16-byte vectors, its weights at most twice as heavy,
+    too long for one block's shared memory (`copied`, a block of 512 a row: shared_row_schedule):
+    copied there by the SHARED_ROW_CLUSTER blocks of a cluster, each its share (sm_90a), of 256
+    threads, or of 512 where two shares do not fit an SM. Held in registers, the blocks of a cluster
+    (cluster_row_schedule) hold a share of 16 elements a thread beside x and r, or (1 MB rows) no
+    share fits and the row streams, read three times. H200 2026-12-06 07:58
+    (scripts/probe_copied_rows.py, copy 4252 GB/s), the layernorm of x + r (f16, f32 w and b), us,
+    the default before / this: 512x65536 118.7 (8 blocks of 512 holding it) / 93.6 (4 blocks of 256
+    copying 101.5), 1001x65536 224.4 / 179.4 (4 of 256 179.3), 264x131072 143.0 (8 of 1024) / 103.4
+    (8 of 512 107.6), 300x262144 402.5 (streamed) / 303.8 (8 of 256, 128 KB each: 354.5). Not taken:
+    rows of one input, which their cluster's blocks hold well: rmsnorm bf16 1024x131072 175.5 held
+    by 4 of 512, copied by 4 and 8 of 256 180.0 and 194.8; layernorm bf16 (f32 w and b) 1024x131072
+    202.9 / 203.7, 207.0."""
+    if (p.arch != "sm_90a" or copied.peel or len(p.layout.row_inputs) < 2 or not cluster_values_fit(p)
+            or element_bytes(p.layout.row_inputs) > WIDE_COPY_ELEMENT_BYTES or not weights_at_most_twice_row(p)):
+        return None
+    for threads in WIDE_COPY_THREADS:
+        s = replace(copied, block=threads, row_threads=threads, cluster=SHARED_ROW_CLUSTER)
+        if not shared_row_refusal(p, s) and (shared_rows_fit_twice(p, s) or threads == WIDE_COPY_THREADS[-1]):
+            return s
+    return None
 
 
 def shared_cluster_schedule(p: Problem, alone: Schedule) -> Optional[Schedule]:
@@ -1019,7 +1065,15 @@ def copied_cluster_share(p: Problem, vec: int) -> Optional[Schedule]:
     (scripts/probe_heavy_weights.py), the layernorm of x + r with f32 w and b, us, held by 4 blocks of
     512 / this: 1001x40003 192.6 / 129.7 (two blocks of 512 copying it 135.3, one of 1024 136.0),
     4096x40003 752.7 / 490.9, 300x40003 66.4 / 48.5 (8 blocks 56.4)."""
-    if not weights_outweigh_row(p) or not cluster_values_fit(p) or p.rows < p.sm_count:
+    return cluster_copy(p, vec) if weights_outweigh_row(p) else None
+
+
+def cluster_copy(p: Problem, vec: int) -> Optional[Schedule]:
+    """A peeled row (vectors of `vec`) copied into shared memory by the COPIED_CLUSTER blocks of
+    COPIED_CLUSTER_THREADS threads of a cluster, each its share, its weights shifted where that fits
+    (copied_cluster_share, shared_row_alone): from as many rows as SMs, where the shares fit two
+    blocks an SM (sm_90a)."""
+    if not cluster_values_fit(p) or p.rows < p.sm_count:
         return None
     looped = Schedule("reduce_row", block=COPIED_CLUSTER_THREADS, vec=vec, items=0,
                       row_threads=COPIED_CLUSTER_THREADS, peel=True, index64=p.index64)
