@@ -869,8 +869,8 @@ WIDE_COPY_ELEMENT_BYTES = 8     # ... at most this many bytes an element over th
 
 
 def wide_rows_copied(p: Problem, copied: Schedule) -> Optional[Schedule]:
-    """A row of several per-row inputs, in whole 16-byte vectors, its weights at most twice as heavy,
-    too long for one block's shared memory (`copied`, a block of 512 a row: shared_row_schedule):
+    """A row of several per-row inputs (at most WIDE_COPY_ELEMENT_BYTES an element together), in whole
+    16-byte vectors, its weights at most twice as heavy, too long for one block's shared memory (`copied`, a block of 512 a row: shared_row_schedule):
     copied there by the SHARED_ROW_CLUSTER blocks of a cluster, each its share (sm_90a), of 256
     threads, or of 512 where two shares do not fit an SM. Held in registers, the blocks of a cluster
     (cluster_row_schedule) hold a share of 16 elements a thread beside x and r, or (1 MB rows) no
