@@ -9,8 +9,10 @@ rows.shared_row_alone (2026-12-06), each case's default before it beside ("befor
 float64, three interleaved rounds, median us and the ratio to copy. Cases named "held": rows one block of
 1024 held in registers before that rule; "peeled": rows whose length breaks 16-byte vectors, which it
 leaves alone (their copies peeled, weights heavier than the row shifted where that fits; not yet timed);
-"wide": rows over one block's shared memory (225 KB), which only a cluster's blocks copy (one block an SM
-where a share takes over 112 KB; not yet timed).
+"wide" and "wider": rows over one block's shared memory (225 KB), which only a cluster's blocks copy (one
+block an SM where a share takes over 112 KB). Since 2026-12-06 07:58 (H200) and 08:16 (H100) peeled rows
+that no block of 1024 holds are copied by 4 blocks of 256 (rows.shared_row_alone) and wide rows of several
+inputs by 8 blocks (rows.wide_rows_copied); "before" is the default without both.
 
     python scripts/probe_copied_rows.py [names to keep]
 """
@@ -30,6 +32,8 @@ from survey_spills import TEMPLATES  # noqa: E402  (the programs the spill surve
 
 LN_RES = TEMPLATES["layernorm of x + r"].format(t="f16", w="f32")
 LN, RMS = TEMPLATES["layernorm"], TEMPLATES["rmsnorm"]
+RMS_RES = TEMPLATES["rmsnorm of x + r"].format(t="f16", w="f16")
+LN_RES3 = TEMPLATES["layernorm of x + r + q"].format(t="f16", w="f32")
 SOFTMAX = "kernel f(x: {t}[M, N]) -> {t}[M, N] {{\n e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N)\n}}"
 CASES = [("residual layernorm 1001x32768", LN_RES, {"M": 1001, "N": 32768}),        # 128 KB of x and r a row
          ("residual layernorm 1001x40960", LN_RES, {"M": 1001, "N": 40960}),        # 160 KB
@@ -62,7 +66,10 @@ CASES = [("residual layernorm 1001x32768", LN_RES, {"M": 1001, "N": 32768}),    
          ("wide residual layernorm 264x131072", LN_RES, {"M": 264, "N": 131072}),      # 512 KB
          ("wide rmsnorm bf16 1024x131072", RMS.format(t="bf16", w="bf16"), {"M": 1024, "N": 131072}),
          ("wide layernorm bf16 1024x131072", LN.format(t="bf16", w="f32"), {"M": 1024, "N": 131072}),
-         ("wide softmax f32 512x131072", SOFTMAX.format(t="f32"), {"M": 512, "N": 131072})]
+         ("wide softmax f32 512x131072", SOFTMAX.format(t="f32"), {"M": 512, "N": 131072}),
+         ("wider rmsnorm of x + r 512x65536", RMS_RES, {"M": 512, "N": 65536}),
+         ("wider rmsnorm of x + r 300x262144", RMS_RES, {"M": 300, "N": 262144}),
+         ("wider layernorm of x + r + q 512x65536", LN_RES3, {"M": 512, "N": 65536})]
 
 
 def copies(case) -> dict:

@@ -3104,7 +3104,11 @@ COPIED_BY_CLUSTERS = [    # (program, M, N, arch, (threads, blocks) of the clust
     ("layernorm of x + r", 300, 1048576, "sm_90a", None),        # 4 MB: shares of 512 KB; streamed
     ("rmsnorm bf16", 1024, 131072, "sm_90a", None),              # one input: held by 4 blocks of 512
     ("softmax f16", 2048, 60001, "sm_90a", None),                # peeled, held by one block of 1024
-    ("layernorm of x + r", 1001, 40960, "sm_90a", None)]         # aligned, 160 KB: one block of 1024 copies it
+    ("layernorm of x + r", 1001, 40960, "sm_90a", None),         # aligned, 160 KB: one block of 1024 copies it
+    ("layernorm of x + r + q", 512, 65536, "sm_90a", (256, 8)),  # three f16 inputs, 384 KB
+    ("layernorm of x + r + q f32", 300, 36000, "sm_90a", None),  # three f32 inputs: 12 bytes an element
+    ("rmsnorm of x + r", 512, 65536, "sm_90a", None),            # 4 blocks of 512 hold 4 vectors a thread
+    ("rmsnorm of x + r", 300, 262144, "sm_90a", None)]           # 8 blocks of 1024 likewise
 
 
 @pytest.mark.parametrize("name,m,n,arch,copy", COPIED_BY_CLUSTERS,
@@ -3117,9 +3121,15 @@ def test_rows_over_a_block_s_shared_memory_or_peeled_are_copied_by_a_cluster_s_b
     KB that no block of 1024 holds are copied by 4 blocks of 256 (rmsnorm f16 1024x100001 163.8 ->
     138.6). The launch is a whole number of clusters with each block's share of the row, and the kernel
     copies it by cp.async without spills. Not on sm_80, few rows, shares over a block's shared memory,
-    rows of one input over 227 KB, peeled rows one block of 1024 holds, nor aligned rows one block copies."""
+    rows of one input over 227 KB or of inputs over 8 bytes an element, rows a cluster's blocks hold 4
+    vectors a thread of (rmsnorm of x + r), peeled rows one block of 1024 holds, nor aligned rows one
+    block copies."""
     from tiledsl.schedule.choose import launches
-    src = {"rmsnorm bf16": RMSNORM_BF16, "softmax f16": SOFTMAX_F16}.get(name) or _copied_alone_program(name)
+    src = {"rmsnorm bf16": RMSNORM_BF16, "softmax f16": SOFTMAX_F16,
+           "rmsnorm of x + r": MANY_INPUT_ROWS["rmsnorm of x + r"].format(t="f16", w="f16"),
+           "layernorm of x + r + q": MANY_INPUT_ROWS["layernorm of x + r + q"].format(t="f16", w="f32"),
+           "layernorm of x + r + q f32": MANY_INPUT_ROWS["layernorm of x + r + q"].format(t="f32", w="f32")}.get(
+        name) or _copied_alone_program(name)
     k, g, lay = _kernel_group(src)
     p = problem(g, lay, dict(M=m, N=n), frozenset(), 132 if arch == "sm_90a" else 108, arch,
                 3352.0 if arch == "sm_90a" else 2000.0)

@@ -846,7 +846,8 @@ def shared_row_alone(p: Problem, copied: Schedule, clusters: bool = True) -> Opt
     of 512 holding it) / 155.2 / 138.6; softmax f32 1024x40001 127.9 (8 blocks of 256 copying) / 105.5 /
     102.6; the layernorm of x + r 1001x40003 129.2 (4 of 256 already: copied_cluster_share) / 136.1 /
     129.2, 4096x40003 489.9 / 489.6 / 489.9. Held by one block of 1024: softmax f16 2048x60001 148.9
-    (one block copying 173.8, 4 blocks 159.0)."""
+    (one block copying 173.8, 4 blocks 159.0). H100 08:16 (copy 3021 GB/s), likewise: rmsnorm f16
+    1024x100001 197.4 / 180.1 / 167.3; softmax f32 1024x40001 148.1 / 121.5 / 126.0."""
     if p.arch not in SHARED_ROW_ALONE_ARCHS or not weights_at_most_twice_row(p):
         return None
     alone = replace(copied, block=SHARED_ROW_ALONE_THREADS, row_threads=SHARED_ROW_ALONE_THREADS)
@@ -866,11 +867,13 @@ def shared_row_alone(p: Problem, copied: Schedule, clusters: bool = True) -> Opt
 WIDE_COPY_THREADS = (256, 512)
 WIDE_COPY_ELEMENT_BYTES = 8     # ... at most this many bytes an element over the row inputs (ptxas sm_90a
 #                                 2026-12-06: three f32 inputs, the layernorm of x + r + q, spilled 8 bytes)
+WIDE_COPY_HELD_ITEMS = 2        # ... where a cluster's blocks would hold at most this many vectors a thread
 
 
 def wide_rows_copied(p: Problem, copied: Schedule) -> Optional[Schedule]:
     """A row of several per-row inputs (at most WIDE_COPY_ELEMENT_BYTES an element together), in whole
-    16-byte vectors, its weights at most twice as heavy, too long for one block's shared memory (`copied`, a block of 512 a row: shared_row_schedule):
+    16-byte vectors, its weights at most twice as heavy, of which the blocks of a cluster would hold at
+    most WIDE_COPY_HELD_ITEMS vectors a thread (or none), too long for one block's shared memory (`copied`, a block of 512 a row: shared_row_schedule):
     copied there by the SHARED_ROW_CLUSTER blocks of a cluster, each its share (sm_90a), of 256
     threads, or of 512 where two shares do not fit an SM. Held in registers, the blocks of a cluster
     (cluster_row_schedule) hold a share of 16 elements a thread beside x and r, or (1 MB rows) no
@@ -881,9 +884,16 @@ def wide_rows_copied(p: Problem, copied: Schedule) -> Optional[Schedule]:
     (8 of 512 107.6), 300x262144 402.5 (streamed) / 303.8 (8 of 256, 128 KB each: 354.5). Not taken:
     rows of one input, which their cluster's blocks hold well: rmsnorm bf16 1024x131072 175.5 held
     by 4 of 512, copied by 4 and 8 of 256 180.0 and 194.8; layernorm bf16 (f32 w and b) 1024x131072
-    202.9 / 203.7, 207.0."""
+    202.9 / 203.7, 207.0. H100 2026-12-06 08:16-08:25 (copy 3020 GB/s), likewise: the layernorm of x + r
+    300x262144 512.6 / 373.6 (8 of 256: 433.8), 512x65536 136.1 / 111.0, 1001x65536 254.7 / 209.6,
+    264x131072 160.9 / 120.1; of x + r + q 512x65536 134.2 / 109.3. Not taken where the cluster's
+    blocks hold 4 vectors a thread: rmsnorm of x + r (f16) 512x65536 106.9 (4 of 512) / 107.3, 300x262144
+    264.2 (8 of 1024) / 326.0."""
     if (p.arch != "sm_90a" or copied.peel or len(p.layout.row_inputs) < 2 or not cluster_values_fit(p)
             or element_bytes(p.layout.row_inputs) > WIDE_COPY_ELEMENT_BYTES or not weights_at_most_twice_row(p)):
+        return None
+    held = cluster_row_schedule(p, copied.vec)
+    if held is not None and held.items > WIDE_COPY_HELD_ITEMS:
         return None
     for threads in WIDE_COPY_THREADS:
         s = replace(copied, block=threads, row_threads=threads, cluster=SHARED_ROW_CLUSTER)
