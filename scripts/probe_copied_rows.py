@@ -74,7 +74,8 @@ CASES = [("residual layernorm 1001x32768", LN_RES, {"M": 1001, "N": 32768}),    
 
 def copies(case) -> dict:
     """The row copied by one block of 512 or 1024 threads, and by a cluster's blocks of 256 or 512
-    (each its share), wherever the copy fits a block (label -> Schedule)."""
+    (each its share; of 1024 too where two shares overflow an SM), wherever the copy fits a block
+    (label -> Schedule)."""
     p = case.problem
     vec, peel = rows.looped_row_vector(p, rows.held_peel_weights_fit)
     online = not online_pairs(p.group)
@@ -83,7 +84,8 @@ def copies(case) -> dict:
         alone = Schedule("reduce_row", block=threads, vec=vec, items=0, row_threads=threads, shared_row=True,
                          online=online, peel=peel, index64=p.index64)
         shares = [(f"b{threads}", alone)] if threads > 256 else []
-        shares += [(f"c{c} b{threads}", replace(alone, cluster=c)) for c in ROW_CLUSTERS if threads < 1024]
+        shares += [(f"c{c} b{threads}", replace(alone, cluster=c)) for c in ROW_CLUSTERS     # (1024: one an SM)
+                   if threads < 1024 or not rows.shared_rows_fit_twice(p, replace(alone, cluster=c))]
         # (peeled beside heavier weights: those shifted by each row's head where that fits)
         out.update({label: t for label, s in shares if not fits(p, t := rows.shifted_where_heavier(p, s))})
     return out

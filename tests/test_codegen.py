@@ -3096,7 +3096,7 @@ def test_rows_two_copies_of_which_overflow_an_sm_are_copied_by_one_block_of_1024
 COPIED_BY_CLUSTERS = [    # (program, M, N, arch, (threads, blocks) of the cluster copying it, or None)
     ("layernorm of x + r", 512, 65536, "sm_90a", (256, 8)),      # 256 KB of x and r: over a block's 227
     ("layernorm of x + r", 264, 131072, "sm_90a", (256, 8)),     # 512 KB: shares of 64 KB, two an SM
-    ("layernorm of x + r", 300, 262144, "sm_90a", (512, 8)),     # 1 MB: shares of 128 KB, one an SM
+    ("layernorm of x + r", 300, 262144, "sm_90a", (1024, 8)),    # 1 MB: shares of 128 KB, one an SM
     ("rmsnorm", 1024, 100001, "sm_90a", (256, 4)),               # peeled, 195 KB: rows.shared_row_alone
     ("softmax f32", 1024, 40001, "sm_90a", (256, 4)),            # peeled, 156 KB (8 blocks before)
     ("layernorm of x + r", 512, 65536, "sm_80", None),           # (no clusters)
@@ -3116,8 +3116,8 @@ COPIED_BY_CLUSTERS = [    # (program, M, N, arch, (threads, blocks) of the clust
 def test_rows_over_a_block_s_shared_memory_or_peeled_are_copied_by_a_cluster_s_blocks(name, m, n, arch, copy):
     """rows.wide_rows_copied: rows of several per-row inputs (x and r) in whole 16-byte vectors over one
     block's shared memory (227 KB), from 2 rows an SM, are copied into it by the 8 blocks of a cluster,
-    each its share: of 256 threads where two shares fit an SM, else of 512 (H200 2026-12-06: the
-    layernorm of x + r 300x262144 402.5 -> 303.8 us). rows.shared_row_alone: peeled rows of 112 to 227
+    each its share: of 256 threads where two shares fit an SM, else of 1024 (H100 2026-12-06: the
+    layernorm of x + r 300x262144 500.6 -> 323.2 us). rows.shared_row_alone: peeled rows of 112 to 227
     KB that no block of 1024 holds are copied by 4 blocks of 256 (rmsnorm f16 1024x100001 163.8 ->
     138.6). The launch is a whole number of clusters with each block's share of the row, and the kernel
     copies it by cp.async without spills. Not on sm_80, few rows, shares over a block's shared memory,

@@ -2647,7 +2647,7 @@ def test_rows_copied_by_one_block_of_1024_by_default_run_right(src, extents):
 
 COPIED_BY_CLUSTERS = [     # rows copied into shared memory by a cluster's blocks, each its share
     (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=300, N=65536)),        # rows.wide_rows_copied: 8 blocks of 256
-    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=264, N=262144)),       # 8 of 512, one an SM
+    (RESIDUAL_NORM_PROGRAMS[1][0], dict(M=264, N=262144)),       # 8 of 1024, one an SM
     ((EXAMPLES / "rmsnorm.tdsl").read_text(), dict(M=300, N=100001)),     # peeled: 4 of 256
     ((EXAMPLES / "softmax.tdsl").read_text(), dict(M=300, N=40001))]
 

@@ -864,7 +864,7 @@ def shared_row_alone(p: Problem, copied: Schedule, clusters: bool = True) -> Opt
 # 225 KB), in whole 16-byte vectors, from 2 rows an SM: copied by the SHARED_ROW_CLUSTER blocks of a
 # cluster, each its share, of WIDE_COPY_THREADS[0] threads where two shares fit an SM, else of
 # WIDE_COPY_THREADS[1] (one block an SM): wide_rows_copied
-WIDE_COPY_THREADS = (256, 512)
+WIDE_COPY_THREADS = (256, 1024)
 WIDE_COPY_ELEMENT_BYTES = 8     # ... at most this many bytes an element over the row inputs (ptxas sm_90a
 #                                 2026-12-06: three f32 inputs, the layernorm of x + r + q, spilled 8 bytes)
 WIDE_COPY_HELD_ITEMS = 2        # ... where a cluster's blocks would hold at most this many vectors a thread
@@ -875,7 +875,7 @@ def wide_rows_copied(p: Problem, copied: Schedule) -> Optional[Schedule]:
     16-byte vectors, its weights at most twice as heavy, of which the blocks of a cluster would hold at
     most WIDE_COPY_HELD_ITEMS vectors a thread (or none), too long for one block's shared memory (`copied`, a block of 512 a row: shared_row_schedule):
     copied there by the SHARED_ROW_CLUSTER blocks of a cluster, each its share (sm_90a), of 256
-    threads, or of 512 where two shares do not fit an SM. Held in registers, the blocks of a cluster
+    threads, or of 1024 where two shares do not fit an SM. Held in registers, the blocks of a cluster
     (cluster_row_schedule) hold a share of 16 elements a thread beside x and r, or (1 MB rows) no
     share fits and the row streams, read three times. H200 2026-12-06 07:58
     (scripts/probe_copied_rows.py, copy 4252 GB/s), the layernorm of x + r (f16, f32 w and b), us,
@@ -886,7 +886,9 @@ def wide_rows_copied(p: Problem, copied: Schedule) -> Optional[Schedule]:
     by 4 of 512, copied by 4 and 8 of 256 180.0 and 194.8; layernorm bf16 (f32 w and b) 1024x131072
     202.9 / 203.7, 207.0. H100 2026-12-06 08:16-08:25 (copy 3020 GB/s), likewise: the layernorm of x + r
     300x262144 512.6 / 373.6 (8 of 256: 433.8), 512x65536 136.1 / 111.0, 1001x65536 254.7 / 209.6,
-    264x131072 160.9 / 120.1; of x + r + q 512x65536 134.2 / 109.3. Not taken where the cluster's
+    264x131072 160.9 / 120.1; of x + r + q 512x65536 134.2 / 109.3. One block an SM (1 MB rows, 128 KB
+    a block), the more threads the faster: H100 08:30, 300x262144, 8 blocks of 256 / 512 / 1024 434.1 /
+    369.9 / 323.2 (0.65x copy; H200 07:58, 256 / 512: 354.5 / 303.8). Not taken where the cluster's
     blocks hold 4 vectors a thread: rmsnorm of x + r (f16) 512x65536 106.9 (4 of 512) / 107.3, 300x262144
     264.2 (8 of 1024) / 326.0."""
     if (p.arch != "sm_90a" or copied.peel or len(p.layout.row_inputs) < 2 or not cluster_values_fit(p)
