@@ -3124,7 +3124,6 @@ def test_rows_over_a_block_s_shared_memory_or_peeled_are_copied_by_a_cluster_s_b
     rows of one input over 227 KB or of inputs over 8 bytes an element, rows a cluster's blocks hold 4
     vectors a thread of (rmsnorm of x + r), peeled rows one block of 1024 holds, nor aligned rows one
     block copies."""
-    from tiledsl.schedule.choose import launches
     src = {"rmsnorm bf16": RMSNORM_BF16, "softmax f16": SOFTMAX_F16,
            "rmsnorm of x + r": MANY_INPUT_ROWS["rmsnorm of x + r"].format(t="f16", w="f16"),
            "layernorm of x + r + q": MANY_INPUT_ROWS["layernorm of x + r + q"].format(t="f16", w="f32"),
@@ -3138,6 +3137,7 @@ def test_rows_over_a_block_s_shared_memory_or_peeled_are_copied_by_a_cluster_s_b
     if copy is None:
         return
     assert (s.row_threads, s.items, s.peel, s.online) == (copy[0], 0, n % 8 != 0, "softmax" not in name), s.tag
+    assert s in candidates(p), s.tag     # (the tuner's space: 1 MB rows' copies one an SM too)
     [launch] = launches(p, s)
     assert launch.shared_bytes == rows.shared_row_bytes(p, s) <= 227 << 10
     assert launch.grid[0] % s.cluster == 0

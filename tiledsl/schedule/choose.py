@@ -223,6 +223,9 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
     out += [t for s in vector_rows for t in [replace(s, shared_row=True)] if not fits(p, t)]
     # ... and rows too long for two such copies an SM, by a cluster's blocks, each its share
     out += [t for s in vector_rows for t in rows.shared_row_clusters(p, s) if not fits(p, t)]
+    # ... or, where no such shares fit two an SM, one an SM, by blocks of 1024 (rows.wide_rows_copied)
+    out += [t for s in vector_rows if s.block == 1024 for t in rows.shared_row_clusters(p, s, one_an_sm=True)
+            if not fits(p, t)]
     # peeled rows with their 4- or 2-byte weights read in vectors and shifted by each row's head
     out += [t for s in out if (t := rows.shifted_twin(s)) and not fits(p, t)]
     return _with_unrolls(p, out)

@@ -929,16 +929,17 @@ def shared_cluster_schedule(p: Problem, alone: Schedule) -> Optional[Schedule]:
     return None if shared_row_refusal(p, s) or not shared_rows_fit_twice(p, s) else s
 
 
-def shared_row_clusters(p: Problem, looped: Schedule) -> list[Schedule]:
+def shared_row_clusters(p: Problem, looped: Schedule, one_an_sm: bool = False) -> list[Schedule]:
     """A looped row (a block a row, in 16-byte vectors) too long for two copies in an SM's
     shared memory, copied there by the blocks of a cluster instead, each its share
     (Schedule.shared_row, cluster 2, 4 or 8; sm_90a): those whose shares fit two blocks an SM
-    or more. Max and sum(exp) in two passes, as every row a cluster streams."""
+    or more; with `one_an_sm`, those whose shares fit one block an SM alone (as wide_rows_copied's
+    1 MB rows). Max and sum(exp) in two passes, as every row a cluster streams."""
     alone = replace(looped, shared_row=True)
     if p.arch != "sm_90a" or shared_rows_fit_twice(p, alone):
         return []
     shares = [replace(alone, cluster=c, online=not online_pairs(p.group)) for c in ROW_CLUSTERS]
-    return [s for s in shares if shared_rows_fit_twice(p, s) and not shared_row_refusal(p, s)]
+    return [s for s in shares if shared_rows_fit_twice(p, s) != one_an_sm and not shared_row_refusal(p, s)]
 
 
 ELEMENT_STREAM_ROWS_PER_SM = 32     # rows an SM from which a row read one by one takes 256 threads ...
