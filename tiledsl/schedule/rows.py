@@ -862,9 +862,10 @@ def shared_row_alone(p: Problem, copied: Schedule, clusters: bool = True) -> Opt
 
 # Rows of several per-row inputs (the layernorm of x + r) over one block's shared memory (sm_90a:
 # 225 KB), in whole 16-byte vectors, from 2 rows an SM: copied by the SHARED_ROW_CLUSTER blocks of a
-# cluster, each its share, of WIDE_COPY_THREADS[0] threads where two shares fit an SM, else of
-# WIDE_COPY_THREADS[1] (one block an SM): wide_rows_copied
-WIDE_COPY_THREADS = (256, 1024)
+# cluster, each its share, of WIDE_COPY_THREADS threads where two shares fit an SM, else of
+# WIDE_COPY_ALONE_THREADS (one block an SM): wide_rows_copied
+WIDE_COPY_THREADS = 256
+WIDE_COPY_ALONE_THREADS = 1024
 WIDE_COPY_ELEMENT_BYTES = 8     # ... at most this many bytes an element over the row inputs (ptxas sm_90a
 #                                 2026-12-06: three f32 inputs, the layernorm of x + r + q, spilled 8 bytes)
 WIDE_COPY_HELD_ITEMS = 2        # ... where a cluster's blocks would hold at most this many vectors a thread
@@ -873,9 +874,10 @@ WIDE_COPY_HELD_ITEMS = 2        # ... where a cluster's blocks would hold at mos
 def wide_rows_copied(p: Problem, copied: Schedule) -> Optional[Schedule]:
     """A row of several per-row inputs (at most WIDE_COPY_ELEMENT_BYTES an element together), in whole
     16-byte vectors, its weights at most twice as heavy, of which the blocks of a cluster would hold at
-    most WIDE_COPY_HELD_ITEMS vectors a thread (or none), too long for one block's shared memory (`copied`, a block of 512 a row: shared_row_schedule):
-    copied there by the SHARED_ROW_CLUSTER blocks of a cluster, each its share (sm_90a), of 256
-    threads, or of 1024 where two shares do not fit an SM. Held in registers, the blocks of a cluster
+    most WIDE_COPY_HELD_ITEMS vectors a thread (or none), too long for one block's shared memory
+    (`copied`, a block of 512 a row: shared_row_schedule): copied there by the SHARED_ROW_CLUSTER
+    blocks of a cluster, each its share (sm_90a), of 256 threads, or of 1024 where two shares do not
+    fit an SM. Held in registers, the blocks of a cluster
     (cluster_row_schedule) hold a share of 16 elements a thread beside x and r, or (1 MB rows) no
     share fits and the row streams, read three times. H200 2026-12-06 07:58
     (scripts/probe_copied_rows.py, copy 4252 GB/s), the layernorm of x + r (f16, f32 w and b), us,
@@ -897,11 +899,10 @@ def wide_rows_copied(p: Problem, copied: Schedule) -> Optional[Schedule]:
     held = cluster_row_schedule(p, copied.vec)
     if held is not None and held.items > WIDE_COPY_HELD_ITEMS:
         return None
-    for threads in WIDE_COPY_THREADS:
-        s = replace(copied, block=threads, row_threads=threads, cluster=SHARED_ROW_CLUSTER)
-        if not shared_row_refusal(p, s) and (shared_rows_fit_twice(p, s) or threads == WIDE_COPY_THREADS[-1]):
-            return s
-    return None
+    s = replace(copied, block=WIDE_COPY_THREADS, row_threads=WIDE_COPY_THREADS, cluster=SHARED_ROW_CLUSTER)
+    if not shared_rows_fit_twice(p, s):
+        s = replace(s, block=WIDE_COPY_ALONE_THREADS, row_threads=WIDE_COPY_ALONE_THREADS)
+    return None if shared_row_refusal(p, s) else s
 
 
 def shared_cluster_schedule(p: Problem, alone: Schedule) -> Optional[Schedule]:

@@ -108,12 +108,12 @@ of it: one compiled kernel serves every size of its class.
                                         shared memory, six an SM (1024 rows:
                                         167.8 -> 142.4 us on an H200)
     reduce_row items=0 shared_row=True  the layernorm of x + r over rows of 262144
-               cluster=8 block=512      (1 MB of x and r): no cluster's share fit
+               cluster=8 block=1024     (1 MB of x and r): no cluster's share fit
                (tag _c8_sr)             registers, so a block streamed each row,
                                         reading x and r three times -> 8 blocks
-                                        of 512 each copy 128 KB of it into shared
-                                        memory, one an SM (300 rows: 512.6 ->
-                                        373.6 us on an H100)
+                                        of 1024 each copy 128 KB of it into shared
+                                        memory, one an SM (300 rows: 500.6 ->
+                                        323.2 us on an H100)
     reduce_row items=0 shared_row=True  rmsnorm f16 over rows of 100001 (peeled,
                peel=True cluster=4      195 KB): 4 blocks of 512 of a cluster held
                block=256 (tag _c4_sr_pe) each row -> 4 blocks of 256 each copy
