@@ -2503,13 +2503,18 @@ def test_a_residual_row_held_beside_late_weights_holds_fewer_elements(t, w, cap,
     """registers.late_weights_crowd: the layernorm of x + r beside f32 w and b held 40 elements a
     thread at 1001 x 36000 and 32 in a cluster's block at 50000 to 100000, and spilled 32 and 8
     bytes at 64 registers on sm_90a; beside f16 w and b, 40 spilled 8 bytes on sm_80 (the CPU's
-    spill check of 2026-12-05). Its defaults hold at most 24 and 32 now and spill none."""
+    spill check of 2026-12-05). Its defaults hold at most 24 and 32 now and spill none; where the
+    default copies the row by a cluster's blocks instead (rows.wide_rows_copied), the share they
+    would hold does."""
     k = tiledsl.compile(RESIDUAL_NORMS[0].format(t=t, w=w))
     [g] = partition(k.graph)
     lay = plan_layout(g, k.graph)
     held = []
     for n in (36000, 50000, 100000):
-        s = default(problem(g, lay, dict(M=1001, N=n), frozenset(), 132, arch, 4800.0))
+        p = problem(g, lay, dict(M=1001, N=n), frozenset(), 132, arch, 4800.0)
+        s = default(p)
+        if s.shared_row and s.cluster > 1:
+            s = rows.cluster_row_schedule(p, s.vec) or s
         if s.items:
             held.append(s.items * s.vec)
             _, _, usage = _compile(k, g, lay, s, arch)
@@ -2984,9 +2989,10 @@ def test_a_row_too_long_for_a_block_is_shared_by_a_cluster_on_sm_90a():
     # the tuner's space: every share that fits (2, 4 and 8 blocks of 512 and 1024), none on sm_80
     shares = {(c.cluster, c.block) for c in candidates(p) if c.cluster > 1 and not c.shared_row}
     assert shares == {(4, 512), (8, 512), (2, 1024), (4, 1024), (8, 1024)}
-    # ... and copies of its shares in shared memory (256 KB a row: a block's copy takes 64 or 32 KB)
+    # ... and copies of its shares in shared memory (256 KB a row: a block's copy takes 64 or 32 KB;
+    # two blocks' 128 KB, one block of 1024 an SM)
     copied = {(c.cluster, c.block) for c in candidates(p) if c.cluster > 1 and c.shared_row}
-    assert copied == {(c, b) for c in (4, 8) for b in (256, 512, 1024)}
+    assert copied == {(c, b) for c in (4, 8) for b in (256, 512, 1024)} | {(2, 1024)}
     assert not any(c.cluster > 1 for c in candidates(problem(g, lay, dict(M=1024, N=65536), arch="sm_80")))
     ks, compiled, usage = _compile(k, g, lay, s, "sm_90a")
     assert usage.spill_stores == 0 and usage.local_bytes == 0
@@ -3420,7 +3426,7 @@ def test_few_long_streamed_rows_are_offered_to_a_cluster_streaming_together():
     assert default(problem(g, lay, nchw, frozenset(), 132, "sm_90a")).tag == "row_b1024_v4_i0_t1024_x32"
     assert not [s for s in candidates(problem(g, lay, nchw, frozenset(), 132, "sm_80")) if s.cluster > 1]
     assert not [s for s in candidates(problem(g, lay, dict(nchw, C=132), frozenset(), 132, "sm_90a"))
-                if s.cluster > 1 and s.items == 0]
+                if s.cluster > 1 and s.items == 0 and not s.shared_row]     # (copies: shared_row_clusters)
     k, g, lay, p = _rows("softmax", dict(M=100, N=1 << 19))
     together = [s for s in candidates(p) if s.cluster > 1 and s.items == 0]
     assert together and not any(s.online for s in together)
