@@ -1,18 +1,15 @@
-"""Probe (device run): rows in 16-byte vectors whose per-row inputs take more than two copies an SM's
-shared memory fits (over 112 KB on sm_90) but no more than one block's (227 KB): the default (held by a
-cluster's blocks, cluster_row_schedule; softmax's copied by 8 blocks of 256, shared_cluster_schedule)
-beside the row copied into shared memory by one block of 512 or 1024 threads, one block an SM, and by
-the blocks of a cluster (2, 4, 8 of 256 or 512), each its share, where that fits a block. The aligned
-layernorm of x + r (f16, f32 w and b) at 1001x40960 went 147.9 us held by 4 blocks of 512 against 126.0
-copied by one block of 1024 (H100 2026-12-06 05:58, scripts/probe_heavy_weights.py); the default since
-rows.shared_row_alone (2026-12-06), each case's default before it beside ("before"). Checked against
-float64, three interleaved rounds, median us and the ratio to copy. Cases named "held": rows one block of
-1024 held in registers before that rule; "peeled": rows whose length breaks 16-byte vectors, which it
-leaves alone (their copies peeled, weights heavier than the row shifted where that fits; not yet timed);
-"wide" and "wider": rows over one block's shared memory (225 KB), which only a cluster's blocks copy (one
-block an SM where a share takes over 112 KB). Since 2026-12-06 07:58 (H200) and 08:16 (H100) peeled rows
-that no block of 1024 holds are copied by 4 blocks of 256 (rows.shared_row_alone) and wide rows of several
-inputs by 8 blocks (rows.wide_rows_copied); "before" is the default without both.
+"""Probe (device run): rows in 16-byte vectors, or peeled, whose per-row inputs take more than two copies
+an SM's shared memory fits (over 112 KB on sm_90): each case's default beside the default before this
+file's rules ("before") and beside the row copied into shared memory by one block of 512 or 1024 threads,
+one block an SM, and by the blocks of a cluster (2, 4, 8 of 256 or 512, and of 1024 where two shares
+overflow an SM), each its share, where that fits a block. The rules it timed, 2026-12-06: rows of 112 to
+225 KB in whole vectors copied by one block of 1024 (rows.shared_row_alone; H100 05:58-06:13), peeled
+ones that no block of 1024 holds by 4 blocks of 256 (the same; H200 07:58, H100 08:16), and rows of
+several inputs over 225 KB by 8 blocks (rows.wide_rows_copied; H200 07:58, H100 08:16-08:30). Cases named
+"held": rows one block of 1024 held in registers before; "peeled": lengths that break 16-byte vectors
+(weights heavier than the row shifted where that fits); "wide" and "wider": rows over one block's shared
+memory (225 KB), which only a cluster's blocks copy. Checked against float64, three interleaved rounds,
+median us and the ratio to copy.
 
     python scripts/probe_copied_rows.py [names to keep]
 """

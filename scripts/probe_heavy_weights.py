@@ -67,16 +67,9 @@ CASES = [   # (w32: f32 weights beside 16-bit rows; w16: 16-bit weights. HEAVY="
 
 
 def _default_with(case, **rules):
-    """The default with the rows functions named in `rules` replaced by the functions given (a
-    name this tree lacks is set too: nothing of it calls that name)."""
-    saved = {n: getattr(rows, n, None) for n in rules}
-    for n, f in rules.items():
-        setattr(rows, n, f)
-    try:
+    """The default with the rows functions named in `rules` replaced by the functions given."""
+    with row_probe.constants(rows, **rules):
         return default(case.problem, case.kernel.hints)
-    finally:
-        for n, f in saved.items():
-            setattr(rows, n, f)
 
 
 def peeled_default(case):

@@ -216,8 +216,9 @@ def prepared_lazily(cases: list, only: list):
 @contextmanager
 def constants(module, **values):
     """Module constants set to `values` for the block (a rule turned off to time the
-    default it replaced), then restored."""
-    saved = {name: getattr(module, name) for name in values}
+    default it replaced), then restored (a name the module lacks is set too, and left None:
+    nothing of that tree calls it)."""
+    saved = {name: getattr(module, name, None) for name in values}
     for name, value in values.items():
         setattr(module, name, value)
     try:

@@ -3071,7 +3071,11 @@ def _copied_alone_program(name: str) -> str:
     ln = (EXAMPLES / "layernorm.tdsl").read_text()
     return {"layernorm of x + r": HEAVIER_WEIGHTS["layernorm of x + r"][0],
             "rmsnorm": (EXAMPLES / "rmsnorm.tdsl").read_text(), "layernorm f32": ln.replace("f16", "f32"),
-            "layernorm bf16": ln.replace("f16", "bf16"), "softmax f32": (EXAMPLES / "softmax.tdsl").read_text()}[name]
+            "layernorm bf16": ln.replace("f16", "bf16"), "softmax f32": (EXAMPLES / "softmax.tdsl").read_text(),
+            "rmsnorm bf16": RMSNORM_BF16, "softmax f16": SOFTMAX_F16,
+            "rmsnorm of x + r": MANY_INPUT_ROWS["rmsnorm of x + r"].format(t="f16", w="f16"),
+            "layernorm of x + r + q": MANY_INPUT_ROWS["layernorm of x + r + q"].format(t="f16", w="f32"),
+            "layernorm of x + r + q f32": MANY_INPUT_ROWS["layernorm of x + r + q"].format(t="f32", w="f32")}[name]
 
 
 @pytest.mark.parametrize("name,m,n,arch,alone", COPIED_ALONE, ids=[f"{c[0]}-{c[1]}x{c[2]}-{c[3]}" for c in COPIED_ALONE])
@@ -3130,12 +3134,7 @@ def test_rows_over_a_block_s_shared_memory_or_peeled_are_copied_by_a_cluster_s_b
     rows of one input over 227 KB or of inputs over 8 bytes an element, rows a cluster's blocks hold 4
     vectors a thread of (rmsnorm of x + r), peeled rows one block of 1024 holds, nor aligned rows one
     block copies."""
-    src = {"rmsnorm bf16": RMSNORM_BF16, "softmax f16": SOFTMAX_F16,
-           "rmsnorm of x + r": MANY_INPUT_ROWS["rmsnorm of x + r"].format(t="f16", w="f16"),
-           "layernorm of x + r + q": MANY_INPUT_ROWS["layernorm of x + r + q"].format(t="f16", w="f32"),
-           "layernorm of x + r + q f32": MANY_INPUT_ROWS["layernorm of x + r + q"].format(t="f32", w="f32")}.get(
-        name) or _copied_alone_program(name)
-    k, g, lay = _kernel_group(src)
+    k, g, lay = _kernel_group(_copied_alone_program(name))
     p = problem(g, lay, dict(M=m, N=n), frozenset(), 132 if arch == "sm_90a" else 108, arch,
                 3352.0 if arch == "sm_90a" else 2000.0)
     s = default(p)
