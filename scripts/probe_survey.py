@@ -2,7 +2,8 @@
 benchmark does not cover, each under its default schedule, to find the slow
 paths: median microseconds and the ratio of the bytes moved (inputs read once,
 the result written once) to copy. Each result is checked against the float64
-reference first; three interleaved rounds.
+reference first; three rounds, a case's schedules interleaved. Each case is
+reported as soon as it is timed, so a call cut short still reports the ones before.
 
     python scripts/probe_survey.py [names to keep]
     SURVEY_ALL=1 python scripts/probe_survey.py [names]   (also the 4 fastest of every tuner candidate)
@@ -164,9 +165,10 @@ CASES = [
 
 def main() -> None:
     copy = copy_bandwidth()["gbps"]
-    print(f"copy {copy:.0f} GB/s")
-    cases = []
-    for case, d in row_probe.prepared(CASES, sys.argv[1:]):
+    print(f"copy {copy:.0f} GB/s", flush=True)
+    # each case timed and reported as soon as its variants are known, its memory freed before the
+    # next: the 88 cases take more than a call's 300 s on an H100 (2026-12-06, nothing printed)
+    for case, d in row_probe.prepared_lazily(CASES, sys.argv[1:]):
         case.variants = {"default": d}
         if d.streamed:      # SURVEY_UNROLL="4 8": the streamed default at those unrolls too
             case.variants.update({f"unroll {u}": replace(d, unroll=int(u))
@@ -199,8 +201,8 @@ def main() -> None:
             _, fastest = row_probe.fastest_candidates(case, 4)
             case.variants.update({f"cand {n}": s for n, s in enumerate(fastest) if s != d})
         case.variants = row_probe.exact(case, row_probe.distinct(case.variants))
-        cases.append(case)
-    row_probe.time_and_report(cases, copy, label_width=8, tag_width=40)
+        row_probe.time_and_report([case], copy, label_width=8, tag_width=40)
+        case.sets = case.out = None
 
 
 if __name__ == "__main__":
