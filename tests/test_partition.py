@@ -338,3 +338,19 @@ def test_an_output_no_reduction_feeds_is_written_by_the_row_kernel_that_reads_it
         spread = partition(k.graph, spread=True)        # few long rows: each level splits, rows pointwise
         assert loose in spread[-1].outputs and spread[-1].kind == "pointwise"
 
+
+
+def test_a_group_s_reduction_levels_and_online_pairs_are_computed_once_and_read_only():
+    """The schedule rules ask for these many times a plan (a layernorm's planning took half
+    the time before they were cached), so each Group computes them once; shared between
+    callers, they cannot be changed by one."""
+    from tiledsl.schedule.partition import online_pairs, reduction_levels
+    _, (g,) = _groups(SOFTMAX)
+    m, s = (v for v in g.values if v.op == "reduce")
+    assert dict(reduction_levels(g)) == {m.id: 1, s.id: 2}
+    assert dict(online_pairs(g)) == {1: (m, s)}
+    assert reduction_levels(g) is reduction_levels(g) and online_pairs(g) is online_pairs(g)
+    with pytest.raises(TypeError):
+        online_pairs(g)[2] = (m, s)
+    with pytest.raises(TypeError):
+        reduction_levels(g)[m.id] = 3

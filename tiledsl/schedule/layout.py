@@ -13,6 +13,7 @@ stride is a product of loop extents and no strides are passed at launch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional
 
 from ..dtypes import DType
@@ -49,17 +50,18 @@ class Layout:
     def reduced_loops(self) -> range:
         return range(self.n_kept, len(self.loops))
 
-    @property
+    # (cached: the schedule rules ask for these dozens of times a plan, and a Layout never changes)
+    @cached_property
     def reduced_inputs(self) -> tuple[Operand, ...]:
         """The inputs over a reduced loop: a row's elements, and weights along it."""
         return tuple(op for op in self.inputs if set(op.loops) & set(self.reduced_loops))
 
-    @property
+    @cached_property
     def row_inputs(self) -> tuple[Operand, ...]:
         """The inputs over a kept and a reduced loop: a row's own elements."""
         return tuple(op for op in self.reduced_inputs if set(op.loops) & set(self.kept_loops))
 
-    @property
+    @cached_property
     def weight_inputs(self) -> tuple[Operand, ...]:
         """The inputs over reduced loops only: weights along the row, the same in every row."""
         return tuple(op for op in self.reduced_inputs if not set(op.loops) & set(self.kept_loops))

@@ -30,7 +30,9 @@ acyclic by construction. Before/after, for `x - mean(x, axis=M)` then
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from functools import cached_property
+from types import MappingProxyType
+from typing import Mapping, Optional
 
 from ..ir.graph import Graph, Value, stored_copy, unpermuted
 from .guards import load_guards
@@ -49,6 +51,15 @@ class Group:
     @property
     def space(self) -> frozenset:
         return frozenset(self.kept) | frozenset(self.axes)
+
+    # (cached, read-only: the schedule rules ask for these many times a plan, and a Group never changes)
+    @cached_property
+    def _reduction_levels(self) -> Mapping[int, int]:
+        return MappingProxyType(_levels_of(self))
+
+    @cached_property
+    def _online_pairs(self) -> Mapping[int, tuple[Value, Value]]:
+        return MappingProxyType(_online_pairs_of(self))
 
 
 def _is_anchor(v: Value) -> bool:
@@ -388,10 +399,14 @@ def _widest_param(roots, space: set) -> Optional[Value]:
     return widest
 
 
-def reduction_levels(group: Group) -> dict[int, int]:
+def reduction_levels(group: Group) -> Mapping[int, int]:
     """Reduction id -> its level in the group: 1 + the deepest level among the group's
     reductions it reads (softmax: max 1, the sum of exp(x - max) 2). A row kernel
     computes each level in a phase of its own."""
+    return group._reduction_levels
+
+
+def _levels_of(group: Group) -> dict[int, int]:
     ids = {v.id for v in group.values}
     depth: dict[int, int] = {}      # value id -> the deepest level it reads (its own, for a reduction)
     for v in group.values:          # in topological order
@@ -430,11 +445,15 @@ def online_partner(sm: Value) -> Optional[Value]:
     return None
 
 
-def online_pairs(group: Group) -> dict[int, tuple[Value, Value]]:
+def online_pairs(group: Group) -> Mapping[int, tuple[Value, Value]]:
     """Level -> (m, s) where the level's one reduction is m = max(a) and the next
     level's one is s = sum(exp(a - m)) (`online_partner`): a looped row reduction
     may take both in one pass over the row (Schedule.online); a group across memory
     holding both (partition) must."""
+    return group._online_pairs
+
+
+def _online_pairs_of(group: Group) -> dict[int, tuple[Value, Value]]:
     level = reduction_levels(group)
     reduces = {v.id: v for v in group.values if v.op == "reduce"}
     pairs: dict[int, tuple[Value, Value]] = {}
