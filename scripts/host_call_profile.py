@@ -10,6 +10,7 @@ This 2-core CPU, 2026-12-06 (median of 198 new sizes, launch left out): the firs
 new size took add about 180 us, layernorm 378 -> 253-267 us and softmax 262 -> 210-214 once a
 Layout's and a Group's derived properties were cached; a warm call 1.1-1.9 us.
 """
+import contextlib
 import cProfile
 import itertools
 import os
@@ -47,17 +48,12 @@ class FakeArray:
         self.data = _Memory(next(_pointers) << 36)
 
 
-class _Device:
+class _Device(contextlib.nullcontext):
     compute_capability = "90"
 
     def __init__(self, device=0):
+        super().__init__()
         self.id = device
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
     def use(self):
         pass
