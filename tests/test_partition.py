@@ -339,7 +339,6 @@ def test_an_output_no_reduction_feeds_is_written_by_the_row_kernel_that_reads_it
         assert loose in spread[-1].outputs and spread[-1].kind == "pointwise"
 
 
-
 def test_a_group_s_reduction_levels_and_online_pairs_are_computed_once_and_read_only():
     """The schedule rules ask for these many times a plan (a layernorm's planning took half
     the time before they were cached), so each Group computes them once; shared between
