@@ -15,7 +15,6 @@ from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
 import row_probe  # noqa: E402  (beside this script)
-from benchmarks.common import copy_bandwidth  # noqa: E402
 from tiledsl.schedule import choose, columns, rows  # noqa: E402
 
 K = "kernel f"
@@ -163,46 +162,46 @@ CASES = [
 ]
 
 
+def variants_of(case, d) -> dict:
+    """label -> Schedule: the case's default `d`, and beside it what the environment asks for."""
+    variants = {"default": d}
+    if d.streamed:      # SURVEY_UNROLL="4 8": the streamed default at those unrolls too
+        variants.update({f"unroll {u}": replace(d, unroll=int(u))
+                         for u in os.environ.get("SURVEY_UNROLL", "").split()})
+    # SURVEY_VEC="1 2 4 8": a column reduction's default taking that many columns a thread,
+    # alone and at the SURVEY_UNROLL unrolls, where the columns allow it
+    for v in os.environ.get("SURVEY_VEC", "").split() if d.kind in ("reduce_col", "reduce_split") else ():
+        wide = replace(d, vec=int(v), row_threads=1)
+        if d.kind == "reduce_split":    # its splits filling the GPU, as the tuner's
+            wide = columns.split_schedule(case.problem, int(v)) or wide
+        if d.kind in ("reduce_col", "reduce_split") and not columns.column_vector_refusal(case.problem, wide):
+            variants[f"vec {v}"] = wide
+            variants.update({f"vec {v} unroll {u}": replace(wide, unroll=int(u))
+                             for u in os.environ.get("SURVEY_UNROLL", "").split()})
+    # SURVEY_SPLITS="264 528": a split reduction's default at those splits, alone and at the unrolls
+    for n in os.environ.get("SURVEY_SPLITS", "").split() if d.kind == "reduce_split" else ():
+        variants[f"splits {n}"] = replace(d, splits=int(n))
+        variants.update({f"splits {n} unroll {u}": replace(d, splits=int(n), unroll=int(u))
+                         for u in os.environ.get("SURVEY_UNROLL", "").split()})
+    # SURVEY_CLUSTERS=1: a row's default beside its shares over a cluster's blocks
+    if os.environ.get("SURVEY_CLUSTERS") and d.kind == "reduce_row" and d.vec > 1:
+        variants.update({f"cl {s.cluster}x{s.block}": s
+                         for s in rows.cluster_row_shares(case.problem, d.vec, peel=d.peel)})
+    # a straddling default beside its walks of runs of vec rows (Schedule.outer and straddle:
+    # an input without the outermost loop read once for the runs), 2 to 8 runs, blocks of 128
+    if d.kind == "pointwise" and d.straddle and not d.outer:
+        variants.update({f"runs {s.items} v{s.vec}": s for s in choose.candidates(case.problem)
+                         if s.outer and s.straddle and s.block == 128})
+    if os.environ.get("SURVEY_ALL"):
+        _, fastest = row_probe.fastest_candidates(case, 4)
+        variants.update({f"cand {n}": s for n, s in enumerate(fastest) if s != d})
+    return variants
+
+
 def main() -> None:
-    copy = copy_bandwidth()["gbps"]
-    print(f"copy {copy:.0f} GB/s", flush=True)
     # each case timed and reported as soon as its variants are known, its memory freed before the
     # next: the 88 cases take more than a call's 300 s on an H100 (2026-12-06, nothing printed)
-    for case, d in row_probe.prepared_lazily(CASES, sys.argv[1:]):
-        case.variants = {"default": d}
-        if d.streamed:      # SURVEY_UNROLL="4 8": the streamed default at those unrolls too
-            case.variants.update({f"unroll {u}": replace(d, unroll=int(u))
-                                  for u in os.environ.get("SURVEY_UNROLL", "").split()})
-        # SURVEY_VEC="1 2 4 8": a column reduction's default taking that many columns a thread,
-        # alone and at the SURVEY_UNROLL unrolls, where the columns allow it
-        for v in os.environ.get("SURVEY_VEC", "").split() if d.kind in ("reduce_col", "reduce_split") else ():
-            wide = replace(d, vec=int(v), row_threads=1)
-            if d.kind == "reduce_split":    # its splits filling the GPU, as the tuner's
-                wide = columns.split_schedule(case.problem, int(v)) or wide
-            if d.kind in ("reduce_col", "reduce_split") and not columns.column_vector_refusal(case.problem, wide):
-                case.variants[f"vec {v}"] = wide
-                case.variants.update({f"vec {v} unroll {u}": replace(wide, unroll=int(u))
-                                      for u in os.environ.get("SURVEY_UNROLL", "").split()})
-        # SURVEY_SPLITS="264 528": a split reduction's default at those splits, alone and at the unrolls
-        for n in os.environ.get("SURVEY_SPLITS", "").split() if d.kind == "reduce_split" else ():
-            case.variants[f"splits {n}"] = replace(d, splits=int(n))
-            case.variants.update({f"splits {n} unroll {u}": replace(d, splits=int(n), unroll=int(u))
-                                  for u in os.environ.get("SURVEY_UNROLL", "").split()})
-        # SURVEY_CLUSTERS=1: a row's default beside its shares over a cluster's blocks
-        if os.environ.get("SURVEY_CLUSTERS") and d.kind == "reduce_row" and d.vec > 1:
-            case.variants.update({f"cl {s.cluster}x{s.block}": s
-                                  for s in rows.cluster_row_shares(case.problem, d.vec, peel=d.peel)})
-        # a straddling default beside its walks of runs of vec rows (Schedule.outer and straddle:
-        # an input without the outermost loop read once for the runs), 2 to 8 runs, blocks of 128
-        if d.kind == "pointwise" and d.straddle and not d.outer:
-            case.variants.update({f"runs {s.items} v{s.vec}": s for s in choose.candidates(case.problem)
-                                  if s.outer and s.straddle and s.block == 128})
-        if os.environ.get("SURVEY_ALL"):
-            _, fastest = row_probe.fastest_candidates(case, 4)
-            case.variants.update({f"cand {n}": s for n, s in enumerate(fastest) if s != d})
-        case.variants = row_probe.exact(case, row_probe.distinct(case.variants))
-        row_probe.time_and_report([case], copy, label_width=8, tag_width=40)
-        case.sets = case.out = None
+    row_probe.run(CASES, variants_of, label_width=8, tag_width=40, each=True)
 
 
 if __name__ == "__main__":

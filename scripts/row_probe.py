@@ -185,7 +185,7 @@ def time_and_report(cases: list, copy_gbps: float, rounds: int = 3, label_width:
         print(f"{case.name} {'x'.join(map(str, case.extents.values()))}:\n" + "\n".join(rows), flush=True)
 
 
-def run(cases: list, variants_of, label_width: int = 14, each: bool = False) -> None:
+def run(cases: list, variants_of, label_width: int = 14, each: bool = False, tag_width: int = 34) -> None:
     """The probe's main: copy bandwidth, then each case of `cases` (name, source, extents)
     named on the command line (all when none) with the schedules `variants_of(case,
     default)` gives (label -> Schedule), each checked against float64 first, timed and reported.
@@ -198,11 +198,11 @@ def run(cases: list, variants_of, label_width: int = 14, each: bool = False) -> 
     for case, d in prepared_lazily(cases, sys.argv[1:]) if each else prepared(cases, sys.argv[1:]):
         case.variants = exact(case, distinct(variants_of(case, d)))
         if each:
-            time_and_report([case], copy, label_width=label_width)
+            time_and_report([case], copy, label_width=label_width, tag_width=tag_width)
             case.sets = case.out = None     # its device memory back before the next case
         else:
             kept.append(case)
-    time_and_report(kept, copy, label_width=label_width)
+    time_and_report(kept, copy, label_width=label_width, tag_width=tag_width)
 
 
 def prepared_lazily(cases: list, only: list):
