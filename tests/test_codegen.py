@@ -3441,7 +3441,8 @@ def test_few_long_streamed_rows_are_offered_to_a_cluster_streaming_together():
 def test_splits_of_few_rows_are_one_kernel_finished_by_its_last_block(arch):
     """columns.finished_by_last_block: a split reduction whose rows its combining block takes
     in one pass (rows x combine_lanes <= block) is one launch. The kernel counts its finished
-    blocks by an atomic add after a fence (MEMBAR, ATOMG), reads the other blocks' partials past
+    blocks by thread 0's acquire-release add between barriers (tdsl::counted_last: MEMBAR.ALL.GPU,
+    ATOMG, and no sequentially consistent fence), reads the other blocks' partials past
     the read-only path (LDG.E.STRONG, never .CONSTANT), zeroes the counter, and compiles without
     spills. Column means of 64 columns in 264 splits (lanes 32, 8 rows a pass) keep two kernels."""
     cases = [(src, extents) for src, extents in test_gpu_memory.LAST_BLOCK_PROGRAMS]
@@ -3460,10 +3461,11 @@ def test_splits_of_few_rows_are_one_kernel_finished_by_its_last_block(arch):
             continue
         ks, compiled, usage = _compile(k, g, lay, s, arch)
         assert usage.spill_stores == 0 and usage.local_bytes == 0, (s.tag, usage)
-        assert "atomicAdd(done, 1u)" in ks.source and "*done = 0;" in ks.source and "_lb_" in ks.name
+        assert "tdsl::counted_last(done," in ks.source and "*done = 0;" in ks.source and "_lb_" in ks.name
         sass = toolchain.sass(compiled.cubin)
         ops = toolchain.sass_opcodes(sass)
-        assert any(o.startswith("ATOMG.E.ADD") for o in ops) and any(o.startswith("MEMBAR") for o in ops), s.tag
+        assert any(o.startswith("ATOMG.E.ADD") for o in ops) and "MEMBAR.ALL.GPU" in ops, s.tag
+        assert "MEMBAR.SC.GPU" not in ops, s.tag
         assert any(re.fullmatch(r"LDG\.E(\.64)?\.STRONG\.SYS", o) for o in ops), (s.tag, sorted(ops))
 
 
