@@ -1,0 +1,107 @@
+"""Probe (device run): a full reduction's main loop, the split's blocks each reading a chunk.
+probe_split_epilogue.py's hand-written maxima ran ahead of tiledsl's default (blocks of 512,
+each a contiguous chunk, two an SM) by 0.8-1.1 us at 32 and 128 MiB with blocks of 1024 that
+stride the grid (H100 2026-12-06 11:55: max f16 2^24 17.04 against 17.86 with the lighter
+epilogue patched in). Versions, each its own compiled kernel:
+
+  as is       the default (the launcher's splits, filling every SM's room);
+  strided     the same, each block's vectors a grid's stride apart (`c = blockIdx.y * TPR +
+              lane; c += gridDim.y * TPR`), text-patched into one-row splits;
+  b1024 sN    blocks of 1024 threads, N splits (a schedule pinned), with and without striding.
+
+Each is checked against float64 (output poisoned), then all are timed in turn, three rounds,
+median us; a case's rows share its input sets.
+
+    python scripts/probe_split_loop.py [names to keep]
+"""
+import dataclasses
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cupy  # noqa: E402
+import numpy as np  # noqa: E402
+
+import row_probe  # noqa: E402
+import tiledsl  # noqa: E402
+from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
+from probe_split_epilogue import hand_versions  # noqa: E402
+from text_patch import install  # noqa: E402
+from tiledsl.inputs import relative_error  # noqa: E402
+from tiledsl.runtime.launcher import set_overrides  # noqa: E402
+
+LOOP = "for (idx_t c = rbegin + lane; c < rend; c += TPR) {"
+STRIDED = "for (idx_t c = (idx_t)blockIdx.y * TPR + lane; c < rvec; c += (idx_t)gridDim.y * TPR) {"
+PATCHED = {"n": 0}
+
+
+def patch(src: str, schedule) -> str:
+    if "const idx_t nrows = 1;" not in src or src.count(LOOP) != 1:
+        return src      # (not a one-row split of one loop: main() stops where no kernel took it)
+    PATCHED["n"] += 1
+    return src.replace(LOOP, STRIDED)
+
+
+FLAG = install("split-loop", patch)
+K = "kernel f"
+CASES = [
+    ("max f16 2^26", f"{K}(x: f16[N]) -> f16 {{ return max(x) }}", {"N": 1 << 26}),
+    ("max f16 2^24", f"{K}(x: f16[N]) -> f16 {{ return max(x) }}", {"N": 1 << 24}),
+    ("max f32 2^25", f"{K}(x: f32[N]) -> f32 {{ return max(x) }}", {"N": 1 << 25}),
+    ("sum bf16 2^26", f"{K}(x: bf16[N]) -> f32 {{ return sum(f32(x)) }}", {"N": 1 << 26}),
+    ("sum f32 2^24", f"{K}(x: f32[N]) -> f32 {{ return sum(x) }}", {"N": 1 << 24}),
+    ("mean f32 2^22", f"{K}(x: f32[N]) -> f32 {{ return mean(x) }}", {"N": 1 << 22}),
+    ("mse f16 2^25", f"{K}(x: f16[N], y: f16[N]) -> f32 {{ return mean(f32(x - y) * f32(x - y)) }}",
+     {"N": 1 << 25}),
+]
+
+
+def main() -> None:
+    copy = copy_bandwidth()["gbps"]
+    sms = cupy.cuda.runtime.deviceGetAttribute(16, 0)
+    print(f"copy {copy:.0f} GB/s, {sms} SMs", flush=True)
+    sources = {name: src for name, src, _ in CASES}
+    for case, d in row_probe.prepared_lazily(CASES, sys.argv[1:]):
+        if d.kind != "reduce_split":
+            print(f"{case.name}: its default {d.tag} is no split; skipped", flush=True)
+            continue
+        sets, out = case.sets, case.out
+        versions = {"as is": (None, False), "strided": (None, True)}
+        for splits in (sms, 2 * sms):
+            pinned = dataclasses.replace(d, block=1024, row_threads=1024, splits=splits)
+            versions[f"b1024 s{splits}"] = (pinned, False)
+            versions[f"b1024 s{splits} strided"] = (pinned, True)
+        runs = {}
+        for name, (pinned, strided) in versions.items():
+            FLAG["on"] = "strided" if strided else False
+            kv = case.kernel if name == "as is" else tiledsl.compile(sources[case.name])
+            if pinned is not None:
+                set_overrides(kv._launcher, {0: pinned})
+            kv(*sets[0], out=out)               # planned and compiled now, patched or not
+            runs[name] = (lambda i, kv=kv: kv(*sets[i], out=out)), out
+        FLAG["on"] = False
+        if PATCHED["n"] == 0:
+            raise SystemExit(f"{case.name}: no kernel was patched (its kernel came from a cache?)")
+        runs.update(hand_versions(case))
+        errors = {}
+        for name, (run, result) in runs.items():
+            result.fill(float("nan"))
+            run(0)
+            got = cupy.asnumpy(result).astype(np.float64).reshape(np.shape(case.want))
+            errors[name] = relative_error(got, case.want) if not np.isnan(got).any() else float("nan")
+        times = {name: [] for name in runs}
+        for rnd in range(3):
+            for name in (list(runs) if rnd % 2 == 0 else list(runs)[::-1]):
+                times[name].append(time_cuda(runs[name][0], n_sets=len(sets), repeats=40, warmup_ms=30).median_us)
+        print(f"{case.name} ({d.tag}, {case.nbytes >> 20} MiB):", flush=True)
+        for name in runs:
+            us = statistics.median(times[name])
+            print(f"  {name:22s} {us:8.2f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy  "
+                  f"[{' '.join('%.2f' % t for t in times[name])}]  err {errors[name]:.1e}", flush=True)
+        case.sets = case.out = None
+
+
+if __name__ == "__main__":
+    main()
