@@ -12,6 +12,13 @@ epilogue patched in). Versions, each its own compiled kernel:
 Each is checked against float64 (output poisoned), then all are timed in turn, three rounds,
 median us; a case's rows share its input sets.
 
+H100 2026-12-06 12:19 (us; as is / strided / b1024 s132 / b1024 s264 / best hand): max f16 128 MiB
+49.58 / 50.88 / 49.62 / 49.34 / 48.48; max f32 128 MiB 49.33 / 50.72 / 49.41 / 51.26 / 48.56;
+sum bf16 128 MiB 48.99 / 48.94 / 49.70 / 50.93; mse f16 128 MiB 49.06 / 49.82 / 49.06 / 51.20;
+sum f32 64 MiB 28.58 / 27.68 / 28.27 / 31.07. Striding and blocks of 1024 each lost as often as
+they won, so the loop stayed; the hand kernels' lead (four accumulators and four loads in flight
+a thread, with both) is 1-2% at 128 MiB.
+
     python scripts/probe_split_loop.py [names to keep]
 """
 import dataclasses
