@@ -9,7 +9,7 @@ finishes last (a counter). Every variant is checked against CuPy's max first.
 H100 2026-12-06 11:52 (copy 3021 GB/s), 128 MiB: the best hand kernels 48.4-48.6 us (0.91-0.92x
 copy: blocks of 1024, two an SM, four accumulators, the grid strided, the last block combining)
 against tiledsl's default 50.0-50.4 then (0.88-0.89x) and torch.amax 52.1 (f32); a second
-combining kernel cost 0.5-1.5 us more than the last block.
+combining kernel cost 1.0-1.6 us more than the last block.
 
     python scripts/probe_full_reduce.py [names to keep]"""
 import os
