@@ -1416,6 +1416,41 @@ def test_memory_example_defaults_at_the_gpu_tests_shapes_do_not_spill(name, hbm_
         assert_defaults_do_not_spill(k, test_gpu_memory.extents_for(k.graph.dims, size), hbm_gbps)
 
 
+INDEX_MATH_SUM = """kernel prop(p0: {dt}[M], p1: f16) -> {rt} {{
+    t0 = p0
+    t1 = abs(idx(M))
+    t2 = where((p0 < idx(M)), t0, t1)
+    return sum(t2)
+}}"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dt,rt", [("i8", "i8"), ("f16", "f32")])
+def test_held_peeled_rows_beside_index_math_hold_few_elements_and_do_not_spill(dt, rt, arch):
+    """registers.PEELED_INDEX_MATH_ELEMENTS: a reduction computing 8-byte values from indices
+    alone (idx() math) over a peeled row held in registers. ptxas computes a thread's whole share
+    of them ahead of the loads; at 32 elements a thread the i8 sum took 128 registers and spilled
+    16 bytes on sm_80 (CI's codegen fuzz, 2026-12-06). Such shares hold at most 8 elements: a
+    larger one is refused with the reason, and the default and every peeled candidate compile
+    without spills. Rows with no index math, or not peeled, keep their shares."""
+    k = tiledsl.compile(INDEX_MATH_SUM.format(dt=dt, rt=rt))
+    g = partition(k.graph)[0]
+    lay = plan_layout(g, k.graph)
+    p = problem(g, lay, dict(M=1031), arch=arch)
+    wide = Schedule("reduce_row", block=128, vec=8, items=4, row_threads=32, hoist=False, peel=True)
+    assert "8-byte index math" in fits(p, wide)
+    assert not fits(p, replace(wide, items=1, row_threads=128))
+    peeled = [s for s in candidates(p) if s.peel and s.items]
+    assert peeled and all(s.items * s.vec <= registers.PEELED_INDEX_MATH_ELEMENTS for s in peeled)
+    for s in [default(p)] + peeled:
+        ks, compiled, usage = _compile(k, g, lay, s, arch)
+        assert not usage.spill_stores and usage.local_bytes == 0, (s.tag, usage)
+    plain = tiledsl.compile(f"kernel f(x: {dt}[M]) -> {rt} {{ return sum(x) }}")
+    gp = partition(plain.graph)[0]
+    pp = problem(gp, plan_layout(gp, plain.graph), dict(M=1031), arch=arch)
+    assert not fits(pp, wide)
+
+
 BF16_LAYERNORM = (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "bf16").replace("f32[N]", "bf16[N]")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .layout import shifted_weight_words, shifted_weights
 from .problem import Problem, operand_words
 from .schedules import (MAX_PACKED_ROW_ELEMENTS, MAX_ROW_ELEMENTS, R40_THREADS, Schedule, computes_f64_math,
-                        costly_elements)
+                        costly_elements, wide_index_math)
 
 PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and the next one's
 
@@ -26,6 +26,20 @@ PREFETCH_REGISTERS = 48    # 4-byte registers a thread may hold of its row and t
 SHIFTED_HELD_WORDS = {"sm_90": 56, "sm_90a": 56}
 SHIFTED_WARP_ROW_WORDS = 52
 SHIFTED_CLUSTER_WORDS = 44
+
+
+# The most elements a thread's share of a held peeled row may have where the reduction computes
+# 8-byte values from indices alone (schedules.wide_index_math): ptxas computes them all ahead of the
+# loads, each row's head a runtime offset, and holds them. ptxas 2026-12-06 (CI's codegen fuzz), a
+# peeled i8 row of 1031 summed as where(x < idx(M), x, abs(idx(M))) in i64, at 128 registers:
+# 32 elements a thread 128 registers and 16 bytes spilled on sm_80 (126 on sm_90a), 16 elements 113,
+# 8 elements 77; the same over f16 104 / 78 / 60. Unpeeled (rows of 1000), 32 elements took 51-53.
+PEELED_INDEX_MATH_ELEMENTS = 8
+
+
+def peeled_index_math_fits(p: Problem, items: int, vec: int) -> bool:
+    """Whether a held peeled row's share of `items` vectors of `vec` fits beside its index math."""
+    return items * vec <= PEELED_INDEX_MATH_ELEMENTS or not wide_index_math(p.group)
 
 
 def shifted_held_limit(p: Problem, s: Schedule) -> float:

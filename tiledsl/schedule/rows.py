@@ -11,8 +11,8 @@ from .hints import Hints
 from .layout import peeled_operands, shifted_weights
 from .partition import online_pair_alone, online_pairs, reduction_levels
 from .registers import (UNROLL_HELD_WORDS, cluster_share_fits, element_keeps_fit, keeps_fit, narrow_rows,
-                        packed_rows, peeled_weight_words, prefetch_fits, row_share_fits, rows_are,
-                        shifted_held_limit, shifted_held_words, stream_depth)
+                        packed_rows, peeled_index_math_fits, peeled_weight_words, prefetch_fits, row_share_fits,
+                        rows_are, shifted_held_limit, shifted_held_words, stream_depth, PEELED_INDEX_MATH_ELEMENTS)
 from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_PACKED_ROW_ELEMENTS, MAX_SHARED_BYTES,
                         THREADS_PER_SM, Schedule, branchless_elements, costly_elements, resident_blocks, ring_refusal,
                         shared_row_operand_refusal, stream_unroll_rule, stream_words)
@@ -50,6 +50,9 @@ def peel_refusal(p: Problem, s: Schedule) -> str:
     if s.shift and not shifted_weights(p.layout, s.vec):
         return (f"shifting a peeled row's weights (shift) takes 4- or 2-byte weights over the row alone whose "
                 f"{s.vec} lanes fill 16-byte pieces: here there are none")
+    if s.items and not peeled_index_math_fits(p, s.items, s.vec):
+        return (f"a held peeled row computing 8-byte index math holds at most {PEELED_INDEX_MATH_ELEMENTS} elements "
+                f"a thread ({s.items * s.vec} here): ptxas computes them all ahead of the loads and spills")
     if s.shift and s.items and (words := shifted_held_words(p, s)) > shifted_held_limit(p, s):
         return (f"a held peeled row's share and its weights' shifted vectors take {words:g} registers a thread: "
                 f"more than ptxas holds without spilling on {p.arch}")
@@ -1161,6 +1164,8 @@ def held_row_share(p: Problem, vec: int, threads: int, blocks: int = 1, peel: bo
     (late alone where the row is peeled, or where costly math depends on them alone:
     invariant_costly_math): the schedule where its share fits, else None."""
     share = row_share(p.row_length // vec, threads * blocks)
+    if peel and not peeled_index_math_fits(p, share, vec):
+        return None
     for hoist in hoist_choices(p, peel):
         if row_share_fits(p, share, vec, hoisted=hoist, packed=True) and cluster_share_fits(p, share, vec, threads,
                                                                                             blocks, hoist):

@@ -692,6 +692,21 @@ def costly_elements(group) -> bool:
     return any(v.op in COSTLY_OPS and set(v.dims) & set(group.axes) for v in group.values)
 
 
+def wide_index_math(group) -> bool:
+    """Whether a reduction `group` computes 8-byte values over its reduced dims from indices
+    and constants alone (idx() math that reads no input): ptxas computes a thread's whole
+    share of them ahead of its loads and holds them there (registers.PEELED_INDEX_MATH_ELEMENTS)."""
+    axes, derived = set(group.axes), {}
+
+    def from_indices(v) -> bool:
+        if v.id not in derived:
+            derived[v.id] = v.op == "idx" or (
+                v.op not in ("param", "const", "reduce") and any(from_indices(o) for o in v.operands)
+                and all(o.op == "const" or from_indices(o) for o in v.operands))
+        return derived[v.id]
+    return any(v.dtype.itemsize == 8 and set(v.dims) & axes and from_indices(v) for v in group.values)
+
+
 def branchless_elements(group, weights_late: bool) -> bool:
     """Whether rows of `group` read element by element are computed without a branch per
     element where they share a warp (codegen's reduce(); rows.half_warp_row_bytes): a costly
