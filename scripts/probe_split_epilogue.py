@@ -125,6 +125,27 @@ def hand_versions(case) -> dict:
     return out
 
 
+def check_and_time(case, d, runs: dict, copy: float, width: int = 20) -> None:
+    """Each of `runs` (name -> (fn(i) on input set i, the array it writes)) checked against
+    float64 (its result poisoned first), then all timed in turn, three rounds (the order
+    reversed every other round), and printed: median us, x copy, each round, the error."""
+    errors = {}
+    for name, (run, result) in runs.items():
+        result.fill(float("nan"))
+        run(0)
+        got = cupy.asnumpy(result).astype(np.float64).reshape(np.shape(case.want))
+        errors[name] = relative_error(got, case.want) if not np.isnan(got).any() else float("nan")
+    times = {name: [] for name in runs}
+    for rnd in range(3):
+        for name in (list(runs) if rnd % 2 == 0 else list(runs)[::-1]):
+            times[name].append(time_cuda(runs[name][0], n_sets=len(case.sets), repeats=40, warmup_ms=30).median_us)
+    print(f"{case.name} ({d.tag}, {case.nbytes >> 20} MiB):", flush=True)
+    for name in runs:
+        us = statistics.median(times[name])
+        print(f"  {name:{width}s} {us:8.2f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy  "
+              f"[{' '.join('%.2f' % t for t in times[name])}]  err {errors[name]:.1e}", flush=True)
+
+
 def main() -> None:
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s", flush=True)
@@ -149,21 +170,7 @@ def main() -> None:
         if any(PATCHED.get(v, 0) == 0 for v in PATCHES):
             raise SystemExit(f"{case.name}: a version was not patched (its kernel came from a cache?)")
         runs.update(hand_versions(case))
-        errors = {}
-        for name, (run, result) in runs.items():
-            result.fill(float("nan"))
-            run(0)
-            got = cupy.asnumpy(result).astype(np.float64).reshape(np.shape(case.want))
-            errors[name] = relative_error(got, case.want) if not np.isnan(got).any() else float("nan")
-        times = {name: [] for name in runs}
-        for rnd in range(3):
-            for name in (list(runs) if rnd % 2 == 0 else list(runs)[::-1]):
-                times[name].append(time_cuda(runs[name][0], n_sets=len(sets), repeats=40, warmup_ms=30).median_us)
-        print(f"{case.name} ({d.tag}, {case.nbytes >> 20} MiB):", flush=True)
-        for name in runs:
-            us = statistics.median(times[name])
-            print(f"  {name:20s} {us:8.2f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy  "
-                  f"[{' '.join('%.2f' % t for t in times[name])}]  err {errors[name]:.1e}", flush=True)
+        check_and_time(case, d, runs, copy)
         case.sets = case.out = None
 
 

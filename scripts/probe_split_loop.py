@@ -23,20 +23,17 @@ a thread, with both) is 1-2% at 128 MiB.
 """
 import dataclasses
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cupy  # noqa: E402
-import numpy as np  # noqa: E402
 
 import row_probe  # noqa: E402
 import tiledsl  # noqa: E402
-from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
-from probe_split_epilogue import hand_versions  # noqa: E402
+from benchmarks.common import copy_bandwidth  # noqa: E402
+from probe_split_epilogue import check_and_time, hand_versions  # noqa: E402
 from text_patch import install  # noqa: E402
-from tiledsl.inputs import relative_error  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 
 LOOP = "for (idx_t c = rbegin + lane; c < rend; c += TPR) {"
@@ -93,21 +90,7 @@ def main() -> None:
         if PATCHED["n"] == 0:
             raise SystemExit(f"{case.name}: no kernel was patched (its kernel came from a cache?)")
         runs.update(hand_versions(case))
-        errors = {}
-        for name, (run, result) in runs.items():
-            result.fill(float("nan"))
-            run(0)
-            got = cupy.asnumpy(result).astype(np.float64).reshape(np.shape(case.want))
-            errors[name] = relative_error(got, case.want) if not np.isnan(got).any() else float("nan")
-        times = {name: [] for name in runs}
-        for rnd in range(3):
-            for name in (list(runs) if rnd % 2 == 0 else list(runs)[::-1]):
-                times[name].append(time_cuda(runs[name][0], n_sets=len(sets), repeats=40, warmup_ms=30).median_us)
-        print(f"{case.name} ({d.tag}, {case.nbytes >> 20} MiB):", flush=True)
-        for name in runs:
-            us = statistics.median(times[name])
-            print(f"  {name:22s} {us:8.2f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy  "
-                  f"[{' '.join('%.2f' % t for t in times[name])}]  err {errors[name]:.1e}", flush=True)
+        check_and_time(case, d, runs, copy, width=22)
         case.sets = case.out = None
 
 
