@@ -353,3 +353,20 @@ def test_a_group_s_reduction_levels_and_online_pairs_are_computed_once_and_read_
         online_pairs(g)[2] = (m, s)
     with pytest.raises(TypeError):
         reduction_levels(g)[m.id] = 3
+
+
+def test_a_layout_s_row_major_and_a_problem_s_splittable_are_computed_once():
+    """Asked a dozen times and twice a plan: each Layout and Problem computes them once,
+    and the answers are those of the rules (rows of softmax over N are row-major and not
+    splittable, since their results are per element; sums over M are neither)."""
+    from tiledsl.schedule.layout import plan_layout, row_major
+    from tiledsl.schedule.problem import problem
+    for src, major, split in ((SOFTMAX, True, False),
+                              ("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", False, True)):
+        k, (g,) = _groups(src)
+        lay = plan_layout(g, k.graph)
+        p = problem(g, lay, dict(M=512, N=1024))
+        assert row_major(lay) is major and p.row_major() is major and p.splittable() is split
+        assert "is_row_major" in vars(lay) and "_splittable" in vars(p)
+        vars(lay)["is_row_major"] = not major       # (a cached answer is what the next call reads)
+        assert row_major(lay) is (not major)

@@ -62,6 +62,14 @@ class Layout:
         return tuple(op for op in self.reduced_inputs if set(op.loops) & set(self.kept_loops))
 
     @cached_property
+    def is_row_major(self) -> bool:
+        """row_major(self), asked a dozen times a plan."""
+        inner = len(self.loops) - 1 if self.loops else None
+        if inner is None or inner < self.n_kept:
+            return False
+        return all(op.loops[-1] == inner for op in self.inputs if op.loops and inner in op.loops)
+
+    @cached_property
     def weight_inputs(self) -> tuple[Operand, ...]:
         """The inputs over reduced loops only: weights along the row, the same in every row."""
         return tuple(op for op in self.reduced_inputs if not set(op.loops) & set(self.kept_loops))
@@ -73,10 +81,7 @@ class Layout:
 def row_major(layout: Layout) -> bool:
     """Whether the innermost loop is a reduced one and every input spanning it has it
     innermost in memory: a row's elements lie next to each other."""
-    inner = len(layout.loops) - 1 if layout.loops else None
-    if inner is None or inner < layout.n_kept:
-        return False
-    return all(op.loops[-1] == inner for op in layout.inputs if op.loops and inner in op.loops)
+    return layout.is_row_major
 
 
 def _main_order(group: Group, graph: Graph) -> tuple[str, ...]:

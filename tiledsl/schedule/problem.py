@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from dataclasses import dataclass
 from typing import Optional
 
@@ -91,6 +92,10 @@ class Problem:
         combined by a second kernel (sum(x), column sums, means over batch); or,
         across memory, an online pair alone (softmax's statistics over M), its
         partials combined as (max, sum) pairs."""
+        return self._splittable
+
+    @cached_property
+    def _splittable(self) -> bool:      # (splittable(), asked twice or more a plan)
         reduces = [v for v in self.group.values if v.op == "reduce"]
         ids = {r.id for r in reduces}
         if not reduces or any(set(r.dims) != set(self.group.kept) for r in reduces):
