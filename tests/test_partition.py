@@ -370,3 +370,5 @@ def test_a_layout_s_row_major_and_a_problem_s_splittable_are_computed_once():
         assert "is_row_major" in vars(lay) and "_splittable" in vars(p)
         vars(lay)["is_row_major"] = not major       # (a cached answer is what the next call reads)
         assert row_major(lay) is (not major)
+        del vars(lay)["is_row_major"]
+        assert row_major(lay) is major
