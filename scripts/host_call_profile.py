@@ -8,7 +8,8 @@ Kernels still compile (NVRTC) on the first call; the launch and the GPU's time a
 
 This 2-core CPU, 2026-12-06 (median of 198 new sizes, launch left out): the first call at a
 new size took add about 180 us, layernorm 378 -> 253-267 us and softmax 262 -> 210-214 once a
-Layout's and a Group's derived properties were cached; a warm call 1.1-1.9 us.
+Layout's and a Group's derived properties were cached; a warm call 1.1-1.9 us. With a Layout's
+row_major and a Problem's splittable cached too (the same day): layernorm 240, softmax 201.
 """
 import contextlib
 import cProfile
