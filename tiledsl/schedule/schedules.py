@@ -696,15 +696,29 @@ def wide_index_math(group) -> bool:
     """Whether a reduction `group` computes 8-byte values over its reduced dims from indices
     and constants alone (idx() math that reads no input): ptxas computes a thread's whole
     share of them ahead of its loads and holds them there (registers.PEELED_INDEX_MATH_ELEMENTS)."""
-    axes, derived = set(group.axes), {}
+    axes = set(group.axes)
+    wide = [v for v in group.values if v.dtype.itemsize == 8 and set(v.dims) & axes]
+    return bool(wide) and any(_from_indices(v) for v in wide)
 
-    def from_indices(v) -> bool:
-        if v.id not in derived:
-            derived[v.id] = v.op == "idx" or (
-                v.op not in ("param", "const", "reduce") and any(from_indices(o) for o in v.operands)
-                and all(o.op == "const" or from_indices(o) for o in v.operands))
-        return derived[v.id]
-    return any(v.dtype.itemsize == 8 and set(v.dims) & axes and from_indices(v) for v in group.values)
+
+def _from_indices(value) -> bool:
+    """Whether `value` is computed from idx() and constants alone, with at least one idx
+    (walked without recursion: a program may chain thousands of values)."""
+    derived: dict = {}
+    stack = [(value, False)]
+    while stack:
+        v, operands_done = stack.pop()
+        if v.id in derived:
+            continue
+        if v.op in ("idx", "const", "param", "reduce") or not v.operands:
+            derived[v.id] = v.op == "idx"
+        elif not operands_done:
+            stack.append((v, True))
+            stack.extend((o, False) for o in v.operands if o.id not in derived)
+        else:
+            derived[v.id] = any(derived[o.id] for o in v.operands) and all(
+                o.op == "const" or derived[o.id] for o in v.operands)
+    return derived[value.id]
 
 
 def branchless_elements(group, weights_late: bool) -> bool:
