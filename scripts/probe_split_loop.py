@@ -7,7 +7,9 @@ epilogue patched in). Versions, each its own compiled kernel:
   as is       the default (the launcher's splits, filling every SM's room);
   strided     the same, each block's vectors a grid's stride apart (`c = blockIdx.y * TPR +
               lane; c += gridDim.y * TPR`), text-patched into one-row splits;
-  b1024 sN    blocks of 1024 threads, N splits (a schedule pinned), with and without striding.
+  strided x4  the same, its loop unrolled by hand four deep (four 16-byte loads in flight a
+              thread, each guarded; SASS: four LDG.E.128 where `strided` has one);
+  b1024 sN    blocks of 1024 threads, N splits (a schedule pinned), as is and strided x4.
 
 Each is checked against float64 (output poisoned), then all are timed in turn, three rounds,
 median us; a case's rows share its input sets.
@@ -17,7 +19,9 @@ H100 2026-12-06 12:19 (us; as is / strided / b1024 s132 / b1024 s264 / best hand
 sum bf16 128 MiB 48.99 / 48.94 / 49.70 / 50.93; mse f16 128 MiB 49.06 / 49.82 / 49.06 / 51.20;
 sum f32 64 MiB 28.58 / 27.68 / 28.27 / 31.07. Striding and blocks of 1024 each lost as often as
 they won, so the loop stayed; the hand kernels' lead (four accumulators and four loads in flight
-a thread, with both) is 1-2% at 128 MiB.
+a thread, with both) is 1-2% at 128 MiB. Strided, the loop lost its unrolled loads (one LDG.E.128
+in its SASS against four); `strided x4` (written after the device time ran out, not yet run) puts
+them back.
 
     python scripts/probe_split_loop.py [names to keep]
 """
@@ -37,7 +41,13 @@ from text_patch import install  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 
 LOOP = "for (idx_t c = rbegin + lane; c < rend; c += TPR) {"
-STRIDED = "for (idx_t c = (idx_t)blockIdx.y * TPR + lane; c < rvec; c += (idx_t)gridDim.y * TPR) {"
+STRIDED = {
+    "strided": "for (idx_t c = (idx_t)blockIdx.y * TPR + lane; c < rvec; c += (idx_t)gridDim.y * TPR) {",
+    "strided4": ("for (idx_t c_first = (idx_t)blockIdx.y * TPR + lane; c_first < rvec;"
+                 " c_first += (idx_t)4 * gridDim.y * TPR)\n#pragma unroll\n"
+                 "            for (int u_ = 0; u_ < 4; ++u_)"
+                 " if (const idx_t c = c_first + (idx_t)u_ * gridDim.y * TPR; c < rvec) {"),
+}
 PATCHED = {"n": 0}
 
 
@@ -45,7 +55,7 @@ def patch(src: str, schedule) -> str:
     if "const idx_t nrows = 1;" not in src or src.count(LOOP) != 1:
         return src      # (not a one-row split of one loop: main() stops where no kernel took it)
     PATCHED["n"] += 1
-    return src.replace(LOOP, STRIDED)
+    return src.replace(LOOP, STRIDED[FLAG["on"]])
 
 
 FLAG = install("split-loop", patch)
@@ -72,14 +82,14 @@ def main() -> None:
             print(f"{case.name}: its default {d.tag} is no split; skipped", flush=True)
             continue
         sets, out = case.sets, case.out
-        versions = {"as is": (None, False), "strided": (None, True)}
+        versions = {"as is": (None, False), "strided": (None, "strided"), "strided x4": (None, "strided4")}
         for splits in (sms, 2 * sms):
             pinned = dataclasses.replace(d, block=1024, row_threads=1024, splits=splits)
             versions[f"b1024 s{splits}"] = (pinned, False)
-            versions[f"b1024 s{splits} strided"] = (pinned, True)
+            versions[f"b1024 s{splits} strided x4"] = (pinned, "strided4")
         runs = {}
-        for name, (pinned, strided) in versions.items():
-            FLAG["on"] = "strided" if strided else False
+        for name, (pinned, patched) in versions.items():
+            FLAG["on"] = patched
             kv = case.kernel if name == "as is" else tiledsl.compile(sources[case.name])
             if pinned is not None:
                 kv(*sets[0], out=out)           # (its launcher made)
