@@ -200,6 +200,7 @@ import hashlib
 from dataclasses import dataclass, replace
 
 from ..errors import TdslScheduleError
+from ..ir.graph import reaches
 from .layout import column_loop, row_major
 
 _KINDS = ("pointwise", "reduce_row", "reduce_col", "reduce_split", "matmul")
@@ -694,31 +695,15 @@ def costly_elements(group) -> bool:
 
 def wide_index_math(group) -> bool:
     """Whether a reduction `group` computes 8-byte values over its reduced dims from indices
-    and constants alone (idx() math that reads no input): ptxas computes a thread's whole
-    share of them ahead of its loads and holds them there (registers.PEELED_INDEX_MATH_ELEMENTS)."""
-    axes = set(group.axes)
-    wide = [v for v in group.values if v.dtype.itemsize == 8 and set(v.dims) & axes]
-    return bool(wide) and any(_from_indices(v) for v in wide)
+    and constants alone (idx() math that loads nothing: no input, no other group's value, no
+    reduction's result): ptxas computes a thread's whole share of them ahead of its loads and
+    holds them there (registers.PEELED_INDEX_MATH_ELEMENTS)."""
+    axes, ids = set(group.axes), {v.id for v in group.values}
 
-
-def _from_indices(value) -> bool:
-    """Whether `value` is computed from idx() and constants alone, with at least one idx
-    (walked without recursion: a program may chain thousands of values)."""
-    derived: dict = {}
-    stack = [(value, False)]
-    while stack:
-        v, operands_done = stack.pop()
-        if v.id in derived:
-            continue
-        if v.op in ("idx", "const", "param", "reduce") or not v.operands:
-            derived[v.id] = v.op == "idx"
-        elif not operands_done:
-            stack.append((v, True))
-            stack.extend((o, False) for o in v.operands if o.id not in derived)
-        else:
-            derived[v.id] = any(derived[o.id] for o in v.operands) and all(
-                o.op == "const" or derived[o.id] for o in v.operands)
-    return derived[value.id]
+    def loaded(u) -> bool:
+        return u.op in ("param", "reduce") or u.id not in ids
+    return any(v.dtype.itemsize == 8 and set(v.dims) & axes and reaches(v, lambda u: u.op == "idx", ids)
+               and not reaches(v, loaded, ids) for v in group.values)
 
 
 def branchless_elements(group, weights_late: bool) -> bool:
