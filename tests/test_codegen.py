@@ -3372,9 +3372,10 @@ def test_a_peeled_row_held_in_registers_that_cannot_run_is_refused_with_a_reason
 def test_a_row_shared_by_a_cluster_that_cannot_run_is_refused_with_a_reason():
     row = dict(kind="reduce_row", block=512, vec=4, items=8, row_threads=512)
     for fields, why in ((dict(cluster=3), "cluster is 1"), (dict(cluster=16), "cluster is 1"),
-                        (dict(prefetch=True, cluster=4), "neither prefetched"),
-                        (dict(stages=2, cluster=4), "neither prefetched"),
+                        (dict(prefetch=True, cluster=4), "only on a persistent grid"),
+                        (dict(stages=2, cluster=4), "neither staged"),
                         (dict(blocks_per_sm=2, cluster=4), "persistent"),
+                        (dict(persistent=True), "a row shared by a cluster's blocks loop"),
                         (dict(row_threads=32, block=128, cluster=2), "a block's threads all on it")):
         with pytest.raises(TdslError, match=why):
             Schedule(**{**row, **fields})
@@ -3391,6 +3392,59 @@ def test_a_row_shared_by_a_cluster_that_cannot_run_is_refused_with_a_reason():
     p = problem(g, lay, dict(M=8, N=65536))
     assert "4- or 8-byte" in fits(p, Schedule(**{**row, "vec": 8, "items": 4}, cluster=4))
     assert not any(c.cluster > 1 for c in candidates(p))
+
+
+def test_rows_a_cluster_of_1024_threads_holds_go_to_resident_clusters_that_prefetch():
+    """resident.resident_clusters: softmax over rows of 1 MB f32 (8 blocks of 1024 threads, one an SM,
+    each holding 8 float4 of a row) runs on a persistent grid of clusters, each block copying its
+    share of its next row into shared memory (cp.async: LDGSTS, then LDS.128 at the next row's
+    start) after the first reduction's barrier and before the exchange across the cluster; the
+    launch asks for that share (128 KB) and the kernel does not spill. No more rows than clusters
+    fit the GPU, and rows with weights (their loads crowd the 64 registers: rmsnorm f32
+    spilled), take the persistent grid alone; rows of blocks of 512 (two an SM) stay a cluster a
+    row, with both as tuner candidates; a prefetch beyond a block's shared memory is refused."""
+    k, g, lay, p = _rows("softmax", dict(M=300, N=262144))
+    s = default(p)
+    assert (s.cluster, s.block, s.items, s.persistent, s.prefetch) == (8, 1024, 8, True, True), s.tag
+    assert s.tag.endswith("_p_c8_pst_x32")
+    [launch] = launches(p, s)
+    assert launch.shared_bytes == 8 * 1024 * 16 and launch.grid == (2400, 1, 1)    # (cut to the resident ones at launch)
+    ks, compiled, usage = _compile(k, g, lay, s, "sm_90a")
+    assert usage.spill_stores == 0 and usage.local_bytes == 0
+    body = ks.source[ks.source.index("__cluster_dims__"):]
+    # the next row's copies come after the max's block reduction and before its exchange
+    assert (body.index("block_reduce<tdsl::Max") < body.index("const idx_t next = row + (idx_t)gridDim.x / 8")
+            < body.index("cluster_reduce<tdsl::Max"))
+    assert body.count("tdsl::cp_async16_ordered(&next0[j * 1024 + threadIdx.x]") == 2    # the first row, each next
+    ops = toolchain.sass_opcodes(toolchain.sass(compiled.cubin))
+    assert any(op.startswith("LDGSTS") for op in ops) and "LDS.128" in ops and not any(
+        op.startswith("LDG.E.128") for op in ops), sorted(ops)      # every row through shared memory
+    # a cluster a row as before: the same kernel reads its rows itself
+    ks0, compiled0, _ = _compile(k, g, lay, replace(s, persistent=False, prefetch=False), "sm_90a")
+    ops0 = toolchain.sass_opcodes(toolchain.sass(compiled0.cubin))
+    assert not any(op.startswith("LDGSTS") for op in ops0) and any(op.startswith("LDG.E.128") for op in ops0)
+    few = default(_rows("softmax", dict(M=16, N=262144))[3])       # (16 clusters of 8: no next row)
+    assert (few.cluster, few.persistent, few.prefetch) == (8, True, False), few.tag
+    assert default(_rows("softmax", dict(M=17, N=262144))[3]).prefetch
+    rms = tiledsl.compile((EXAMPLES / "rmsnorm.tdsl").read_text().replace("f16", "f32"))
+    [rg] = partition(rms.graph)
+    rp = problem(rg, plan_layout(rg, rms.graph), dict(M=300, N=262144))
+    held = default(rp, rms.hints)
+    assert (held.cluster, held.block, held.persistent, held.prefetch) == (8, 1024, True, False), held.tag
+    # blocks of 512, two an SM: as they were; persistent and prefetching twins for the tuner
+    k5, g5, lay5, p5 = _rows("softmax", dict(M=200, N=65536 - 28))
+    s5 = default(p5)
+    assert (s5.cluster, s5.block, s5.persistent, s5.prefetch) == (4, 512, False, False), s5.tag
+    twins = {(c.persistent, c.prefetch) for c in candidates(p5) if (c.cluster, c.block, c.items) == (4, 512, 8)}
+    assert twins == {(False, False), (True, False), (True, True)}
+    # two per-row inputs of 8 float4 a thread at 1024 threads: 256 KB, over a block's shared memory
+    two = tiledsl.compile("kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] { return x * y + sum(x, axis=N) }")
+    [tg] = partition(two.graph)
+    tp = problem(tg, plan_layout(tg, two.graph), dict(M=300, N=262144))
+    big = Schedule("reduce_row", block=1024, vec=4, items=8, row_threads=1024, cluster=8, persistent=True,
+                   prefetch=True)
+    assert "the next row's share takes 256 KB" in fits(tp, big)
+    assert fits(tp, replace(big, prefetch=False)) == ""
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -2135,6 +2135,31 @@ def test_long_rows_are_shared_by_a_cluster_by_default_and_reuse_their_barriers()
         check(k, host_arguments(k, extents), extents, "out")
 
 
+def test_rows_of_1_mb_go_to_resident_clusters_that_prefetch_their_next_rows():
+    """Softmax over rows of about 1 MB f32 (8 blocks of 1024 threads a row, one an SM) by default:
+    only the clusters resident at once are launched (the grid a whole number of clusters, fewer
+    than the rows), each looping over rows and copying its next row's shares into shared memory
+    (resident.resident_clusters). Right, every element written, at rows more than one a cluster and
+    not a multiple of them, a last share partial (262140 = 65535 vectors of 4); rmsnorm f32, whose
+    weights leave no registers for the prefetch, persistent alone. The same rows a cluster a row
+    agree."""
+    from tiledsl.runtime.launcher import set_overrides
+    _needs_clusters()
+    rms = "kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }"
+    for src, extents, prefetch in (("softmax.tdsl", dict(M=37, N=262140), True), (rms, dict(M=40, N=262144), False)):
+        k, s = _default_here(src, extents)
+        assert (s.cluster, s.block, s.persistent, s.prefetch) == (8, 1024, True, prefetch), s.tag
+        args = host_arguments(k, extents)
+        check(k, args, extents, "out", label=s.tag)
+        [program] = [pr for pr in k._launcher._plans.values() if pr.extents == extents]
+        [(_, grid, _, _, shared)] = program.steps
+        assert shared == (8 * 1024 * 16 if prefetch else 0)
+        assert grid[0] % 8 == 0 and grid[0] < 8 * extents["M"], grid      # cut to the clusters resident at once
+        set_overrides(k._launcher, {0: replace(s, persistent=False, prefetch=False)})
+        check(k, args, extents, "out", label="a cluster a row")
+        set_overrides(k._launcher, {})
+
+
 # 16-bit rows in vectors: a thread holds up to 64 elements (packed two a register), a block
 # alone or a cluster's blocks; every such candidate, at rows whose last share is partial.
 PACKED_PROGRAMS = [("kernel f(x: f16[M, N]) -> f16[M, N] {\n e = exp(x - max(x, axis=N))\n"

@@ -33,6 +33,9 @@ def emit_stage(kernel, stage: str, extents: Optional[dict], arch: str, hbm_gbps:
                     and not kernel.hints.directives and not s.name.endswith("_s2"):
                 lines.append(f"  (splits={s.schedule.splits} by the rules; on the GPU the launcher takes as many as "
                              "fill every SM's room once the kernel is compiled: columns.splits_filling_room)")
+            if s.schedule.kind == "reduce_row" and s.schedule.persistent:
+                lines.append(f"  (a persistent grid: on the GPU the launcher launches only the clusters of "
+                             f"{s.schedule.cluster} resident at once, each looping over rows: resident.resident_clusters)")
         return "\n".join(lines)
     if stage == "cuda":
         return "\n".join(s.source for s in sources)

@@ -86,6 +86,9 @@ ONLINE_CHUNK = 8
 # Steps of a column walk summed apart before they join its running float sums: a thread walks
 # all of a column (reduce_col), and 4 million f32 through one chain lose about 1e-5 of the sum
 COLUMN_SUM_BLOCK = 256
+# A line of a phase's finish that reduce.cu.j2 replaces by a prefetching cluster's copies of
+# its next row (_Renderer.mark_next_row)
+NEXT_ROW_MARK = "@next_row"
 # A held row that keeps costly values between phases (Schedule.keep) keeps, too, a value a
 # later phase needs again that took this many element values to compute: a causal mask's
 # where(idx(K) <= idx(Q), s * scale, -inf), five, cost its kernel a fifth of its
@@ -733,7 +736,7 @@ class _Renderer(PointwiseRendering, MatmulRendering):
             finish = []
             for r in rs:
                 T = reg_type(r.dtype)
-                finish.append(self.cross_thread(r))     # (none for vectors of columns: a thread a column)
+                finish += self.cross_thread_lines(r)     # (none for vectors of columns: a thread a column)
                 if r.attr("kind") == "mean":
                     count = " * ".join(f"n{l}" for l in lay.reduced_loops) or "1"
                     finish.append(f"const {T} v{r.id} = acc{r.id}{lane_acc} / ({T})({count});" + self.reciprocal_of(r))
@@ -793,15 +796,22 @@ class _Renderer(PointwiseRendering, MatmulRendering):
             row_stores = []
             row_loads, row_stmts[0] = self.lane_held_lines(per_row_inputs, lane_vals, kv), []
         r_loops = list(lay.reduced_loops)
-        # Prefetch: the next row's elements go to p<k> while this row is reduced from b<k>.
-        prefetch = cached and self.s.prefetch and bool(per_row)
-        prefetch_moved = prefetch and moves_prefetched_rows(per_row, hoisted)
         # A ring: each thread's share of its next rows goes by cp.async into its own
         # shared-memory slots, so rows in flight cost no registers (and no barrier).
         ringed = [op for op in per_row if set(op.loops) & kept_loops]
         staged = cached and self.s.stages > 1 and bool(ringed)
         if staged:
             self.check_ring(ringed)
+        # A persistent cluster's row, prefetched: each thread copies its vectors of the next
+        # row into shared memory (cp.async) once this row's registers are read, and reads them
+        # there at the next row's start (the registers hold one row only).
+        ahead = cached and cluster > 1 and self.s.prefetch and bool(ringed)
+        if ahead:
+            self.check_ahead(per_row, ringed)
+            self.mark_next_row(phase_code[0]["finish"])
+        # Prefetch: the next row's elements go to p<k> while this row is reduced from b<k>.
+        prefetch = cached and self.s.prefetch and bool(per_row) and not ahead
+        prefetch_moved = prefetch and moves_prefetched_rows(per_row, hoisted)
         if split and len(phase_code) != 1:
             raise TdslScheduleError(f"{self.s.tag}: a split reduction takes one reduction level, or an online "
                                     f"pair streamed in one pass (online true)")
@@ -885,6 +895,14 @@ class _Renderer(PointwiseRendering, MatmulRendering):
             ring_issues=[f"tdsl::cp_async16_ordered(&ring{op.index}[slot][j][threadIdx.x], "
                          f"in{op.index} + {self.offset(op)});" for op in ringed] if staged else [],
             ring_reads=[f"b{op.index}[j] = ring{op.index}[stage][j][threadIdx.x];" for op in ringed] if staged else [],
+            ahead=ahead,
+            ahead_decls=[f"tdsl::Vec<{storage_type(op.dtype)}, {self.vec}>* const next{op.index} = "
+                         f"reinterpret_cast<tdsl::Vec<{storage_type(op.dtype)}, {self.vec}>*>"
+                         f"(tdsl::dynamic_shared()) + {n * self.s.items * self.s.block};"
+                         for n, op in enumerate(ringed)] if ahead else [],
+            ahead_issues=[f"tdsl::cp_async16_ordered(&next{op.index}[{self.ahead_slot()}], "
+                          f"in{op.index} + {self.offset(op)});" for op in ringed] if ahead else [],
+            ahead_reads=[f"b{op.index}[j] = next{op.index}[{self.ahead_slot()}];" for op in ringed] if ahead else [],
             packed=packed, uniform=uniform, row_loads=row_loads, row_stmts0=row_stmts[0], phases=phase_code,
             has_full_outputs=bool(full_outs) and not split,
             out_decls=decl, out_lanes=self.lane_loop(out_body), out_stores=stores, out_loads=out_late if cached else per_row_loads,
@@ -907,6 +925,28 @@ class _Renderer(PointwiseRendering, MatmulRendering):
         why = shared_row_operand_refusal(self.s, [(op.dtype.itemsize, self.mode(op) == "vec") for op in ops])
         if why:
             raise TdslCompileError(f"schedule {self.s.tag}: {why}")
+
+    def ahead_slot(self) -> str:
+        """Where a thread's vector j of the next row lies in its block's shared memory
+        (resident.cluster_prefetch_bytes): vector j of every thread together."""
+        return f"j * {self.s.block} + threadIdx.x"
+
+    def check_ahead(self, per_row: list[Operand], ringed: list[Operand]) -> None:
+        """A guard for schedules given by hand: a row prefetched into shared memory, as `fits()`
+        checks it (resident.cluster_prefetch_refusal)."""
+        why = shared_row_operand_refusal(self.s, [(op.dtype.itemsize, self.mode(op) == "vec") for op in per_row])
+        if why or len(ringed) != len(per_row):
+            raise TdslCompileError(f"schedule {self.s.tag}: a row prefetched into shared memory moves "
+                                   f"in 16-byte vectors of every per-row input, each along the row")
+
+    def mark_next_row(self, finish: list[str]) -> None:
+        """Mark where a prefetching cluster's blocks start copying their next row (reduce.cu.j2,
+        next_row_ahead): after the first reduction's block barrier, which every read of this row's
+        shared-memory copies comes before, and before the exchange across the cluster."""
+        at = next((i for i, line in enumerate(finish) if "tdsl::block_reduce<" in line), None)
+        if at is None:
+            raise TdslScheduleError(f"{self.s.tag}: a prefetching cluster's row starts with a block reduction")
+        finish.insert(at + 1, NEXT_ROW_MARK)
 
     def check_ring(self, ringed: list[Operand]) -> None:
         """A guard for schedules given by hand: the ring's limits, as `fits()` checks them."""
@@ -1077,16 +1117,21 @@ class _Renderer(PointwiseRendering, MatmulRendering):
     def cross_thread(self, r: Value) -> str:
         """Combine reduction `r`'s accumulator across the threads that share its row or
         column (a split's tile of columns: column_tile_finish)."""
+        return " ".join(self.cross_thread_lines(r))
+
+    def cross_thread_lines(self, r: Value) -> list[str]:
+        """cross_thread's statements: across a warp's lanes or the block's threads, then (a row
+        shared by a cluster's blocks) across the cluster's blocks."""
         op = _REDUCE_OP[r.attr("kind")]
         if self.s.row_threads == 1:
-            return ""
+            return []
         if self.s.row_threads <= 32:    # a row's lanes: an aligned group of a warp
-            return f"acc{r.id} = tdsl::warp_reduce<{op}, {self.s.row_threads}>(acc{r.id});"
+            return [f"acc{r.id} = tdsl::warp_reduce<{op}, {self.s.row_threads}>(acc{r.id});"]
         block = f"acc{r.id} = tdsl::block_reduce<{op}, {self.s.block}>(acc{r.id}, scratch{r.id}[flip]);"
         if self.s.cluster > 1:      # then across the blocks of the cluster sharing the row
-            return block + (f" acc{r.id} = tdsl::cluster_reduce<{op}, {self.s.cluster}>(acc{r.id}, cslot{r.id}[flip], "
-                            f"&cbar{r.id}[flip], cparity);")
-        return block
+            return [block, f"acc{r.id} = tdsl::cluster_reduce<{op}, {self.s.cluster}>(acc{r.id}, cslot{r.id}[flip], "
+                           f"&cbar{r.id}[flip], cparity);"]
+        return [block]
 
 
 def render(graph: Graph, group: Group, layout: Layout, schedule: Schedule, stage: int = 1) -> KernelSource:

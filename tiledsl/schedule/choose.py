@@ -17,7 +17,7 @@ from .partition import online_pairs
 from .schedules import (MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM, Schedule,
                         column_vector, combine_lanes)
 from .problem import Launch, MAX_GRID, Problem, max_vector, transposed_loop
-from . import columns, matmul, pointwise, registers, rows
+from . import columns, matmul, pointwise, registers, resident, rows
 
 
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
@@ -228,6 +228,8 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
             if not fits(p, t)]
     # peeled rows with their 4- or 2-byte weights read in vectors and shifted by each row's head
     out += [t for s in out if (t := rows.shifted_twin(s)) and not fits(p, t)]
+    # rows held by a cluster's blocks on a persistent grid of clusters, prefetching their next rows
+    out += [t for s in out for t in resident.persistent_cluster_twins(p, s) if not fits(p, t)]
     return _with_unrolls(p, out)
 
 
@@ -441,7 +443,7 @@ def launches(p: Problem, s: Schedule) -> list[Launch]:
         grid = min(grid, p.sm_count * s.blocks_per_sm)
     if s.cluster > 1:       # a cluster a row (a whole number of clusters: they loop over the rest)
         return [Launch(s, (min(MAX_GRID // s.cluster, grid) * s.cluster, 1, 1), p.loops,
-                       sized_shared=rows.shared_row_bytes(p, s))]
+                       sized_shared=rows.shared_row_bytes(p, s) + resident.cluster_prefetch_bytes(p, s))]
     return [Launch(s, (max(1, min(MAX_GRID, grid)), 1, 1), p.loops, sized_shared=rows.shared_row_bytes(p, s))]
 
 
@@ -524,6 +526,10 @@ def fits(p: Problem, s: Schedule) -> str:
             return why
     if s.shared_row:
         why = rows.shared_row_refusal(p, s)
+        if why:
+            return why
+    if s.kind == "reduce_row" and s.cluster > 1 and s.prefetch:
+        why = resident.cluster_prefetch_refusal(p, s)
         if why:
             return why
     if s.kind == "reduce_split" and not p.splittable():

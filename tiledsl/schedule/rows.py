@@ -14,9 +14,10 @@ from .registers import (UNROLL_HELD_WORDS, cluster_share_fits, element_keeps_fit
                         packed_rows, peeled_index_math_fits, peeled_weight_words, prefetch_fits, row_share_fits,
                         rows_are, shifted_held_limit, shifted_held_words, stream_depth, PEELED_INDEX_MATH_ELEMENTS)
 from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_PACKED_ROW_ELEMENTS, MAX_SHARED_BYTES,
-                        THREADS_PER_SM, Schedule, branchless_elements, costly_elements, resident_blocks, ring_refusal,
+                        SHARED_PER_SM, SHARED_PER_SM_DEFAULT, SHARED_ROW_RESERVE, THREADS_PER_SM, Schedule, branchless_elements, costly_elements, resident_blocks, ring_refusal,
                         shared_row_operand_refusal, stream_unroll_rule, stream_words)
 from .problem import Problem, pow2_at_least, pow2_at_most, max_vector
+from .resident import resident_clusters
 
 LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
 LONG_ROW = 4096     # 16-bit rows without weights this long or longer: held by the fewest threads they fit
@@ -670,13 +671,6 @@ def stream_unrolls(p: Problem, s: Schedule) -> list[int]:
                    if 2 <= n <= 16 and n != rule and n * held <= UNROLL_HELD_WORDS})
 
 
-# Shared memory an SM gives its blocks (sm_90, sm_100: 228 KB, a block at most 227; sm_80, sm_87:
-# 164 and 163; else, as sm_86, sm_89 and sm_120, 100 and 99), and what a block takes besides a
-# row copied there (its reductions' slots; the KB the driver keeps a block).
-SHARED_PER_SM = {"sm_80": 164 << 10, "sm_87": 164 << 10, "sm_90": 228 << 10, "sm_90a": 228 << 10,
-                 "sm_100": 228 << 10, "sm_100a": 228 << 10}
-SHARED_PER_SM_DEFAULT = 100 << 10
-SHARED_ROW_RESERVE = 2 << 10
 # Rows whose per-row inputs take more than this are copied into shared memory by default
 # (shared_row_schedule): up to it, 512 threads hold a row in registers (64 packed 16-bit
 # values or 32 f32 a thread), two blocks an SM.
@@ -1217,7 +1211,7 @@ def cluster_row_schedule(p: Problem, vec: int, peel: bool = False) -> Optional[S
         # streamed by 512 threads in one pass 87.1 (256: 83.0)
         return None
     shares = cluster_row_shares(p, vec, peel)
-    return shares[0] if shares else None
+    return resident_clusters(p, shares[0]) if shares else None
 
 
 def pinned_ring(p: Problem, s: Schedule, stages: int) -> Schedule:

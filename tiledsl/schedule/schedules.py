@@ -58,6 +58,14 @@ of it: one compiled kernel serves every size of its class.
                                         reduction's value through their shared
                                         memory (sm_90): read from HBM once (1024
                                         rows: 290.0 -> 194.7 us on an H100)
+    reduce_row cluster=8 block=1024     softmax over rows of 262144 f32 (8 blocks
+               persistent=True          of 1024, one an SM, a row): a cluster a
+               prefetch=True            row, each SM loading, exchanging, storing
+               (tag _p_c8_pst)          in turn -> only the resident clusters,
+                                        looping over rows, each thread copying its
+                                        next row's share into shared memory while
+                                        it finishes this one (256 rows: 227.9 ->
+                                        193.3 us on an H100)
     reduce_row block=1024 vec=8 items=7 softmax over rows of 50304 f16: 56 values a
                                         thread, packed two a register (16-bit rows
                                         in vectors hold up to 64, 4-byte ones 32):
@@ -210,6 +218,13 @@ THREADS_PER_SM = 2048      # resident threads an SM holds (sm_80, sm_90)
 REGISTERS_PER_SM = 65536
 MAX_SHARED_BYTES = 227 * 1024   # dynamic shared memory per block on sm_90 (sm_80: 163 KB)
 ROW_CLUSTERS = (2, 4, 8)    # reduce_row: blocks of a cluster sharing a row (8: the portable maximum)
+# Shared memory an SM gives its blocks (sm_90, sm_100: 228 KB, a block at most 227; sm_80, sm_87:
+# 164 and 163; else, as sm_86, sm_89 and sm_120, 100 and 99), and what a block takes besides a
+# row copied there (its reductions' slots; the KB the driver keeps a block).
+SHARED_PER_SM = {"sm_80": 164 << 10, "sm_87": 164 << 10, "sm_90": 228 << 10, "sm_90a": 228 << 10,
+                 "sm_100": 228 << 10, "sm_100a": 228 << 10}
+SHARED_PER_SM_DEFAULT = 100 << 10
+SHARED_ROW_RESERVE = 2 << 10
 MAX_ROW_STAGES = 4         # reduce_row: rows in a thread's shared-memory ring
 MAX_RING_BYTES = 40 * 1024  # a row ring's static shared memory (of the 48 KB a block has without opting in)
 R40_THREADS = 1536         # reduce_row: resident threads per SM that 40 registers a thread allow
@@ -346,7 +361,8 @@ class Schedule:
     hoist: bool = True          # reduce_row: load row-invariant inputs once per thread
     blocks_per_sm: int = 0      # reduce_row: persistent grid of this many blocks per SM (0: a block per row group)
     keep: bool = False          # reduce_row: keep costly element values in registers between phases
-    prefetch: bool = False      # reduce_row (cached): load the block's next row while this one is reduced
+    prefetch: bool = False      # reduce_row (cached): load the block's next row while this one is reduced (into
+                                # registers; a row shared by a persistent cluster's blocks: into shared memory)
     splits: int = 0             # reduce_split: chunks of the reduced dims, reduced by separate blocks;
                                 # matmul (any kind): split-K, chunks of K summed by a second kernel
     tile: tuple = ()            # matmul: block tile (BM, BN, BK); pointwise: a transposing tile (TI, TJ)
@@ -365,7 +381,9 @@ class Schedule:
     tma: bool = False           # matmul (wgmma): the tensor memory accelerator copies the tiles
                                 # (one thread starts them, a barrier per stage counts their bytes)
     persistent: bool = False    # matmul (wgmma, TMA, unsplit): min_blocks blocks per SM loop over the output
-                                # tiles; the next tile's first copies start before this one's epilogue
+                                # tiles; the next tile's first copies start before this one's epilogue;
+                                # reduce_row (cluster > 1): only the clusters resident at once, each looping
+                                # over rows (tag _pst)
     online: bool = True         # reduce_row, looped (items=0): max(a) and sum(exp(a - max)) in one pass over
                                 # the row where the group has them (partition.online_pairs); False: two
                                 # passes, the second re-reading the row from L2 (tag _2p)
@@ -455,8 +473,10 @@ class Schedule:
             return "only GEMMs and row reductions have cp.async stages (stages >= 2)"
         if self.tma and not (self.kind == "matmul" and self.wgmma):
             return "only the warpgroup GEMM (wgmma) copies its tiles by TMA"
-        if self.persistent and not (self.tma and not self.splits):
-            return "only the TMA-fed warpgroup GEMM, unsplit, loops over its output tiles (persistent)"
+        if self.persistent and not (self.tma and not self.splits) and not (self.kind == "reduce_row"
+                                                                           and self.cluster > 1):
+            return ("only the TMA-fed warpgroup GEMM, unsplit, and a row shared by a cluster's blocks "
+                    "loop over their tiles or rows (persistent)")
         if self.specialized and not (self.tma and not (self.splits and self.persistent)):
             return ("only the TMA-fed warpgroup GEMM has a producer warpgroup (specialized); "
                     "split K ways, it runs a block a tile and chunk (not persistent)")
@@ -464,9 +484,12 @@ class Schedule:
             return ("cluster is 1 (blocks alone), 2 (a GEMM's pairs sharing B tiles) or "
                     f"{', '.join(map(str, ROW_CLUSTERS))} (a row reduction's blocks sharing a row)")
         if self.cluster > 1 and self.kind == "reduce_row":
-            if self.row_threads != self.block or self.prefetch or self.stages > 1 or self.blocks_per_sm:
+            if self.row_threads != self.block or self.stages > 1 or self.blocks_per_sm:
                 return ("a row shared by a cluster of blocks has a block's threads all on it, and is "
-                        "neither prefetched, staged nor persistent")
+                        "neither staged nor given blocks an SM (a persistent grid of clusters: persistent)")
+            if self.prefetch and not self.persistent:
+                return ("a row shared by a cluster's blocks prefetches its next row only on a persistent "
+                        "grid (persistent), where each cluster has a next row")
         elif self.cluster > 1 and not (self.kind == "matmul" and self.specialized and self.cluster == 2):
             return ("only a GEMM with a producer warpgroup (specialized) pairs its blocks (cluster 2), and "
                     "only a row reduction shares a row among a cluster's blocks")
@@ -652,6 +675,8 @@ class Schedule:
                 parts.append(f"r{self.register_cap}")
             if self.cluster > 1:        # a row shared by a cluster's blocks
                 parts.append(f"c{self.cluster}")
+            if self.persistent:         # ... only the clusters resident at once, looping over rows
+                parts.append("pst")
             if self.shared_row:         # the row copied into shared memory once, every phase reading it there
                 parts.append("sr")
         if self.unroll:

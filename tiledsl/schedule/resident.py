@@ -1,0 +1,77 @@
+"""Rows held by a cluster's blocks on a persistent grid: only the clusters resident at once,
+each looping over rows (Schedule.persistent), and copying its share of the next row into
+shared memory while it finishes this one (Schedule.prefetch with cluster > 1). Which held
+rows take them (resident_clusters), the tuner's twins, and the prefetch's shared memory."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .problem import Problem
+from .schedules import (MAX_SHARED_BYTES, SHARED_PER_SM, SHARED_PER_SM_DEFAULT, SHARED_ROW_RESERVE, Schedule,
+                        shared_row_operand_refusal)
+
+
+# A row held by a cluster's blocks of this many threads (one block an SM) goes to a persistent
+# grid of clusters, which prefetches its next row where it has one (resident_clusters).
+PERSISTENT_CLUSTER_THREADS = 1024
+
+
+def resident_clusters(p: Problem, held: Schedule) -> Schedule:
+    """A row held in the registers of a cluster's blocks of 1024 threads (one block an SM): only
+    the clusters resident at once are launched, each looping over rows (persistent), and
+    each block copies its share of its next row into shared memory while it reduces and stores
+    this one (prefetch; where there are more rows than clusters, the share fits, and the row has
+    no weights, whose loads crowd its 64 registers: rmsnorm f32 300x262144 prefetching spilled 8
+    to 16 bytes, 64 registers without; layernorm f32 56 -> 64, softmax f32 58 -> 64). A block a
+    row, each new cluster waits for 8 SMs to free at once, and an SM loads, waits on the
+    exchanges and stores one phase after the other. H100 2026-12-06 14:18
+    (scripts/probe_prefetch_rows.py), us, a cluster a row / persistent / persistent and
+    prefetching: softmax f32 256x262144 228.6 / 207.2 / 194.6 (0.78x -> 0.92x copy; 15 clusters
+    of 8 resident), 1000x262144 841.4 / 741.4 / 723.5 (0.83x -> 0.96x), 64x200000 57.0 / 57.1 /
+    46.3, 24x262144 31.7 / 29.8 / 26.7; peeled 300x262147 289.2 / 252.4; rmsnorm f32 300x262144
+    275.9 / 229.9 / 274.1 (spilled); layernorm f32 323.9 / 300.7 / 272.3 (a tuner candidate).
+    Rows held by blocks of 512, two an SM, stay as they are: there persistent grids lost as often
+    as they won (softmax f32 1024x65536 193.3 / 203.1 / 200.8, f16 512x262144 203.9 / 201.7 /
+    200.8, f16 2048x131072 381.3 / 393.7 / 390.3 at 13:58; rmsnorm f16 1024x131072 223.8 / 199.4 /
+    217.1): tuner candidates (persistent_cluster_twins)."""
+    if held.block < PERSISTENT_CLUSTER_THREADS or held.cluster < 2:
+        return held
+    held = replace(held, persistent=True)
+    if held.peel or p.layout.weight_inputs or p.rows <= p.sm_count // held.cluster:
+        return held
+    ahead = replace(held, prefetch=True)
+    return held if cluster_prefetch_refusal(p, ahead) else ahead
+
+
+def persistent_cluster_twins(p: Problem, held: Schedule) -> list[Schedule]:
+    """A row held by a cluster's blocks on a persistent grid of clusters, and prefetching its
+    next row there where that fits (tuner candidates beside `held`: resident_clusters)."""
+    if held.kind != "reduce_row" or held.cluster < 2 or not held.items or held.persistent:
+        return []
+    persistent = replace(held, persistent=True)
+    ahead = None if held.peel else replace(persistent, prefetch=True)
+    return [persistent] + ([ahead] if ahead and not cluster_prefetch_refusal(p, ahead) else [])
+
+
+def cluster_prefetch_bytes(p: Problem, s: Schedule) -> int:
+    """Dynamic shared memory a block of a persistent cluster takes for its share of the next
+    row (Schedule.prefetch with cluster > 1): each thread's `items` 16-byte vectors of every
+    per-row input (codegen, ahead_slot)."""
+    if not (s.kind == "reduce_row" and s.cluster > 1 and s.prefetch):
+        return 0
+    return len(p.layout.row_inputs) * s.items * s.block * 16
+
+
+def cluster_prefetch_refusal(p: Problem, s: Schedule) -> str:
+    """'' when a persistent cluster's blocks can copy their shares of the next row into shared
+    memory (Schedule.prefetch, cluster > 1), else why not."""
+    why = shared_row_operand_refusal(s, [(op.dtype.itemsize, p.row_major() and op.loops[-1] == p.inner)
+                                         for op in p.layout.row_inputs])
+    if why:
+        return why.replace("a row copied into shared memory", "a row prefetched into shared memory")
+    limit = min(MAX_SHARED_BYTES, SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT) - SHARED_ROW_RESERVE)
+    need = cluster_prefetch_bytes(p, s)
+    if need > limit:
+        return (f"the next row's share takes {need // 1024} KB of shared memory, more than the "
+                f"{limit // 1024} KB a block can have")
+    return ""
