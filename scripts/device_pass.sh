@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: prefetch splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -10,6 +10,7 @@ nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 for phase in "$@"; do
   echo "=== $phase $(date +%T)"
   case $phase in
+    prefetch) timeout 400 python3 scripts/probe_prefetch_rows.py $PREFETCH ;;   # PREFETCH="names to keep"
     launch) timeout 120 python3 scripts/launch_profile.py ;;
     launchmulti) timeout 200 python3 scripts/probe_launch_multi.py 2>&1 | grep " us$" ;;
     facts) python3 -c "from tiledsl.runtime.launcher import hbm_bandwidth, _sm_count; print('peak HBM GB/s', hbm_bandwidth(0), 'SMs', _sm_count(0))" ;;
