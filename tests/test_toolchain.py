@@ -1,4 +1,5 @@
 """The CPU-side toolchain: NVRTC compiles, resources and SASS, all without a GPU."""
+import contextlib
 import sys
 
 import pytest
@@ -231,3 +232,33 @@ def test_spill_messages_name_where_the_schedule_came_from():
     assert "24 bytes a thread at 255 registers" in spill_message("k", spills, "sm_80", "t", "the tuning database")
     assert "16 bytes" in spill_message("k", unknown, "sm_80", "t", "the tuning database")
     assert "please report it" in spill_message("k", spills, "sm_80", "t", "tiledsl's default rules")
+
+
+def test_a_kernel_opts_in_to_shared_memory_past_48_kb_counting_its_static_bytes(monkeypatch):
+    """launcher._load asks the driver for more dynamic shared memory than a block gets unasked
+    (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) once its dynamic and static bytes together
+    pass 48 KB: 48 KB of dynamic beside a cluster's few hundred static bytes failed to launch
+    (CUDA_ERROR_INVALID_VALUE, H100 2026-12-06); 48 KB alone needs nothing; a row copied into
+    shared memory (sized by the call) opts in to all a block can have beside its static bytes;
+    more than the GPU gives is refused by name."""
+    import types
+    import tiledsl.runtime.launcher as launcher_module
+    asked = []
+    module = types.SimpleNamespace(load=lambda cubin: None,
+                                   get_function=lambda name: types.SimpleNamespace(ptr=7, name=name))
+    cuda = types.SimpleNamespace(
+        Device=lambda device: contextlib.nullcontext(),
+        function=types.SimpleNamespace(Module=lambda: module),
+        runtime=types.SimpleNamespace(deviceGetAttribute=lambda attr, device: 232448 if attr == 97 else 0),
+        driver=types.SimpleNamespace(funcSetAttribute=lambda ptr, attr, value: asked.append((ptr, attr, value))))
+    monkeypatch.setattr(launcher_module, "_cupy", lambda: types.SimpleNamespace(cuda=cuda))
+    load = launcher_module._load
+    load(b"", "k", 0, 48 * 1024)
+    load(b"", "k", 0, 40 * 1024, None, 8 * 1024)
+    assert asked == []
+    load(b"", "k", 0, 48 * 1024, None, 672)
+    assert asked == [(7, 8, 48 * 1024)]
+    load(b"", "k", 0, 16 * 1024, 672, 672)
+    assert asked[-1] == (7, 8, 232448 - 672)
+    with pytest.raises(TdslRuntimeError, match="needs 256 KB of shared memory"):
+        load(b"", "k", 0, 256 * 1024, None, 672)
