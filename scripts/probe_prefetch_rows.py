@@ -11,7 +11,10 @@ the other, and each new cluster waited for 8 SMs to free at once. First measured
 text-patched kernel (H100 2026-12-06 13:58, us, a cluster a row / persistent / persistent
 and prefetching): softmax f32 256x262144 227.9 / 206.1 / 193.3, 64x200000 57.1 / 57.4 /
 46.7; rows of blocks of 512, two an SM, mixed (rmsnorm f16 1024x131072 223.5 / 195.7 /
-215.2, softmax f16 2048x131072 381.3 / 393.7 / 390.3): resident.resident_clusters.
+215.2, softmax f16 2048x131072 381.3 / 393.7 / 390.3). This script, through the library
+(H100 14:18): softmax f32 256x262144 228.6 / 207.2 / 194.6, 1000x262144 841.4 / 741.4 /
+723.5; rmsnorm f32 300x262144 275.9 / 229.9 / 274.1 (prefetching spilled 8 bytes);
+layernorm f32 323.9 / 300.7 / 272.3: resident.resident_clusters.
 
 Each schedule is checked against float64 (output poisoned), then timed, three interleaved
 rounds, median us and the ratio of the bytes moved to copy.
@@ -32,9 +35,9 @@ RMS16 = "kernel r(x: f16[M, N], w: f16[N]) -> f16[M, N] { return x * rsqrt(mean(
 RMS32 = RMS16.replace("f16", "f32")
 LN32 = ("kernel l(x: f32[M, N], w: f32[N], b: f32[N]) -> f32[M, N] {\n m = mean(x, axis=N)\n d = x - m\n"
         " return d * rsqrt(mean(d * d, axis=N) + 1e-5) * w + b\n}")
-CASES = [("softmax f32", softmax("f32"), {"M": 256, "N": 262144}),
-         ("softmax f32", softmax("f32"), {"M": 64, "N": 200000}),
-         ("softmax f32", softmax("f32"), {"M": 1000, "N": 262144}),
+CASES = [("softmax f32 1MB", softmax("f32"), {"M": 256, "N": 262144}),
+         ("softmax f32 0.8MB", softmax("f32"), {"M": 64, "N": 200000}),
+         ("softmax f32 many", softmax("f32"), {"M": 1000, "N": 262144}),
          ("softmax f32 peeled", softmax("f32"), {"M": 300, "N": 262147}),
          ("softmax f32 few", softmax("f32"), {"M": 24, "N": 262144}),
          ("rmsnorm f32", RMS32, {"M": 300, "N": 262144}),

@@ -64,8 +64,8 @@ of it: one compiled kernel serves every size of its class.
                (tag _p_c8_pst)          in turn -> only the resident clusters,
                                         looping over rows, each thread copying its
                                         next row's share into shared memory while
-                                        it finishes this one (256 rows: 227.9 ->
-                                        193.3 us on an H100)
+                                        it finishes this one (256 rows: 228.6 ->
+                                        194.6 us on an H100)
     reduce_row block=1024 vec=8 items=7 softmax over rows of 50304 f16: 56 values a
                                         thread, packed two a register (16-bit rows
                                         in vectors hold up to 64, 4-byte ones 32):
