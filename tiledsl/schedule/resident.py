@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .problem import Problem
-from .schedules import (MAX_SHARED_BYTES, SHARED_PER_SM, SHARED_PER_SM_DEFAULT, SHARED_ROW_RESERVE, Schedule,
-                        shared_row_operand_refusal)
+from .schedules import Schedule, shared_copy_refusal
 
 
 # A row held by a cluster's blocks of this many threads (one block an SM) goes to a persistent
@@ -65,13 +64,5 @@ def cluster_prefetch_bytes(p: Problem, s: Schedule) -> int:
 def cluster_prefetch_refusal(p: Problem, s: Schedule) -> str:
     """'' when a persistent cluster's blocks can copy their shares of the next row into shared
     memory (Schedule.prefetch, cluster > 1), else why not."""
-    why = shared_row_operand_refusal(s, [(op.dtype.itemsize, p.row_major() and op.loops[-1] == p.inner)
-                                         for op in p.layout.row_inputs])
-    if why:
-        return why.replace("a row copied into shared memory", "a row prefetched into shared memory")
-    limit = min(MAX_SHARED_BYTES, SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT) - SHARED_ROW_RESERVE)
-    need = cluster_prefetch_bytes(p, s)
-    if need > limit:
-        return (f"the next row's share takes {need // 1024} KB of shared memory, more than the "
-                f"{limit // 1024} KB a block can have")
-    return ""
+    return shared_copy_refusal(p, s, cluster_prefetch_bytes(p, s), "a row prefetched into shared memory",
+                               "the next row's share")

@@ -13,9 +13,10 @@ from .partition import online_pair_alone, online_pairs, reduction_levels
 from .registers import (UNROLL_HELD_WORDS, cluster_share_fits, element_keeps_fit, keeps_fit, narrow_rows,
                         packed_rows, peeled_index_math_fits, peeled_weight_words, prefetch_fits, row_share_fits,
                         rows_are, shifted_held_limit, shifted_held_words, stream_depth, PEELED_INDEX_MATH_ELEMENTS)
-from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_PACKED_ROW_ELEMENTS, MAX_SHARED_BYTES,
-                        SHARED_PER_SM, SHARED_PER_SM_DEFAULT, SHARED_ROW_RESERVE, THREADS_PER_SM, Schedule, branchless_elements, costly_elements, resident_blocks, ring_refusal,
-                        shared_row_operand_refusal, stream_unroll_rule, stream_words)
+from .schedules import (COSTLY_OPS, ROW_CLUSTERS, MAX_ROW_STAGES, MAX_PACKED_ROW_ELEMENTS, SHARED_PER_SM,
+                        SHARED_PER_SM_DEFAULT, SHARED_ROW_RESERVE, THREADS_PER_SM, Schedule, branchless_elements,
+                        costly_elements, resident_blocks, ring_refusal, shared_copy_refusal, stream_unroll_rule,
+                        stream_words)
 from .problem import Problem, pow2_at_least, pow2_at_most, max_vector
 from .resident import resident_clusters
 
@@ -701,16 +702,7 @@ def shared_rows_fit_twice(p: Problem, s: Schedule) -> bool:
 
 def shared_row_refusal(p: Problem, s: Schedule) -> str:
     """'' when a looped row can be copied into shared memory (Schedule.shared_row), else why not."""
-    why = shared_row_operand_refusal(s, [(op.dtype.itemsize, p.row_major() and op.loops[-1] == p.inner)
-                                         for op in p.layout.row_inputs])
-    if why:
-        return why
-    limit = min(MAX_SHARED_BYTES, SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT) - SHARED_ROW_RESERVE)
-    need = shared_row_bytes(p, s)
-    if need > limit:
-        return (f"the row takes {need // 1024} KB of shared memory, more than the {limit // 1024} KB "
-                f"a block can have")
-    return ""
+    return shared_copy_refusal(p, s, shared_row_bytes(p, s))
 
 
 # A logsumexp's rows (max and sum(exp) alone: one value a row), from this many rows an SM, by

@@ -345,6 +345,22 @@ def shared_row_operand_refusal(s: "Schedule", copied: list) -> str:
     return ""
 
 
+def shared_copy_refusal(p, s: "Schedule", need: int, copy: str = "a row copied into shared memory",
+                        subject: str = "the row") -> str:
+    """'' when problem `p`'s per-row inputs can go into shared memory by 16-byte cp.async
+    vectors (shared_row_operand_refusal, where `copy` names what goes) taking `need` bytes of
+    a block's (`subject` takes them), else why not."""
+    why = shared_row_operand_refusal(s, [(op.dtype.itemsize, p.row_major() and op.loops[-1] == p.inner)
+                                         for op in p.layout.row_inputs])
+    if why:
+        return why.replace("a row copied into shared memory", copy)
+    limit = min(MAX_SHARED_BYTES, SHARED_PER_SM.get(p.arch, SHARED_PER_SM_DEFAULT) - SHARED_ROW_RESERVE)
+    if need > limit:
+        return (f"{subject} takes {need // 1024} KB of shared memory, more than the {limit // 1024} KB "
+                f"a block can have")
+    return ""
+
+
 def _padded_tile(rows: int, bk: int) -> int:
     """16-bit values an mma.sync operand tile takes in shared memory, rows padded
     by 8: [rows][BK + 8] (contiguous along K) or [BK][rows + 8] (along M or N)."""
