@@ -254,11 +254,11 @@ def test_a_kernel_opts_in_to_shared_memory_past_48_kb_counting_its_static_bytes(
     monkeypatch.setattr(launcher_module, "_cupy", lambda: types.SimpleNamespace(cuda=cuda))
     load = launcher_module._load
     load(b"", "k", 0, 48 * 1024)
-    load(b"", "k", 0, 40 * 1024, None, 8 * 1024)
+    load(b"", "k", 0, 40 * 1024, 8 * 1024)
     assert asked == []
-    load(b"", "k", 0, 48 * 1024, None, 672)
+    load(b"", "k", 0, 48 * 1024, 672)
     assert asked == [(7, 8, 48 * 1024)]
-    load(b"", "k", 0, 16 * 1024, 672, 672)
+    load(b"", "k", 0, 16 * 1024, 672, sized=True)
     assert asked[-1] == (7, 8, 232448 - 672)
     with pytest.raises(TdslRuntimeError, match="needs 256 KB of shared memory"):
-        load(b"", "k", 0, 256 * 1024, None, 672)
+        load(b"", "k", 0, 256 * 1024, 672)

@@ -166,9 +166,8 @@ class Launcher:
                 binary = self.binary(index, schedule, launch.stage, arch)
                 name = schedule.kernel_name(self.graph.name, index, launch.stage)
                 usage = binary.resources.get(name)
-                static = usage.shared_bytes if usage else 4096
                 fn = (_load(binary.cubin, name, device, launch.shared_bytes,
-                            static if schedule.shared_row else None, static),
+                            usage.shared_bytes if usage else 4096, sized=schedule.shared_row),
                       kernel_params(group, layout, schedule, launch.stage)[1])
                 self._functions[key] = fn
                 message = spill_message(name, binary.resources.get(name), arch, schedule.tag,
@@ -668,27 +667,26 @@ def hbm_bandwidth(device: int) -> float:
     return _HBM_GBPS[device]
 
 
-def _load(cubin: bytes, name: str, device: int, shared_bytes: int = 0, sized_beside: Optional[int] = None,
-          static_bytes: int = 0):
+def _load(cubin: bytes, name: str, device: int, shared_bytes: int = 0, static_bytes: int = 0,
+          sized: bool = False):
     """Load a cubin with CuPy's module loader (what cupy.RawModule uses inside);
     a kernel that asks for more than 48 KB of shared memory, its dynamic bytes and its
     static ones (`static_bytes`) together, opts in (48 KB of dynamic beside a cluster's
-    slots failed to launch: CUDA_ERROR_INVALID_VALUE). One whose shared memory follows
-    from the sizes (a row copied there; `sized_beside`: its static shared bytes) opts in
-    to all a block can have beside those, as one function serves every size."""
+    slots failed to launch: CUDA_ERROR_INVALID_VALUE). One whose dynamic shared memory
+    follows from the sizes (`sized`: a row copied there) opts in to all a block can have
+    beside its static bytes, as one function serves every size."""
     cupy = _cupy()
     with cupy.cuda.Device(device):
         module = cupy.cuda.function.Module()
         module.load(cubin)
         fn = module.get_function(name)
-        sized = sized_beside is not None
         if shared_bytes + static_bytes > 48 * 1024 or sized:
             limit = cupy.cuda.runtime.deviceGetAttribute(97, device)   # cudaDevAttrMaxSharedMemoryPerBlockOptin
             if shared_bytes > limit:
                 raise TdslRuntimeError(f"kernel {name} needs {shared_bytes // 1024} KB of shared memory; "
                                        f"this GPU gives a block at most {limit // 1024} KB")
             # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            cupy.cuda.driver.funcSetAttribute(fn.ptr, 8, limit - sized_beside if sized else shared_bytes)
+            cupy.cuda.driver.funcSetAttribute(fn.ptr, 8, limit - static_bytes if sized else shared_bytes)
         return fn
 
 

@@ -33,13 +33,12 @@ def resident_clusters(p: Problem, held: Schedule) -> Schedule:
     as they won (softmax f32 1024x65536 193.3 / 203.1 / 200.8, f16 512x262144 203.9 / 201.7 /
     200.8, f16 2048x131072 381.3 / 393.7 / 390.3 at 13:58; rmsnorm f16 1024x131072 223.8 / 199.4 /
     217.1): tuner candidates (persistent_cluster_twins)."""
-    if held.block < PERSISTENT_CLUSTER_THREADS or held.cluster < 2:
+    twins = persistent_cluster_twins(p, held) if held.block >= PERSISTENT_CLUSTER_THREADS else []
+    if not twins:
         return held
-    held = replace(held, persistent=True)
-    if held.peel or p.layout.weight_inputs or p.rows <= p.sm_count // held.cluster:
-        return held
-    ahead = replace(held, prefetch=True)
-    return held if cluster_prefetch_refusal(p, ahead) else ahead
+    if len(twins) == 2 and not p.layout.weight_inputs and p.rows > p.sm_count // held.cluster:
+        return twins[1]
+    return twins[0]
 
 
 def persistent_cluster_twins(p: Problem, held: Schedule) -> list[Schedule]:
