@@ -20,6 +20,7 @@ from tiledsl.schedule.choose import candidates, default, fits, launches
 from tiledsl.schedule.problem import operand_words, problem
 from tiledsl.schedule.columns import column_tile_split
 from tiledsl.schedule import registers, rows
+from tiledsl.schedule.resident import without_spilled_prefetch
 from tiledsl.schedule.hints import Hints
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.guards import deciding_lane, load_guards
@@ -3400,17 +3401,19 @@ def test_rows_a_cluster_of_1024_threads_holds_go_to_resident_clusters_that_prefe
     share of its next row into shared memory (cp.async: LDGSTS, then LDS.128 at the next row's
     start) after the first reduction's barrier and before the exchange across the cluster; the
     launch asks for that share (128 KB) and the kernel does not spill. No more rows than clusters
-    fit the GPU, and rows with weights (their loads crowd the 64 registers: rmsnorm f32
-    spilled), take the persistent grid alone; rows of blocks of 512 (two an SM) stay a cluster a
-    row, with both as tuner candidates; a prefetch beyond a block's shared memory is refused."""
+    fit the GPU take the persistent grid alone; rows with weights prefetch too (layernorm f32,
+    without spilling), but where the compiled kernel spills (rmsnorm f32: the copies' addresses
+    crowd the 64 registers) resident.without_spilled_prefetch drops the prefetch, and the kernel
+    then does not spill; rows of blocks of 512 (two an SM) stay a cluster a row, with both as
+    tuner candidates; a prefetch beyond a block's shared memory is refused."""
     k, g, lay, p = _rows("softmax", dict(M=300, N=262144))
     s = default(p)
     assert (s.cluster, s.block, s.items, s.persistent, s.prefetch) == (8, 1024, 8, True, True), s.tag
     assert s.tag.endswith("_p_c8_pst_x32")
     [launch] = launches(p, s)
     assert launch.shared_bytes == 8 * 1024 * 16 and launch.grid == (2400, 1, 1)    # (cut to the resident ones at launch)
-    ks, compiled, usage = _compile(k, g, lay, s, "sm_90a")
-    assert usage.spill_stores == 0 and usage.local_bytes == 0
+    ks, compiled, soft_usage = _compile(k, g, lay, s, "sm_90a")
+    assert soft_usage.spill_stores == 0 and soft_usage.local_bytes == 0
     body = ks.source[ks.source.index("__cluster_dims__"):]
     # the next row's copies come after the max's block reduction and before its exchange
     assert (body.index("block_reduce<tdsl::Max") < body.index("const idx_t next = row + (idx_t)gridDim.x / 8")
@@ -3426,11 +3429,20 @@ def test_rows_a_cluster_of_1024_threads_holds_go_to_resident_clusters_that_prefe
     few = default(_rows("softmax", dict(M=16, N=262144))[3])       # (16 clusters of 8: no next row)
     assert (few.cluster, few.persistent, few.prefetch) == (8, True, False), few.tag
     assert default(_rows("softmax", dict(M=17, N=262144))[3]).prefetch
-    rms = tiledsl.compile((EXAMPLES / "rmsnorm.tdsl").read_text().replace("f16", "f32"))
-    [rg] = partition(rms.graph)
-    rp = problem(rg, plan_layout(rg, rms.graph), dict(M=300, N=262144))
-    held = default(rp, rms.hints)
-    assert (held.cluster, held.block, held.persistent, held.prefetch) == (8, 1024, True, False), held.tag
+    for example, spills in (("rmsnorm.tdsl", True), ("layernorm.tdsl", False)):
+        norm = tiledsl.compile((EXAMPLES / example).read_text().replace("f16", "f32"))
+        [ng] = partition(norm.graph)
+        nlay = plan_layout(ng, norm.graph)
+        held = default(problem(ng, nlay, dict(M=300, N=262144)), norm.hints)
+        assert (held.cluster, held.block, held.persistent, held.prefetch) == (8, 1024, True, True), held.tag
+        usage = _compile(norm, ng, nlay, held, "sm_90a")[2]
+        assert bool(usage.local_bytes) == spills, (example, usage)
+        kept = without_spilled_prefetch(held, usage)
+        assert kept == (replace(held, prefetch=False) if spills else held), kept.tag
+        if spills:
+            usage = _compile(norm, ng, nlay, kept, "sm_90a")[2]
+            assert usage.spill_stores == 0 and usage.local_bytes == 0, usage
+    assert without_spilled_prefetch(s, soft_usage) == s     # (softmax's does not spill)
     # blocks of 512, two an SM: as they were; persistent and prefetching twins for the tuner
     k5, g5, lay5, p5 = _rows("softmax", dict(M=200, N=65536 - 28))
     s5 = default(p5)

@@ -1792,14 +1792,18 @@ def _default_here(src: str, extents: dict):
     """A fresh kernel of `src` (its launcher built) and its first group's default
     schedule on this GPU at `extents`."""
     from tiledsl.runtime import launcher_for
-    from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth
     from tiledsl.schedule.choose import default
-    from tiledsl.schedule.problem import problem
     k = fresh(src)
     k._launcher = launcher_for(k)
-    p = problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0),
-                device_arch(0), hbm_bandwidth(0))
-    return k, default(p, k.hints)
+    return k, default(_problem_here(k, extents), k.hints)
+
+
+def _problem_here(k, extents: dict):
+    """Kernel `k`'s first group (its launcher built) at `extents` on this GPU."""
+    from tiledsl.runtime.launcher import _sm_count, device_arch, hbm_bandwidth
+    from tiledsl.schedule.problem import problem
+    return problem(k._launcher.groups[0], k._launcher.layouts[0], extents, frozenset(), _sm_count(0),
+                   device_arch(0), hbm_bandwidth(0))
 
 
 def _check_pinned(src: str, extents: dict, schedule) -> None:
@@ -2140,14 +2144,18 @@ def test_rows_of_1_mb_go_to_resident_clusters_that_prefetch_their_next_rows():
     only the clusters resident at once are launched (the grid a whole number of clusters, fewer
     than the rows), each looping over rows and copying its next row's shares into shared memory
     (resident.resident_clusters). Right, every element written, at rows more than one a cluster and
-    not a multiple of them, a last share partial (262140 = 65535 vectors of 4); rmsnorm f32, whose
-    weights leave no registers for the prefetch, persistent alone. The same rows a cluster a row
-    agree."""
+    not a multiple of them, a last share partial (262140 = 65535 vectors of 4); layernorm f32 with
+    its weights too; rmsnorm f32, whose prefetching kernel spills, persistent alone as launched
+    (Launcher._prefetch_in_registers). The same rows a cluster a row agree."""
     from tiledsl.runtime.launcher import set_overrides
     _needs_clusters()
     rms = "kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }"
-    for src, extents, prefetch in (("softmax.tdsl", dict(M=37, N=262140), True), (rms, dict(M=40, N=262144), False)):
+    ln = (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "f32")
+    for src, extents, prefetch in (("softmax.tdsl", dict(M=37, N=262140), True), (rms, dict(M=40, N=262144), False),
+                                   (ln, dict(M=33, N=262144), True)):
         k, s = _default_here(src, extents)
+        assert (s.cluster, s.block, s.persistent, s.prefetch) == (8, 1024, True, True), s.tag
+        s = k._launcher.launched_default(0, _problem_here(k, extents), 0)
         assert (s.cluster, s.block, s.persistent, s.prefetch) == (8, 1024, True, prefetch), s.tag
         args = host_arguments(k, extents)
         check(k, args, extents, "out", label=s.tag)

@@ -365,7 +365,7 @@ class Launcher:
                     override, origin = self._tuned(i, p, extents, device)
                 planned = plan(p, self.kernel.hints, override)
                 if override is None:
-                    planned = self._splits_filling_room(i, p, planned, device, origin)
+                    planned = self._compiled_default(i, p, planned, device, origin)
                 for launch in planned:
                     fn, args = self._function(i, launch, device, origin)
                     launches.append((i, launch, fn, args))
@@ -374,6 +374,25 @@ class Launcher:
             program.choices = choices
             self._remember(key, program)
         return program
+
+    def _compiled_default(self, index: int, p, planned: list, device: int, origin: str) -> list:
+        """A default as its compiled kernel decides: a prefetch that spills dropped, then a split
+        along rows cut into the splits that fill every SM's room."""
+        planned = self._prefetch_in_registers(index, p, planned, device)
+        return self._splits_filling_room(index, p, planned, device, origin)
+
+    def _prefetch_in_registers(self, index: int, p, planned: list, device: int) -> list:
+        """A default persistent cluster row re-planned without its prefetch where its kernel
+        spills (resident.without_spilled_prefetch); the compile needs no GPU."""
+        first = planned[0]
+        s = first.schedule
+        if not (s.cluster > 1 and s.prefetch) or self.kernel.hints.directives:
+            return planned
+        from ..schedule.choose import launches
+        from ..schedule.resident import without_spilled_prefetch
+        binary = self.binary(index, s, first.stage, device_arch(device))
+        kept = without_spilled_prefetch(s, binary.resources.get(s.kernel_name(self.graph.name, index, first.stage)))
+        return planned if kept == s else launches(p, kept)
 
     def _splits_filling_room(self, index: int, p, planned: list, device: int, origin: str) -> list:
         """A default split along rows re-planned with as many splits as fill every SM's room
@@ -392,9 +411,9 @@ class Launcher:
     def launched_default(self, index: int, p, device: int):
         """The schedule an untuned call runs for group `index` of problem `p` on `device`: the
         rules' default, a split along rows cut once compiled into the splits that fill every
-        SM's room (_splits_filling_room). The tuner times its default at this schedule."""
-        planned = plan(p, self.kernel.hints)
-        return self._splits_filling_room(index, p, planned, device, "default")[0].schedule
+        SM's room (_splits_filling_room), a prefetch that spills dropped (_prefetch_in_registers).
+        The tuner times its default at this schedule."""
+        return self._compiled_default(index, p, plan(p, self.kernel.hints), device, "default")[0].schedule
 
     def _remember(self, key, program: "Program") -> None:
         if len(self._plans) > 256:

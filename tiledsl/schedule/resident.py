@@ -19,16 +19,17 @@ def resident_clusters(p: Problem, held: Schedule) -> Schedule:
     """A row held in the registers of a cluster's blocks of 1024 threads (one block an SM): only
     the clusters resident at once are launched, each looping over rows (persistent), and
     each block copies its share of its next row into shared memory while it reduces and stores
-    this one (prefetch; where there are more rows than clusters, the share fits, and the row has
-    no weights, whose loads crowd its 64 registers: rmsnorm f32 300x262144 prefetching spilled 8
-    to 16 bytes, 64 registers without; layernorm f32 56 -> 64, softmax f32 58 -> 64). A block a
+    this one (prefetch; where there are more rows than clusters and the share fits; where the
+    compiled kernel then spills, the launcher runs it without: without_spilled_prefetch). A block a
     row, each new cluster waits for 8 SMs to free at once, and an SM loads, waits on the
     exchanges and stores one phase after the other. H100 2026-12-06 14:18
     (scripts/probe_prefetch_rows.py), us, a cluster a row / persistent / persistent and
     prefetching: softmax f32 256x262144 228.6 / 207.2 / 194.6 (0.78x -> 0.92x copy; 15 clusters
     of 8 resident), 1000x262144 841.4 / 741.4 / 723.5 (0.83x -> 0.96x), 64x200000 57.0 / 57.1 /
     46.3, 24x262144 31.7 / 29.8 / 26.7; peeled 300x262147 289.2 / 252.4; rmsnorm f32 300x262144
-    275.9 / 229.9 / 274.1 (spilled); layernorm f32 323.9 / 300.7 / 272.3 (a tuner candidate).
+    275.9 / 229.9 / 274.1 (spilled); layernorm f32 323.9 / 300.7 / 272.3 (17:34: 328.2 / 298.7 /
+    269.7; weights crowd no row's registers but rmsnorm f32's of 8 float4 a thread, the one of 60
+    prefetching defaults of 11 programs, 3 dtypes and rows of 200000 to 524288 that spilled).
     Rows held by blocks of 512, two an SM, stay as they are: there persistent grids lost as often
     as they won (softmax f32 1024x65536 193.3 / 203.1 / 200.8, f16 512x262144 203.9 / 201.7 /
     200.8, f16 2048x131072 381.3 / 393.7 / 390.3 at 13:58; rmsnorm f16 1024x131072 223.8 / 199.4 /
@@ -36,7 +37,7 @@ def resident_clusters(p: Problem, held: Schedule) -> Schedule:
     twins = persistent_cluster_twins(p, held) if held.block >= PERSISTENT_CLUSTER_THREADS else []
     if not twins:
         return held
-    if len(twins) == 2 and not p.layout.weight_inputs and p.rows > p.sm_count // held.cluster:
+    if len(twins) == 2 and p.rows > p.sm_count // held.cluster:
         return twins[1]
     return twins[0]
 
@@ -65,3 +66,15 @@ def cluster_prefetch_refusal(p: Problem, s: Schedule) -> str:
     memory (Schedule.prefetch, cluster > 1), else why not."""
     return shared_copy_refusal(p, s, cluster_prefetch_bytes(p, s), "a row prefetched into shared memory",
                                "the next row's share")
+
+
+def without_spilled_prefetch(s: Schedule, usage) -> Schedule:
+    """A persistent cluster's prefetching row `s` without its prefetch where its compiled kernel
+    (`usage`: ptxas's registers and local memory) spills: the copies' addresses leave its row no
+    room at the 64 registers of a block of 1024 (rmsnorm f32 300x262144: 16 bytes; prefetching
+    and spilling 274.1 us, persistent alone 229.9 on the H100, 2026-12-06). Known only once
+    compiled, so the launcher asks (Launcher._prefetch_in_registers)."""
+    spilled = usage is not None and bool(usage.spill_stores or usage.local_bytes)
+    if s.kind == "reduce_row" and s.cluster > 1 and s.prefetch and spilled:
+        return replace(s, prefetch=False)
+    return s
