@@ -2152,7 +2152,7 @@ def test_rows_of_1_mb_go_to_resident_clusters_that_prefetch_their_next_rows():
     rms = "kernel r(x: f32[M, N], w: f32[N]) -> f32[M, N] { return x * rsqrt(mean(x * x, axis=N) + 1e-6) * w }"
     ln = (EXAMPLES / "layernorm.tdsl").read_text().replace("f16", "f32")
     for src, extents, prefetch in (("softmax.tdsl", dict(M=37, N=262140), True), (rms, dict(M=40, N=262144), False),
-                                   (ln, dict(M=33, N=262144), True)):
+                                   (ln, dict(M=40, N=262144), True)):     # (33 rows of it run spread)
         k, s = _default_here(src, extents)
         assert (s.cluster, s.block, s.persistent, s.prefetch) == (8, 1024, True, True), s.tag
         s = k._launcher.launched_default(0, _problem_here(k, extents), 0)

@@ -479,7 +479,7 @@ def spill_message(name: str, usage, arch: str, tag: str, source: str) -> str:
     """A warning for a kernel whose registers spill to local memory ('' for none): it runs
     right, slower than it could. The defaults are checked not to spill (CI's ptxas
     checks), so a spill comes from a pinned schedule, or is a defect of tiledsl's rules."""
-    if usage is None or not usage.spill_stores and not (usage.spill_stores is None and usage.local_bytes):
+    if usage is None or not usage.spills:
         return ""
     advice = ("please report it: the defaults should not spill" if source == DEFAULT_RULES else
               "a smaller tile, fewer stages or fewer items a thread may not; or leave the choice to tiledsl")

@@ -45,6 +45,14 @@ class ResourceUsage:
     spill_stores: Optional[int]
     spill_loads: Optional[int]
 
+    @property
+    def spills(self) -> bool:
+        """Whether registers spill to local memory (where the counts are unknown, whether the
+        kernel keeps a stack frame at all)."""
+        if self.spill_stores is None:
+            return bool(self.local_bytes)
+        return bool(self.spill_stores or self.spill_loads)
+
 
 @dataclass(frozen=True)
 class CompiledCuda:

@@ -70,11 +70,10 @@ def cluster_prefetch_refusal(p: Problem, s: Schedule) -> str:
 
 def without_spilled_prefetch(s: Schedule, usage) -> Schedule:
     """A persistent cluster's prefetching row `s` without its prefetch where its compiled kernel
-    (`usage`: ptxas's registers and local memory) spills: the copies' addresses leave its row no
+    (`usage`: ptxas's toolchain.ResourceUsage) spills: the copies' addresses leave its row no
     room at the 64 registers of a block of 1024 (rmsnorm f32 300x262144: 16 bytes; prefetching
     and spilling 274.1 us, persistent alone 229.9 on the H100, 2026-12-06). Known only once
     compiled, so the launcher asks (Launcher._prefetch_in_registers)."""
-    spilled = usage is not None and bool(usage.spill_stores or usage.local_bytes)
-    if s.kind == "reduce_row" and s.cluster > 1 and s.prefetch and spilled:
+    if s.kind == "reduce_row" and s.cluster > 1 and s.prefetch and usage is not None and usage.spills:
         return replace(s, prefetch=False)
     return s
