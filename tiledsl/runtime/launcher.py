@@ -377,19 +377,21 @@ class Launcher:
 
     def _compiled_default(self, index: int, p, planned: list, device: int, origin: str) -> list:
         """A default as its compiled kernel decides: a prefetch that spills dropped, then a split
-        along rows cut into the splits that fill every SM's room."""
+        along rows cut into the splits that fill every SM's room (a schedule block's as written)."""
+        if self.kernel.hints.directives:
+            return planned
         planned = self._prefetch_in_registers(index, p, planned, device)
         return self._splits_filling_room(index, p, planned, device, origin)
 
     def _prefetch_in_registers(self, index: int, p, planned: list, device: int) -> list:
         """A default persistent cluster row re-planned without its prefetch where its kernel
         spills (resident.without_spilled_prefetch); the compile needs no GPU."""
+        from ..schedule.choose import launches
+        from ..schedule.resident import cluster_prefetches, without_spilled_prefetch
         first = planned[0]
         s = first.schedule
-        if not (s.cluster > 1 and s.prefetch) or self.kernel.hints.directives:
+        if not cluster_prefetches(s):
             return planned
-        from ..schedule.choose import launches
-        from ..schedule.resident import without_spilled_prefetch
         binary = self.binary(index, s, first.stage, device_arch(device))
         kept = without_spilled_prefetch(s, binary.resources.get(s.kernel_name(self.graph.name, index, first.stage)))
         return planned if kept == s else launches(p, kept)
@@ -400,7 +402,7 @@ class Launcher:
         not in the kernel's text, so the kernel is the same."""
         first = planned[0]
         s = first.schedule
-        if s.kind != "reduce_split" or first.stage != 1 or self.kernel.hints.directives:
+        if s.kind != "reduce_split" or first.stage != 1:
             return planned
         fn, _ = self._function(index, first, device, origin)
         from ..schedule.choose import launches

@@ -52,11 +52,16 @@ def persistent_cluster_twins(p: Problem, held: Schedule) -> list[Schedule]:
     return [persistent] + ([ahead] if ahead and not cluster_prefetch_refusal(p, ahead) else [])
 
 
+def cluster_prefetches(s: Schedule) -> bool:
+    """Whether `s` is a cluster's row whose blocks prefetch their shares of the next row."""
+    return s.kind == "reduce_row" and s.cluster > 1 and s.prefetch
+
+
 def cluster_prefetch_bytes(p: Problem, s: Schedule) -> int:
     """Dynamic shared memory a block of a persistent cluster takes for its share of the next
     row (Schedule.prefetch with cluster > 1): each thread's `items` 16-byte vectors of every
     per-row input (codegen, ahead_slot)."""
-    if not (s.kind == "reduce_row" and s.cluster > 1 and s.prefetch):
+    if not cluster_prefetches(s):
         return 0
     return len(p.layout.row_inputs) * s.items * s.block * 16
 
@@ -74,6 +79,6 @@ def without_spilled_prefetch(s: Schedule, usage) -> Schedule:
     room at the 64 registers of a block of 1024 (rmsnorm f32 300x262144: 16 bytes; prefetching
     and spilling 274.1 us, persistent alone 229.9 on the H100, 2026-12-06). Known only once
     compiled, so the launcher asks (Launcher._prefetch_in_registers)."""
-    if s.kind == "reduce_row" and s.cluster > 1 and s.prefetch and usage is not None and usage.spills:
+    if cluster_prefetches(s) and usage is not None and usage.spills:
         return replace(s, prefetch=False)
     return s

@@ -201,11 +201,11 @@ def resource_problem(usage, block: int, limits: DeviceLimits) -> str:
     registers or static shared memory than a block may have."""
     if usage is None:
         return ""     # no resource report: nothing to judge; timing decides
-    if usage.spill_stores or usage.spill_loads:
+    if usage.spills and usage.spill_stores is None:
+        return f"uses {usage.local_bytes} bytes of local memory per thread (spills likely)"
+    if usage.spills:
         return (f"spills registers ({usage.spill_stores or 0} bytes stored, "
                 f"{usage.spill_loads or 0} bytes loaded per thread)")
-    if usage.spill_stores is None and usage.local_bytes:
-        return f"uses {usage.local_bytes} bytes of local memory per thread (spills likely)"
     if usage.registers > limits.max_registers_per_thread:
         return f"{usage.registers} registers per thread, more than {limits.max_registers_per_thread}"
     # registers are allocated per warp, in units of 256
