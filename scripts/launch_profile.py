@@ -48,6 +48,10 @@ fast = L._fast[key_of((x, y), o)]
 print(fast.source)
 report("k(x, y, out=o)", lambda: k(x, y, out=o))
 report("k(x, y)", lambda: k(x, y))
+k2d = tiledsl.compile("kernel add2d(x: f32[M, N], y: f32[M, N]) -> f32[M, N] { return x + y }")
+x2d, y2d, o2d = x.reshape(8, 125), y.reshape(8, 125), cp.empty((8, 125), cp.float32)
+k2d(x2d, y2d, out=o2d)
+report("k2d(x, y, out=o), 8x125", lambda: k2d(x2d, y2d, out=o2d))
 report("L((x, y), {}, o)", lambda: L((x, y), {}, o))
 report("key_of (the call class)", lambda: key_of((x, y), o))
 ptrs = (x.data.ptr, y.data.ptr, o.data.ptr)      # the dispatcher hands the warm call the pointers it read
@@ -113,6 +117,7 @@ def packed_launch():
 report("driver.launchKernel(struct.pack_into, stream)", packed_launch)
 report("struct.pack_into 3 pointers", lambda: pack_into("3q", packed, 0, xp, yp, op))
 report("current stream pointer", current_stream)
+report("cp.cuda.get_current_stream(0).ptr", lambda: cp.cuda.get_current_stream(0).ptr)
 raw = cp.RawKernel(r'extern "C" __global__ void add(const float* x, const float* y, float* o, long long n)'
                    r'{ long long i = blockIdx.x * 256 + threadIdx.x; if (i < n) o[i] = x[i] + y[i]; }', "add")
 report("RawKernel(x, y, o, np.int64)", lambda: raw((4,), (256,), (x, y, o, n64)))

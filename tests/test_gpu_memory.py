@@ -1501,6 +1501,39 @@ def test_warm_calls_keep_every_check(rng):
         assert relative_error(to_host(res), soft.reference(host, compute="f64")) <= 1e-5
 
 
+def test_warm_calls_tell_apart_shapes_of_one_size(rng):
+    """A warm call's class holds a rank-1 array's size and a rank-2 array's length and size
+    (launcher._shape_key), not CuPy's shape tuple: shapes of one size each get their own class,
+    written whole and allocated in their own shape; an array of the wrong rank and an empty
+    one take the checked path (its error; its empty result of the right shape)."""
+    import cupy
+    soft = compiled("softmax.tdsl")
+    for shape in [(64, 100), (100, 64), (32, 200), (6400, 1), (1, 6400), (64, 100)]:
+        for _ in range(2):                              # the first call of a class plans, the second is warm
+            host = draw(rng, shape, np.float32)
+            out = poison(shape, "f32")
+            soft(to_device(host), out=out)
+            res = soft(to_device(host))
+            synchronize()
+            want = soft.reference(host, compute="f64")
+            assert res.shape == shape
+            assert relative_error(to_host(out), want) <= 1e-5 and relative_error(to_host(res), want) <= 1e-5
+    with pytest.raises(TdslShapeError):
+        soft(to_device(draw(rng, 6400, np.float32)))   # rank 1 where softmax takes rank 2, same size
+    for shape in [(0, 100), (0, 64), (0, 100)]:
+        for _ in range(2):
+            assert soft(cupy.empty(shape, cupy.float32)).shape == shape
+    add = tiledsl.compile("kernel add(x: f32[N], y: f32[N]) -> f32[N] { return x + y }")
+    for n in (1000, 1, 1000, 1):
+        x, y = draw(rng, n, np.float32), draw(rng, n, np.float32)
+        out = poison((n,), "f32")
+        add(to_device(x), to_device(y), out=out)
+        synchronize()
+        assert relative_error(to_host(out), x.astype(np.float64) + y) <= 1e-5
+    with pytest.raises(TdslShapeError):
+        add(to_device(draw(rng, (10, 100), np.float32)), to_device(draw(rng, 1000, np.float32)))
+
+
 def test_warm_calls_from_several_threads_at_once(rng):
     """Warm launches pack their arguments into per-thread blocks for the driver: threads
     calling one kernel at the same time (each on its own stream, some on their first call)

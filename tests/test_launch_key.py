@@ -26,6 +26,10 @@ class FakeArray:
     def __init__(self, shape, dtype="float32", ptr=1 << 20, device=0, contiguous=True):
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
         self.data, self._c_contiguous = _Memory(ptr, device), contiguous
+        self.ndim, self.size = len(self.shape), int(np.prod(self.shape))
+
+    def __len__(self):
+        return self.shape[0]
 
 
 SRC = "kernel f(x: f32[M, N], w: f32[N], s: f32 = 2.0) -> f32[M, N] { return x * w * s }"
@@ -82,6 +86,53 @@ def test_anything_unusual_takes_the_checked_path(launcher):
     assert k2((x, w), (FakeArray((4, 8)),)) is None                           # a 1-tuple for one result
     assert launcher._key_function(1)((x,), None) is None                      # too few arguments
     assert launcher._key_function(4)((x, w, 1.0, 2.0), None) is None          # too many
+
+
+def test_the_key_fixes_each_arrays_shape_without_reading_it_as_a_tuple(launcher):
+    """A rank-1 array is keyed by its size and a rank-2 one by its length and size (ints,
+    cheaper to read and hash than CuPy's shape tuple); so the rank itself is checked, and an
+    empty rank-2 array, whose size leaves its row length open, takes the checked path."""
+    k2 = launcher._key_function(2)
+    w = FakeArray((8,))
+    assert k2((FakeArray((4, 8)), w), None) != k2((FakeArray((2, 16)), w), None)      # same size
+    assert k2((FakeArray((4, 8)), w), None) != k2((FakeArray((4, 8)), FakeArray((4,))), None)
+    assert k2((FakeArray((32,)), w), None) is None              # rank 1 for rank 2, same size
+    assert k2((FakeArray((4, 8)), FakeArray((1, 8))), None) is None     # rank 2 for rank 1
+    assert k2((FakeArray((0, 8)), w), None) is None             # empty: (0, 8) or (0, 9)?
+    assert k2((FakeArray((4, 8)), w), FakeArray((32,), ptr=1 << 25)) is None    # out= of rank 1
+    cube = Launcher(tiledsl.compile("kernel c(x: f32[A, B, C]) -> f32[A, B, C] { return x + 1.0 }"))
+    cube._ndarray = FakeArray
+    k1 = cube._key_function(1)
+    assert k1((FakeArray((2, 3, 4)),), None) != k1((FakeArray((3, 2, 4)),), None)
+    assert k1((FakeArray((0, 3, 4)),), None) != k1((FakeArray((0, 4, 3)),), None)
+
+
+def test_with_one_gpu_a_warm_call_reads_no_device(launcher, monkeypatch):
+    """Where the process sees one GPU every array is on it and it is current: the key holds
+    no device and the warm call asks for none; with two it checks both, as before."""
+    from types import SimpleNamespace as NS
+    from tiledsl.dtypes import DTYPES
+    from tiledsl.runtime import launcher as L
+    sources = {}
+    for count in (1, 2):
+        monkeypatch.setattr(L, "_ONLY_DEVICE", [])
+        launcher._cupy = NS(cuda=NS(runtime=NS(getDeviceCount=lambda: count)))
+        lines = "\n".join(launcher._key_lines(2, fail="return None", then=["return key"]))
+        x, w = FakeArray((4, 8)), FakeArray((8,), ptr=4096)
+        key = launcher._key_function(2)((x, w), None)
+        cupy = NS(ndarray=None, cuda=NS(runtime=NS(getDevice=lambda: 0, getDeviceCount=lambda: count),
+                                       get_current_stream=lambda device: NS(ptr=0),
+                                       driver=NS(launchKernel=lambda *a: 0), Device=lambda d: NS(use=lambda: None)))
+        program = NS(slots=(1, 2, 1, 0), counted=False, constants=[8], scalar_params=[], array_args=[0, 1],
+                     out_shapes=[((8,), DTYPES["f32"])], temps=[], pointwise_only=True,
+                     steps=[(NS(ptr=1234), (1,), (256,), (1, 2, 3, 0), 0)], maps=[()], dependent=[False])
+        views = {i: NS(shape=(8,), dtype=np.dtype("float32")) for i in (0, 1)}
+        fast = L._FastCall(NS(_cupy=cupy, _call=None, graph=NS(params=())), program, views, 0, 2, True).__call__
+        sources[count] = (lines, key, fast.source)
+    (one_lines, one_key, one_fast), (two_lines, two_key, two_fast) = sources[1], sources[2]
+    assert "device_id" not in one_lines and "get_device()" not in one_fast
+    assert two_lines.count("device_id") == 2 + 3 and "get_device() != DEV" in two_fast
+    assert len(two_key) == len(one_key) + 1 and two_key[:-1] == one_key
 
 
 def test_a_tuple_of_outputs_has_its_own_key():
