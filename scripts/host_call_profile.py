@@ -48,6 +48,9 @@ class FakeArray:
         self.strides = tuple(reversed(strides))
         self.data = _Memory(next(_pointers) << 36)
 
+    def __len__(self):
+        return self.shape[0]
+
 
 class _Device(contextlib.nullcontext):
     compute_capability = "90"
