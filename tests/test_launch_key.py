@@ -321,6 +321,23 @@ def test_a_few_long_rows_are_planned_by_a_spread_launcher(monkeypatch):
     assert launcher._spread_for(dict(N=1 << 22), 0) is None
 
 
+def test_an_empty_call_plans_no_launch_and_compiles_nothing(monkeypatch):
+    """Zero rows: nothing launches, so the launcher's compile-time steps (a spilling prefetch
+    dropped, a split's room filled) have no kernel to look at and leave the empty plan as it
+    is (they read its first launch: an IndexError on the GPU before 2026-12-06); the tuner's
+    default there is the rules' default."""
+    import tiledsl.runtime.launcher as L
+    from tiledsl.schedule.choose import default, plan
+    from tiledsl.schedule.problem import problem
+    monkeypatch.setattr(L, "device_arch", lambda device: "sm_90a")
+    monkeypatch.setattr(L, "_sm_count", lambda device: 132)
+    launcher = L.Launcher(tiledsl.compile(open("examples/softmax.tdsl").read()))
+    p = problem(launcher.groups[0], launcher.layouts[0], dict(M=0, N=100), frozenset(), 132, "sm_90a", 3352.0)
+    assert plan(p, launcher.kernel.hints) == []
+    assert launcher._compiled_default(0, p, [], 0, "default") == []
+    assert launcher.launched_default(0, p, 0) == default(p, launcher.kernel.hints)
+
+
 def test_a_warm_call_keeps_small_temporaries_per_thread_and_stream():
     """A program of two kernels and a temporary between them: the warm call allocates it at
     a thread's first call on a stream and hands the same pointer to every later call there

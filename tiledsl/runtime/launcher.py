@@ -19,7 +19,7 @@ import numpy as np
 from ..dtypes import float_max
 from ..errors import TdslArgumentError, TdslError, TdslPerformanceWarning, TdslRuntimeError
 from ..ir.graph import Graph
-from ..schedule.choose import plan
+from ..schedule.choose import default, plan
 from ..schedule.problem import Launch, problem, runs_spread
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
@@ -398,8 +398,9 @@ class Launcher:
 
     def _compiled_default(self, index: int, p, planned: list, device: int, origin: str) -> list:
         """A default as its compiled kernel decides: a prefetch that spills dropped, then a split
-        along rows cut into the splits that fill every SM's room (a schedule block's as written)."""
-        if self.kernel.hints.directives:
+        along rows cut into the splits that fill every SM's room (a schedule block's as written;
+        none where nothing launches: an empty array)."""
+        if self.kernel.hints.directives or not planned:
             return planned
         planned = self._prefetch_in_registers(index, p, planned, device)
         return self._splits_filling_room(index, p, planned, device, origin)
@@ -435,8 +436,9 @@ class Launcher:
         """The schedule an untuned call runs for group `index` of problem `p` on `device`: the
         rules' default, a split along rows cut once compiled into the splits that fill every
         SM's room (_splits_filling_room), a prefetch that spills dropped (_prefetch_in_registers).
-        The tuner times its default at this schedule."""
-        return self._compiled_default(index, p, plan(p, self.kernel.hints), device, "default")[0].schedule
+        The tuner times its default at this schedule. (Where nothing launches, the rules' default.)"""
+        planned = self._compiled_default(index, p, plan(p, self.kernel.hints), device, "default")
+        return planned[0].schedule if planned else default(p, self.kernel.hints)
 
     def _remember(self, key, program: "Program") -> None:
         if len(self._plans) > 256:
