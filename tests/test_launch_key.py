@@ -115,7 +115,7 @@ def test_with_one_gpu_a_warm_call_reads_no_device(launcher, monkeypatch):
     from tiledsl.runtime import launcher as L
     sources = {}
     for count in (1, 2):
-        monkeypatch.setattr(L, "_ONLY_DEVICE", [])
+        monkeypatch.setattr(L, "_ONE_GPU", [])
         launcher._cupy = NS(cuda=NS(runtime=NS(getDeviceCount=lambda: count)))
         lines = "\n".join(launcher._key_lines(2, fail="return None", then=["return key"]))
         x, w = FakeArray((4, 8)), FakeArray((8,), ptr=4096)

@@ -269,7 +269,7 @@ class Launcher:
                 arrays.append(f"x{i}")
         n_out = len(self.graph.results)
         outs = [f"o{j}" for j in range(n_out)]
-        one = only_device(self._cupy) is not None
+        one = one_gpu(self._cupy)
         lines.append("    if out is None:")
         lines += self._class_lines(arrays, parts + ["None"], fail, then, one)
         if n_out == 1:      # one result: a bare array (a 1-tuple takes the checked path)
@@ -475,22 +475,20 @@ _IDENTITIES: dict[int, tuple[str, str]] = {}
 _WARNED: set = set()
 
 
-_ONLY_DEVICE: list = []
+_ONE_GPU: list = []
 
 
-def only_device(cupy) -> Optional[int]:
-    """0 where the process sees exactly one GPU (every array is on it and it is the
-    current device, so a warm call checks neither), else None (several, or no CuPy
-    to ask). The count is fixed once CUDA has started in the process."""
-    if not _ONLY_DEVICE:
+def one_gpu(cupy) -> bool:
+    """Whether the process sees exactly one GPU: every array is on it and it is the current
+    device, so a warm call checks neither. False where there are several or no CuPy to ask
+    (asked again next time); the count is fixed once CUDA has started in the process."""
+    if not _ONE_GPU:
         count = getattr(getattr(getattr(cupy, "cuda", None), "runtime", None), "getDeviceCount", None)
         try:
-            if count is None:
-                return None     # (a stand-in CuPy: asked again next time)
-            _ONLY_DEVICE.append(0 if count() == 1 else None)
-        except Exception:   # noqa: BLE001 - no driver: several for all we know
-            return None
-    return _ONLY_DEVICE[0]
+            _ONE_GPU.append(count() == 1)
+        except Exception:   # noqa: BLE001 - a stand-in CuPy, or no driver: several for all we know
+            return False
+    return _ONE_GPU[0]
 
 
 def _device_identity(device: int) -> tuple[str, str]:
@@ -798,7 +796,7 @@ class _FastCall:
         # the dispatcher passes the arrays' pointers it read for the key: inputs, then outputs
         pointers = [f"a{k}" for k in range(n_in)] + ([f"q{j}" for j in range(n_out)] if with_out else [])
         lines = [f"def fast({', '.join(['args', 'out'] + pointers)}):"]
-        if only_device(cupy) != device:     # (with one GPU, it is current: no other can be)
+        if not one_gpu(cupy):       # (with one GPU, it is current: no other can be)
             lines += ["    if get_device() != DEV:", "        return slow(args, {}, out, None)"]
         if blocks is None:
             lines += [f"    x{k} = args[{i}]" for k, i in enumerate(program.array_args)]
