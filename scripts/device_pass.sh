@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: prefetch splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: prefetch splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest gpusample moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -87,6 +87,10 @@ for phase in "$@"; do
     gpumem1|gpumem2) TDSL_TEST_SHARD=$(( ${phase#gpumem} - 1 ))/2 TDSL_FAILURE_LOG=$OUT/failures.txt \
          timeout 560 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests_$phase.log 2>&1
          grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests_$phase.log | tail -12; grep "^FAILED" $OUT/failures.txt 2>/dev/null ;;
+    # every GPU test's SAMPLE-th share (i/n, default 0/4) across all files: a whole pass's spread where the budget holds no whole pass
+    gpusample) TDSL_TEST_SHARD=${SAMPLE:-0/4} TDSL_FAILURE_LOG=$OUT/failures.txt \
+         timeout ${SAMPLE_LIMIT:-560} python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests_sample.log 2>&1
+         grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests_sample.log | tail -12; grep "^FAILED" $OUT/failures.txt 2>/dev/null ;;
     gpurest) timeout 580 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/ --ignore=tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
          grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests.log | tail -22 ;;
     # the tests over 2^31 elements (marked slow), one at a time: beside other workers' memory
