@@ -6,11 +6,13 @@ down the checked path), and nothing else may."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace as NS
 
 import numpy as np
 import pytest
 
 import tiledsl
+from tiledsl.dtypes import DTYPES
 from tiledsl.runtime.launcher import Launcher
 
 
@@ -34,6 +36,30 @@ class FakeArray:
 
 SRC = "kernel f(x: f32[M, N], w: f32[N], s: f32 = 2.0) -> f32[M, N] { return x * w * s }"
 TWO = "kernel g(x: f32[N]) -> (f32[N], f32[N]) { return sin(x), cos(x) }"
+
+
+def stand_in_cupy(launch=lambda *a: 0, ndarray=None, current_stream=lambda: NS(ptr=0), device=None,
+                  device_count: int = 1, **more):
+    """The parts of CuPy a warm call touches: the current device (0) and stream, the driver's
+    launch, a device context, the count of GPUs; `more` adds module attributes (zeros, ...)."""
+    runtime = NS(getDevice=lambda: 0, getDeviceCount=lambda: device_count)
+    return NS(ndarray=ndarray, cuda=NS(runtime=runtime, get_current_stream=lambda d: current_stream(),
+                                       driver=NS(launchKernel=launch), Device=device or (lambda d: NS(use=lambda: None))),
+              **more)
+
+
+def warm_call(cupy, program, views: dict, args: int = 2, out: bool = True):
+    """The warm call _FastCall builds for `program` (a stand-in Program) on device 0."""
+    from tiledsl.runtime.launcher import _FastCall
+    return _FastCall(NS(_cupy=cupy, _call=None, graph=NS(params=())), program, views, 0, args, out).__call__
+
+
+def stand_in_program(steps: list, out_shapes: list, **fields):
+    """A Program's fields a warm call reads, one kernel of x + y by default: `steps` are
+    (function, grid, block, slots, shared bytes), `out_shapes` (shape, dtype) pairs."""
+    defaults = dict(slots=(1, 2, 1, 0), counted=False, constants=[8], scalar_params=[], array_args=[0, 1],
+                    temps=[], pointwise_only=True, maps=[()] * len(steps), dependent=[False] * len(steps))
+    return NS(steps=steps, out_shapes=out_shapes, **{**defaults, **fields})
 
 
 @pytest.fixture
@@ -110,24 +136,17 @@ def test_the_key_fixes_each_arrays_shape_without_reading_it_as_a_tuple(launcher)
 def test_with_one_gpu_a_warm_call_reads_no_device(launcher, monkeypatch):
     """Where the process sees one GPU every array is on it and it is current: the key holds
     no device and the warm call asks for none; with two it checks both, as before."""
-    from types import SimpleNamespace as NS
-    from tiledsl.dtypes import DTYPES
     from tiledsl.runtime import launcher as L
     sources = {}
     for count in (1, 2):
         monkeypatch.setattr(L, "_ONE_GPU", [])
-        launcher._cupy = NS(cuda=NS(runtime=NS(getDeviceCount=lambda: count)))
+        launcher._cupy = stand_in_cupy(device_count=count)
         lines = "\n".join(launcher._key_lines(2, fail="return None", then=["return key"]))
         x, w = FakeArray((4, 8)), FakeArray((8,), ptr=4096)
         key = launcher._key_function(2)((x, w), None)
-        cupy = NS(ndarray=None, cuda=NS(runtime=NS(getDevice=lambda: 0, getDeviceCount=lambda: count),
-                                       get_current_stream=lambda device: NS(ptr=0),
-                                       driver=NS(launchKernel=lambda *a: 0), Device=lambda d: NS(use=lambda: None)))
-        program = NS(slots=(1, 2, 1, 0), counted=False, constants=[8], scalar_params=[], array_args=[0, 1],
-                     out_shapes=[((8,), DTYPES["f32"])], temps=[], pointwise_only=True,
-                     steps=[(NS(ptr=1234), (1,), (256,), (1, 2, 3, 0), 0)], maps=[()], dependent=[False])
+        program = stand_in_program([(NS(ptr=1234), (1,), (256,), (1, 2, 3, 0), 0)], [((8,), DTYPES["f32"])])
         views = {i: NS(shape=(8,), dtype=np.dtype("float32")) for i in (0, 1)}
-        fast = L._FastCall(NS(_cupy=cupy, _call=None, graph=NS(params=())), program, views, 0, 2, True).__call__
+        fast = warm_call(launcher._cupy, program, views)
         sources[count] = (lines, key, fast.source)
     (one_lines, one_key, one_fast), (two_lines, two_key, two_fast) = sources[1], sources[2]
     assert "device_id" not in one_lines and "get_device()" not in one_fast
@@ -151,24 +170,16 @@ def test_a_new_size_binds_new_values_to_the_same_compiled_warm_call():
     """A warm call's text holds no sizes (grids, byte counts and pointers are bound
     parameters), so a first call at a new size compiles no Python: the same code object
     serves both sizes and each launches its own grid."""
-    from types import SimpleNamespace as NS
-    from tiledsl.dtypes import DTYPES
-    from tiledsl.runtime.launcher import _FastCall
     launched = []
-    stream = NS(ptr=77)
-    cupy = NS(ndarray=lambda shape, dtype: NS(data=NS(ptr=1 << 30)),
-              cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: stream,
-                      driver=NS(launchKernel=lambda *a: launched.append(a)),
-                      Device=lambda d: NS(use=lambda: None)))
-    launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
+    cupy = stand_in_cupy(launch=lambda *a: launched.append(a), ndarray=lambda shape, dtype: NS(data=NS(ptr=1 << 30)),
+                         current_stream=lambda: NS(ptr=77))
 
     def program(n):
-        return NS(slots=(1, 2, 1, 0), counted=False, constants=[n], scalar_params=[], array_args=[0, 1],
-                  out_shapes=[((n,), DTYPES["f32"])], temps=[], pointwise_only=True,
-                  steps=[(NS(ptr=1234), (-(-n // 256),), (256,), (0, 1, 2, 3), 0)], maps=[()], dependent=[False])
+        return stand_in_program([(NS(ptr=1234), (-(-n // 256),), (256,), (0, 1, 2, 3), 0)], [((n,), DTYPES["f32"])],
+                                constants=[n])
     views = {i: NS(shape=(1000,), dtype=np.dtype("float32")) for i in (0, 1)}
-    small = _FastCall(launcher, program(1000), views, 0, 2, True).__call__
-    large = _FastCall(launcher, program(5000), views, 0, 2, True).__call__
+    small = warm_call(cupy, program(1000), views)
+    large = warm_call(cupy, program(5000), views)
     assert small.__code__ is large.__code__
     assert "1000" not in small.source and "5000" not in small.source
     assert small((None, None), "o", 1 << 20, 1 << 21, 1 << 22) == "o"
@@ -220,10 +231,7 @@ def test_the_warm_call_hands_the_driver_each_calls_maps(patchable):
     the template with this call's address written in, or the cached map of this
     call's pointer; the rest are packed after them as always."""
     import ctypes
-    from types import SimpleNamespace as NS
     from tiledsl.codegen.params import MapSpec
-    from tiledsl.dtypes import DTYPES
-    from tiledsl.runtime.launcher import _FastCall
     from tiledsl.runtime.tma import MapCache
     calls, launched = [], []
     caches = [MapCache(MapSpec((64, 64), 128, (64, 64), "f16"),
@@ -235,15 +243,10 @@ def test_the_warm_call_hands_the_driver_each_calls_maps(patchable):
         params = np.frombuffer((ctypes.c_int64 * 5).from_address(a[9]), dtype=np.int64)
         launched.append(([ctypes.string_at(int(params[j]), 8) for j in range(2)],
                          [ctypes.c_int64.from_address(int(params[j])).value for j in range(2, 5)]))
-    cupy = NS(ndarray=None, cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: NS(ptr=0),
-                                   driver=NS(launchKernel=launch), Device=lambda d: NS(use=lambda: None)))
-    launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
-    program = NS(slots=(1, 2, 1, 0), counted=False, constants=[64], scalar_params=[], array_args=[0, 1],
-                 out_shapes=[((64, 64), DTYPES["f16"])], temps=[], pointwise_only=False,
-                 steps=[(NS(ptr=1234), (1, 1), (128,), (1, 2, 3, 0), 0)], maps=[((1, caches[0]), (2, caches[1]))],
-                 dependent=[False])
+    program = stand_in_program([(NS(ptr=1234), (1, 1), (128,), (1, 2, 3, 0), 0)], [((64, 64), DTYPES["f16"])],
+                               constants=[64], pointwise_only=False, maps=[((1, caches[0]), (2, caches[1]))])
     views = {i: NS(shape=(64, 64), dtype=np.dtype("float16")) for i in (0, 1)}
-    fast = _FastCall(launcher, program, views, 0, 2, True).__call__
+    fast = warm_call(stand_in_cupy(launch=launch), program, views)
     assert ("pack('Q', blk[0][3][0]" in fast.source) == patchable
     for a, b, o in ((0x7F00000A0000, 0x7F00000B0000, 0x7F00000C0000), (0x7F00000D0000, 0x7F00000E0000, 0x7F00000F0000)):
         fast((None, None), "o", a, b, o)
@@ -258,7 +261,6 @@ def test_the_checked_path_launches_maps_first_then_eight_byte_slots(monkeypatch)
     int64 for pointers, sizes and bools, as the warm call packs them."""
     import ctypes
     import struct
-    from types import SimpleNamespace as NS
     from tiledsl.runtime import launcher as L
     seen = []
 
@@ -346,25 +348,19 @@ def test_a_warm_call_keeps_small_temporaries_per_thread_and_stream():
     every call, as before."""
     import ctypes
     import threading
-    from types import SimpleNamespace as NS
-    from tiledsl.dtypes import DTYPES
-    from tiledsl.runtime.launcher import KEPT_PAIRS, KEPT_TEMP_BYTES, _FastCall
+    from tiledsl.runtime.launcher import KEPT_PAIRS, KEPT_TEMP_BYTES
     allocated, launched, stream = [], [], [NS(ptr=0x55)]
 
     def ndarray(shape, dtype):
         allocated.append(shape)
         return NS(data=NS(ptr=0x10000 * len(allocated)))
-    cupy = NS(ndarray=ndarray, cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: stream[0],
-                                       driver=NS(launchKernel=lambda *a: launched.append(a)),
-                                       Device=lambda d: NS(use=lambda: None)))
-    launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
+    cupy = stand_in_cupy(launch=lambda *a: launched.append(a), ndarray=ndarray, current_stream=lambda: stream[0])
 
     def program(n):
         # slots: constant n, input, output, temporary; kernel 1 writes the temporary, kernel 2 reads it
-        return NS(slots=(1, 1, 1, 1), counted=False, constants=[n], scalar_params=[], array_args=[0],
-                  out_shapes=[((n,), DTYPES["f32"])], temps=[((n,), np.float32)], pointwise_only=False,
-                  steps=[(NS(ptr=0xA), (1,), (256,), (1, 3, 0), 0), (NS(ptr=0xB), (1,), (256,), (3, 2, 0), 0)],
-                  maps=[(), ()], dependent=[False, False])
+        return stand_in_program([(NS(ptr=0xA), (1,), (256,), (1, 3, 0), 0), (NS(ptr=0xB), (1,), (256,), (3, 2, 0), 0)],
+                                [((n,), DTYPES["f32"])], slots=(1, 1, 1, 1), constants=[n], array_args=[0],
+                                temps=[((n,), np.float32)], pointwise_only=False)
 
     def temp_pointers(fast, calls=1):
         del launched[:]
@@ -374,7 +370,7 @@ def test_a_warm_call_keeps_small_temporaries_per_thread_and_stream():
         return [int(ctypes.c_int64.from_address(int(w[1 if a[0] == 0xA else 0])).value)
                 for w, a in zip(words, launched)]
     views = {0: NS(shape=(1000,), dtype=np.dtype("float32"))}
-    fast = _FastCall(launcher, program(1000), views, 0, 1, True).__call__
+    fast = warm_call(cupy, program(1000), views, args=1)
     first = temp_pointers(fast, calls=3)
     assert len(allocated) == 1 and len(set(first)) == 1 and len(first) == 6
     stream[0] = NS(ptr=0x66)
@@ -397,7 +393,7 @@ def test_a_warm_call_keeps_small_temporaries_per_thread_and_stream():
     stream[0] = NS(ptr=0x55)
     assert temp_pointers(fast) == first[:2]     # the first stream's, still kept
     big = KEPT_TEMP_BYTES // 4 + 1
-    fast = _FastCall(launcher, program(big), {0: NS(shape=(big,), dtype=np.dtype("float32"))}, 0, 1, True).__call__
+    fast = warm_call(cupy, program(big), {0: NS(shape=(big,), dtype=np.dtype("float32"))}, args=1)
     del allocated[:]
     temp_pointers(fast, calls=3)
     assert allocated == [(big,)] * 3
@@ -408,9 +404,7 @@ def test_a_warm_call_passes_its_streams_counter_of_finished_blocks(monkeypatch):
     call's device and stream (launcher.done_counter): made at a stream's first call, the
     same word at its next, another for another stream; read from the stream the warm call
     already looked up."""
-    from types import SimpleNamespace as NS
     from contextlib import nullcontext
-    from tiledsl.dtypes import DTYPES
     from tiledsl.runtime import launcher as L
 
     class _UsableDevice(nullcontext):
@@ -423,15 +417,13 @@ def test_a_warm_call_passes_its_streams_counter_of_finished_blocks(monkeypatch):
     def zeros(n, dtype):
         made.append(n)
         return NS(data=NS(ptr=(1 << 32) + 256 * len(made)))
-    cupy = NS(ndarray=lambda shape, dtype: NS(data=NS(ptr=1 << 30)), zeros=zeros, uint32="uint32",
-              cuda=NS(runtime=NS(getDevice=lambda: 0), get_current_stream=lambda device: stream,
-                      driver=NS(launchKernel=lambda *a: 0), Device=lambda d: _UsableDevice()))
-    launcher = NS(_cupy=cupy, _call=None, graph=NS(params=()))
-    program = NS(slots=(1, 1, 1, 0), counted=True, constants=[4096], scalar_params=[], array_args=[0],
-                 out_shapes=[((), DTYPES["f32"])], temps=[], pointwise_only=False,
-                 steps=[(NS(ptr=1234), (1, 8, 1), (512,), (1, 2, 0, 3), 0)], maps=[()], dependent=[False])
+    cupy = stand_in_cupy(ndarray=lambda shape, dtype: NS(data=NS(ptr=1 << 30)), current_stream=lambda: stream,
+                         device=lambda d: _UsableDevice(), zeros=zeros, uint32="uint32")
+    program = stand_in_program([(NS(ptr=1234), (1, 8, 1), (512,), (1, 2, 0, 3), 0)], [((), DTYPES["f32"])],
+                               slots=(1, 1, 1, 0), counted=True, constants=[4096], array_args=[0],
+                               pointwise_only=False)
     views = {0: NS(shape=(4096,), dtype=np.dtype("float32"))}
-    call = L._FastCall(launcher, program, views, 0, 1, True).__call__
+    call = warm_call(cupy, program, views, args=1)
     assert "done = DONE(CUPY, DEV, S)[1]" in call.source and call.source.count("DONE(") == 1
     call((None,), "o", 1 << 20, 1 << 21)
     call((None,), "o", 1 << 20, 1 << 21)
