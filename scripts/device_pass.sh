@@ -87,8 +87,8 @@ for phase in "$@"; do
     gpumem1|gpumem2) TDSL_TEST_SHARD=$(( ${phase#gpumem} - 1 ))/2 TDSL_FAILURE_LOG=$OUT/failures.txt \
          timeout 560 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests_$phase.log 2>&1
          grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests_$phase.log | tail -12; grep "^FAILED" $OUT/failures.txt 2>/dev/null ;;
-    # every GPU test's SAMPLE-th share (i/n, default 0/4) across all files: a whole pass's spread where the budget holds no whole pass
-    gpusample) TDSL_TEST_SHARD=${SAMPLE:-0/4} TDSL_FAILURE_LOG=$OUT/failures.txt \
+    # every GPU test's SAMPLE-th share (i/n, default 0/3) across all files: 0/3, 1/3, 2/3 are the whole pass in three calls (about 6 min each, H100)
+    gpusample) TDSL_TEST_SHARD=${SAMPLE:-0/3} TDSL_FAILURE_LOG=$OUT/failures.txt \
          timeout ${SAMPLE_LIMIT:-560} python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests_sample.log 2>&1
          grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests_sample.log | tail -12; grep "^FAILED" $OUT/failures.txt 2>/dev/null ;;
     gpurest) timeout 580 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/ --ignore=tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
