@@ -82,15 +82,14 @@ for phase in "$@"; do
     # the same in two calls where one runs past the device's 10 minutes: the memory-bound tests, then the rest
     gpumem) timeout 580 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
          grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests.log | tail -22 ;;
-    # the memory-bound tests in two halves (gpumem alone ran past 580 s at 4402 tests, 2026-12-03),
-    # each failure's report in $OUT/failures.txt the moment it fails
-    gpumem1|gpumem2) TDSL_TEST_SHARD=$(( ${phase#gpumem} - 1 ))/2 TDSL_FAILURE_LOG=$OUT/failures.txt \
-         timeout 560 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests_$phase.log 2>&1
+    # the memory-bound tests in two halves (gpumem alone ran past 580 s at 4402 tests, 2026-12-03), or
+    # every GPU test's SAMPLE-th share across all files (i/n, default 0/3: 0/3, 1/3, 2/3 are the whole
+    # pass in three calls of about 6 minutes on an H100); each failure's report in $OUT/failures.txt the moment it fails
+    gpumem1|gpumem2|gpusample) share=${SAMPLE:-0/3} files=tests/
+         [ "$phase" != gpusample ] && share=$(( ${phase#gpumem} - 1 ))/2 files=tests/test_gpu_memory.py
+         TDSL_TEST_SHARD=$share TDSL_FAILURE_LOG=$OUT/failures.txt \
+         timeout ${SAMPLE_LIMIT:-560} python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" $files -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests_$phase.log 2>&1
          grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests_$phase.log | tail -12; grep "^FAILED" $OUT/failures.txt 2>/dev/null ;;
-    # every GPU test's SAMPLE-th share (i/n, default 0/3) across all files: 0/3, 1/3, 2/3 are the whole pass in three calls (about 6 min each, H100)
-    gpusample) TDSL_TEST_SHARD=${SAMPLE:-0/3} TDSL_FAILURE_LOG=$OUT/failures.txt \
-         timeout ${SAMPLE_LIMIT:-560} python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/ -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests_sample.log 2>&1
-         grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests_sample.log | tail -12; grep "^FAILED" $OUT/failures.txt 2>/dev/null ;;
     gpurest) timeout 580 python3 -m pytest -q -rfs -n 16 -m "gpu and not slow" tests/ --ignore=tests/test_gpu_memory.py -p no:cacheprovider -p no:benchmark > $OUT/gpu_tests.log 2>&1
          grep -v -E '^[.sFExX]+ +\[ *[0-9]+%\]$' $OUT/gpu_tests.log | tail -22 ;;
     # the tests over 2^31 elements (marked slow), one at a time: beside other workers' memory
