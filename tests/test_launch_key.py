@@ -147,9 +147,10 @@ def test_with_one_gpu_a_warm_call_reads_no_device(launcher, monkeypatch):
         program = stand_in_program([(NS(ptr=1234), (1,), (256,), (1, 2, 3, 0), 0)], [((8,), DTYPES["f32"])])
         views = {i: NS(shape=(8,), dtype=np.dtype("float32")) for i in (0, 1)}
         fast = warm_call(launcher._cupy, program, views)
-        sources[count] = (lines, key, fast.source)
-    (one_lines, one_key, one_fast), (two_lines, two_key, two_fast) = sources[1], sources[2]
+        sources[count] = (lines, key, fast.source, set(fast.bound))
+    (one_lines, one_key, one_fast, one_bound), (two_lines, two_key, two_fast, two_bound) = sources[1], sources[2]
     assert "device_id" not in one_lines and "get_device()" not in one_fast
+    assert two_bound - one_bound == {"get_device", "slow"}      # (nothing bound that the text never reads)
     assert two_lines.count("device_id") == 2 + 3 and "get_device() != DEV" in two_fast
     assert len(two_key) == len(one_key) + 1 and two_key[:-1] == one_key
 

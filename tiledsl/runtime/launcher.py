@@ -773,8 +773,8 @@ class _FastCall:
                  with_out: bool):
         cupy = launcher._cupy
         params = launcher.graph.params
-        val = {"ndarray": cupy.ndarray, "get_device": cupy.cuda.runtime.getDevice, "slow": launcher._call,
-               "scalar_value": scalar_value, "overlap": _overlap_error, "params": params, "DEV": device}
+        val = {"ndarray": cupy.ndarray, "scalar_value": scalar_value, "overlap": _overlap_error, "params": params,
+               "DEV": device}
 
         def name(prefix: str, value) -> str:      # a closure cell bound to value
             val[prefix] = value
@@ -797,6 +797,7 @@ class _FastCall:
         pointers = [f"a{k}" for k in range(n_in)] + ([f"q{j}" for j in range(n_out)] if with_out else [])
         lines = [f"def fast({', '.join(['args', 'out'] + pointers)}):"]
         if not one_gpu(cupy):       # (with one GPU, it is current: no other can be)
+            val.update(get_device=cupy.cuda.runtime.getDevice, slow=launcher._call)
             lines += ["    if get_device() != DEV:", "        return slow(args, {}, out, None)"]
         if blocks is None:
             lines += [f"    x{k} = args[{i}]" for k, i in enumerate(program.array_args)]
