@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: wstart prefetch splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest gpusample moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: wstart ncurows prefetch splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest gpusample moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -45,6 +45,10 @@ for phase in "$@"; do
          for r in $(seq ${AB_ROUNDS:-2}); do echo "--- the old tree"; (cd /tmp/abold && timeout ${AB_LIMIT:-140} python3 $PROBE)
          echo "--- this tree"; timeout ${AB_LIMIT:-140} python3 $PROBE; done ;;
     pairs) timeout 400 python3 scripts/probe_column_pairs.py $PAIRS ;;   # PAIRS="names to keep"
+    # Nsight Compute's view of row kernels by tag (ncu_rows.py; and Triton's at the shape), whole report in $OUT/ncu_rows.txt
+    ncurows) timeout 300 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+               --section SchedulerStats -k regex:tdsl_ env NCU_CALLS=1 python3 scripts/ncu_rows.py $NCUROWS > $OUT/ncu_rows.txt 2>&1
+             grep -E "tdsl_|Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit|Achieved Occupancy|Stall|Eligible|Issued Warp" $OUT/ncu_rows.txt | head -60 ;;   # NCUROWS="layernorm 8192 8192 t512_p_x32"
     ncucols) timeout 300 ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum python3 scripts/ncu_columns.py $NCUCOLS 2>&1 | grep -E "tdsl_|duration|bytes" ;;   # NCUCOLS="1000x1000 4096x4096"
     strips) timeout 480 python3 scripts/probe_column_strips.py $STRIPS ;;   # STRIPS="case names to keep"
     # softmax over M: the defaults in the old tree (.whl/abtree.tar), then every candidate in this one
