@@ -12,9 +12,17 @@ row counts, beside a copy of the same bytes:
   run on ones and zeros); what the weights cost at most
 
 A gap to the control that stays the same in microseconds as the rows grow is a start-up
-cost; one that grows with them is throughput.
+cost; one that grows with them is throughput. Where the defaults prefetch no row, or with
+WSTART_WHICH=x, the weights loaded late (a block a row at 1536 threads, `t512_nh_r40`, and
+the persistent `t512_nh_p`), each also with x's loads past L1 (L1::no_allocate) and the
+weights' kept there (L1::evict_last).
+
+H100 2026-12-07 00:42: no weights at all is no faster at 4096 rows and up; the default's
+ratio to a copy of its bytes falls from 0.95x at 4096 rows to 0.90x at 8192 (BENCHMARKS.md,
+"A wide layernorm's hoisted weights are not its missing microseconds").
 
     python scripts/probe_weights_start.py [M ...]   (default: 1056 2048 4096 8192)
+    (environment: WSTART_WHICH="w x", the default: both families)
 """
 import os
 import re
