@@ -37,7 +37,8 @@ import tiledsl  # noqa: E402
 from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
 from tiledsl.codegen.cuda import render  # noqa: E402
 from tiledsl.runtime import launcher_for, toolchain  # noqa: E402
-from tiledsl.runtime.launcher import _load, set_overrides  # noqa: E402
+from tiledsl.inputs import relative_error  # noqa: E402
+from tiledsl.runtime.launcher import _load, _sm_count, set_overrides  # noqa: E402
 from tiledsl.schedule.schedules import Schedule  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +49,7 @@ LOOP = ("    for (idx_t row = (idx_t)blockIdx.x * RPB + threadIdx.x / TPR; row <
 FIRST = "    {   // the first row's elements"
 FIRST_ROW = "(idx_t)blockIdx.x * RPB + threadIdx.x / TPR"
 N = 8192
-WHICH = os.environ.get("WSTART_WHICH", "w x")   # w: the start-up patches; x: weights late, cache hints
+WHICH = os.environ.get("WSTART_WHICH", "w x").split()   # w: the start-up patches; x: weights late, cache hints
 
 
 def parts(src):
@@ -109,11 +110,6 @@ def hinted(src, x=False, w=False):
     return out.replace('extern "C"', HINT_HELPER + '\nextern "C"', 1)
 
 
-def rel(a, b):
-    a, b = a.astype(cp.float64), b.astype(cp.float64)
-    return float(cp.linalg.norm(a - b) / cp.linalg.norm(b))
-
-
 def source_of(k, L, sets, schedule):
     """(source, kernel name, launch step, schedule) of group 0 under `schedule` (None: the default)."""
     set_overrides(L, {0: schedule} if schedule else {})
@@ -125,7 +121,7 @@ def source_of(k, L, sets, schedule):
     return src, program, s
 
 
-def variants_of(label, k, L, sets):
+def variants_of(k, L, sets):
     """label -> (source, program, schedule) of each variant timed for this program."""
     out = {}
     src, program, d = source_of(k, L, sets, None)
@@ -162,9 +158,9 @@ def probe(label, src_text, wdtype, m, copy_gbps, rs):
     ref = k(*sets[0])
     plain = k(sets[0][0], cp.ones(N, wdtype), cp.zeros(N, wdtype), 1e-5)
     outs = [cp.empty_like(ref) for _ in range(2)]
-    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    sms = _sm_count(0)
     runs = {}
-    for vlabel, (text, program, schedule) in variants_of(label, k, L, sets).items():
+    for vlabel, (text, program, schedule) in variants_of(k, L, sets).items():
         fn, grid, block, picks, shared = program.steps[0]
         name = re.search(r"__global__ void (?:__launch_bounds__\(\d+, \d+\)\s*)?(\w+)\(", text).group(1)
         consts = [np.int64(c) for c in program.constants]
@@ -175,7 +171,7 @@ def probe(label, src_text, wdtype, m, copy_gbps, rs):
         run = (lambda call, g: lambda i: call(i, g))(call, grid)
         outs[0].fill(float("nan"))
         run(0)
-        err = rel(outs[0], plain if vlabel == "noweights" else ref)
+        err = relative_error(cp.asnumpy(outs[0]), cp.asnumpy(plain if vlabel == "noweights" else ref))
         if not err < 2e-3:
             print(f"  {label} M={m} {vlabel}: err {err:.1e}, dropped", flush=True)
             continue
