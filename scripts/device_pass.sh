@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: wstart ncurows prefetch splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest gpusample moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: laterows wstart ncurows prefetch splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest gpusample moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -21,6 +21,7 @@ for phase in "$@"; do
     rowtests) timeout 300 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_memory.py -k every_row_reduction -p no:cacheprovider -p no:benchmark 2>&1 | tail -15 ;;
     mmtests) timeout 420 python3 -m pytest -q -n 12 -m gpu tests/test_gpu_matmul.py -p no:cacheprovider -p no:benchmark 2>&1 | tail -8 ;;
     probe) timeout 300 python3 scripts/probe_rows.py ;;
+    laterows) timeout 400 python3 scripts/probe_late_rows.py $LATEROWS ;;   # LATEROWS="names to keep"
     wstart) timeout 300 python3 scripts/probe_weights_start.py $WSTART ;;   # WSTART="row counts"
     shortcols) timeout 560 python3 scripts/probe_short_columns.py $SHORTCOLS ;;   # SHORTCOLS="names to keep"
     waves) timeout 400 python3 scripts/probe_waves.py 2>&1 | tail -30 ;;
