@@ -4,10 +4,10 @@ a row with the weights loaded late (from L1, at 1536 threads an SM) takes over. 
 rule on a GPU with little HBM bandwidth per SM (an H100) makes that switch at 64 rows an SM;
 on 2026-12-07 an H100 ran 8192x8192 at 103.2 us in the persistent default and 97.3 with the
 weights late, but 4096x8192 at 51.5 / 52.4 (probe_weights_start.py). Here rows of 4096 to
-8192 elements at 31 to 63 rows an SM, each schedule checked against float64 first, three
+8192 elements at 31 to 62 rows an SM (of this GPU's SMs), each schedule checked against float64 first, three
 interleaved rounds, median microseconds.
 
-    python scripts/probe_late_rows.py [names to keep, e.g. "f16 8192"]
+    python scripts/probe_late_rows.py [names to keep, e.g. N=8192 bf16]
 """
 import os
 import sys
@@ -17,14 +17,19 @@ sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import row_probe  # noqa: E402  (beside this script)
 from benchmarks.bench_memory import LAYERNORM_TDSL  # noqa: E402
+from tiledsl.runtime.launcher import _sm_count  # noqa: E402
 from tiledsl.schedule import choose  # noqa: E402
 from tiledsl.schedule.schedules import R40_THREADS  # noqa: E402
 
 LAYERNORM_BF16 = LAYERNORM_TDSL.replace("x: f16", "x: bf16").replace("-> f16", "-> bf16")
 ROWS_PER_SM = (31, 40, 48, 56, 62)
-CASES = ([(f"layernorm f16 N={n} {r}/SM", LAYERNORM_TDSL, {"M": r * 132, "N": n})
-          for n in (4096, 6144, 8192) for r in ROWS_PER_SM]
-         + [(f"layernorm bf16 N=8192 {r}/SM", LAYERNORM_BF16, {"M": r * 132, "N": 8192}) for r in (31, 48, 62)])
+
+
+def cases(sms: int) -> list:
+    """(name, source, extents) at ROWS_PER_SM rows an SM of a GPU of `sms` SMs."""
+    return ([(f"layernorm f16 N={n} {r}/SM", LAYERNORM_TDSL, {"M": r * sms, "N": n})
+             for n in (4096, 6144, 8192) for r in ROWS_PER_SM]
+            + [(f"layernorm bf16 N=8192 {r}/SM", LAYERNORM_BF16, {"M": r * sms, "N": 8192}) for r in (31, 48, 62)])
 
 
 def variants(case, d) -> dict:
@@ -39,4 +44,4 @@ def variants(case, d) -> dict:
 
 if __name__ == "__main__":
     assert LAYERNORM_BF16.count("bf16") >= 2, "the bf16 twin of the layernorm source did not take"
-    row_probe.run(CASES, variants, label_width=10, each=True)
+    row_probe.run(cases(_sm_count(0)), variants, label_width=10, each=True)
