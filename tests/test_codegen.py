@@ -677,6 +677,15 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
                 continue
             assert other.hoist and other.prefetch and other.blocks_per_sm > 0 and other.min_blocks == 1
     assert pick(4096, 8192, 3352.0).prefetch                    # 31 rows per SM
+    # from rows.LATE_HEAVY_ROWS_PER_SM (40) rows per SM on an H100 the weights go late; on an
+    # H200, or where the bandwidth is unknown, the persistent block stays up to 64
+    assert pick(39 * 132, 8192, 3352.0).prefetch
+    for m in (40 * 132, 62 * 132, 63 * 132):
+        late = pick(m, 8192, 3352.0)
+        assert late.tag.endswith("_nh_r40_x32") and not late.blocks_per_sm and not late.hoist, (m, late.tag)
+        assert late.min_blocks * late.block == 1536
+        for gbps in (0.0, 4915.0):
+            assert pick(m, 8192, gbps).prefetch, (m, gbps)
     # f16 weights, twice the row rather than four times: late on any GPU at 64 rows per SM and
     # more, and at 31 rows per SM where the bandwidth per SM is low
     k16, g16, lay16, _ = _rows("layernorm_f16", dict(M=4096, N=8192))

@@ -387,11 +387,13 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     # and bias) are cheap to read from L1 row after row: late on any GPU at 64 rows per SM
     # (H200 74.5 and 70.0 us against 75.9 and 73.6 at 16384x4096 and 65536x1024), and with
     # fewer rows per SM where bandwidth per SM is low (H100 4096x8192: 51.0 against 52.1;
-    # H200: 42.5 against 40.2, the persistent block stays).
+    # H200: 42.5 against 40.2, the persistent block stays). Heavier weights where bandwidth
+    # per SM is low: late from rows.LATE_HEAVY_ROWS_PER_SM (H100 8192x8192: 97.0 against 102.5).
     low_bandwidth = 0 < p.hbm_gbps_per_sm < rows.LATE_LOADS_GBPS_PER_SM
     light = invariant <= 2 * per_row
+    many_rows = p.rows >= (rows.LATE_HEAVY_ROWS_PER_SM if low_bandwidth else 64) * p.sm_count
     late = (bool(per_sm) and registers.r40_fits(p, tpr, items, vec, False, False) and not hints.stages
-            and (low_bandwidth or light) and (p.rows >= 64 * p.sm_count or (low_bandwidth and light)))
+            and (low_bandwidth or light) and (many_rows or (low_bandwidth and light)))
     # ... and where each SM has much bandwidth and many rows, 64 bytes a thread with the
     # weights late beat both (rows.late_wide_share); with fewer rows, where the share would be
     # 48 bytes (or 64 at 512 threads), half the threads at 80-128 bytes each (rows.halved_late_share)

@@ -21,6 +21,12 @@ from .problem import Problem, pow2_at_least, pow2_at_most, max_vector
 from .resident import resident_clusters
 
 LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
+# ... weights over twice the row (f32 weight and bias over 16-bit rows) from this many rows an SM:
+# on an H100 (2026-12-07, scripts/probe_late_rows.py, layernorm f16 and bf16) a block a row with
+# the weights late against the persistent prefetching block, at 31/40/48/56/62 rows an SM:
+# 8192-element rows 52.0/65.3/76.9/88.5/97.0 us against 51.2/67.7/80.7/93.7/102.5, 4096-element
+# rows 28.3/34.8/40.1/46.3/49.9 against 27.4/34.6/41.4/47.5/52.8
+LATE_HEAVY_ROWS_PER_SM = 40
 LONG_ROW = 4096     # 16-bit rows without weights this long or longer: held by the fewest threads they fit
 PEELED_ROW = 1536   # rows breaking alignment this long or longer: held peeled likewise (long_row_schedule)
 PEELED_ROW_16 = 1024    # ... of 16-bit values (every input over the row 2 bytes wide)
