@@ -1,11 +1,11 @@
 """Probe (device run): where a layernorm's heavy weights (f32 weight and bias over 16-bit rows)
 stop paying for a persistent block that hoists them and prefetches its next row, and a block
-a row with the weights loaded late (from L1, at 1536 threads an SM) takes over. The default
-rule on a GPU with little HBM bandwidth per SM (an H100) makes that switch at 64 rows an SM;
-on 2026-12-07 an H100 ran 8192x8192 at 103.2 us in the persistent default and 97.3 with the
-weights late, but 4096x8192 at 51.5 / 52.4 (probe_weights_start.py). Here rows of 4096 to
-8192 elements at 31 to 62 rows an SM (of this GPU's SMs), each schedule checked against float64 first, three
-interleaved rounds, median microseconds.
+a row with the weights loaded late (from L1, at 1536 threads an SM) takes over. On a GPU with
+little HBM bandwidth per SM (an H100) the default rule made that switch at 64 rows an SM until
+this probe's run of 2026-12-07 06:43 placed it at 40 (rows.LATE_HEAVY_ROWS_PER_SM); after that
+change the two forms are one from 40 rows an SM up, and the probe times the default alone
+there. Here rows of 4096 to 8192 elements at 31 to 62 rows an SM (of this GPU's SMs), each
+schedule checked against float64 first, three interleaved rounds, median microseconds.
 
     python scripts/probe_late_rows.py [names to keep, e.g. N=8192 bf16]
 """
