@@ -686,6 +686,11 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
         assert late.min_blocks * late.block == 1536
         for gbps in (0.0, 4915.0):
             assert pick(m, 8192, gbps).prefetch, (m, gbps)
+    # ... rows of fewer than rows.LATE_HEAVY_MIN_ROW (4096) elements keep the persistent block up to 64
+    for n in (1024, 2048, 4088):
+        assert pick(40 * 132, n, 3352.0).prefetch and pick(63 * 132, n, 3352.0).prefetch, n
+        assert pick(64 * 132, n, 3352.0).tag.endswith("_nh_r40_x32"), n
+    assert pick(40 * 132, 4096, 3352.0).tag.endswith("_nh_r40_x32")
     # f16 weights, twice the row rather than four times: late on any GPU at 64 rows per SM and
     # more, and at 31 rows per SM where the bandwidth per SM is low
     k16, g16, lay16, _ = _rows("layernorm_f16", dict(M=4096, N=8192))

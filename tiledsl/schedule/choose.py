@@ -388,10 +388,12 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     # (H200 74.5 and 70.0 us against 75.9 and 73.6 at 16384x4096 and 65536x1024), and with
     # fewer rows per SM where bandwidth per SM is low (H100 4096x8192: 51.0 against 52.1;
     # H200: 42.5 against 40.2, the persistent block stays). Heavier weights where bandwidth
-    # per SM is low: late from rows.LATE_HEAVY_ROWS_PER_SM (H100 8192x8192: 97.0 against 102.5).
+    # per SM is low: late from rows.LATE_HEAVY_ROWS_PER_SM where the rows are long (H100
+    # 8192x8192: 97.0 against 102.5; rows of 2048 or less keep the persistent block up to 64).
     low_bandwidth = 0 < p.hbm_gbps_per_sm < rows.LATE_LOADS_GBPS_PER_SM
     light = invariant <= 2 * per_row
-    many_rows = p.rows >= (rows.LATE_HEAVY_ROWS_PER_SM if low_bandwidth else 64) * p.sm_count
+    long_low = low_bandwidth and p.row_length >= rows.LATE_HEAVY_MIN_ROW
+    many_rows = p.rows >= (rows.LATE_HEAVY_ROWS_PER_SM if long_low else 64) * p.sm_count
     late = (bool(per_sm) and registers.r40_fits(p, tpr, items, vec, False, False) and not hints.stages
             and (low_bandwidth or light) and (many_rows or (low_bandwidth and light)))
     # ... and where each SM has much bandwidth and many rows, 64 bytes a thread with the

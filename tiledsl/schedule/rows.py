@@ -25,8 +25,11 @@ LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows wit
 # on an H100 (2026-12-07, scripts/probe_late_rows.py, layernorm f16 and bf16) a block a row with
 # the weights late against the persistent prefetching block, at 31/40/48/56/62 rows an SM:
 # 8192-element rows 52.0/65.3/76.9/88.5/97.0 us against 51.2/67.7/80.7/93.7/102.5, 4096-element
-# rows 28.3/34.8/40.1/46.3/49.9 against 27.4/34.6/41.4/47.5/52.8
+# rows 28.3/34.8/40.1/46.3/49.9 against 27.4/34.6/41.4/47.5/52.8. Rows of at least
+# LATE_HEAVY_MIN_ROW elements only: at 40/48/62 rows an SM the late form ran rows of 2048 in
+# 18.7/22.1/27.8 us against 17.5/20.8/26.9, rows of 1024 in 11.7/12.8/15.3 against 10.6/11.2/13.3
 LATE_HEAVY_ROWS_PER_SM = 40
+LATE_HEAVY_MIN_ROW = 4096
 LONG_ROW = 4096     # 16-bit rows without weights this long or longer: held by the fewest threads they fit
 PEELED_ROW = 1536   # rows breaking alignment this long or longer: held peeled likewise (long_row_schedule)
 PEELED_ROW_16 = 1024    # ... of 16-bit values (every input over the row 2 bytes wide)
