@@ -28,11 +28,11 @@ ROWS_PER_SM = (31, 40, 48, 56, 62)
 
 def cases(sms: int) -> list:
     """(name, source, extents) at ROWS_PER_SM rows an SM of a GPU of `sms` SMs."""
-    return ([(f"layernorm f16 N={n} {r}/SM", LAYERNORM_TDSL, {"M": r * sms, "N": n})
-             for n in (4096, 6144, 8192) for r in ROWS_PER_SM]
-            + [(f"layernorm f16 N={n} {r}/SM", LAYERNORM_TDSL, {"M": r * sms, "N": n})
-               for n in (1024, 2048) for r in (31, 40, 48, 62)]
-            + [(f"layernorm bf16 N=8192 {r}/SM", LAYERNORM_BF16, {"M": r * sms, "N": 8192}) for r in (31, 48, 62)])
+    shapes = ([("f16", n, r) for n in (4096, 6144, 8192) for r in ROWS_PER_SM]
+              + [("f16", n, r) for n in (1024, 2048) for r in (31, 40, 48, 62)]
+              + [("bf16", 8192, r) for r in (31, 48, 62)])
+    return [(f"layernorm {t} N={n} {r}/SM", LAYERNORM_BF16 if t == "bf16" else LAYERNORM_TDSL, {"M": r * sms, "N": n})
+            for t, n, r in shapes]
 
 
 def variants(case, d) -> dict:

@@ -2300,10 +2300,9 @@ def test_40_to_63_16_bit_rows_an_sm_with_heavy_weights_by_default(src, rows_per_
     persistent block stays. Rows counted on this GPU's SMs (a row more, so the last wave is
     partial), against float64, outputs poisoned."""
     from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
-    from tiledsl.schedule.rows import LATE_LOADS_GBPS_PER_SM
     extents = dict(M=rows_per_sm * _sm_count(0) + 1, N=n)
     k, s = _default_here(src, extents)
-    if 0 < hbm_bandwidth(0) / _sm_count(0) < LATE_LOADS_GBPS_PER_SM:
+    if hbm_bandwidth(0) > 0 and not _much_bandwidth_here():
         assert not s.hoist and not s.blocks_per_sm and s.min_blocks * s.block == 1536, s.tag
     else:
         assert s.prefetch and s.blocks_per_sm, s.tag
