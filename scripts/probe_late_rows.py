@@ -39,7 +39,7 @@ def variants(case, d) -> dict:
     """The default, the default of the rule before 2026-12-07 (late from 64 rows an SM), and
     (where it is neither) the same row a block a row, weights late."""
     out = {"default": d}
-    with row_probe.constants(rows, LATE_HEAVY_ROWS_PER_SM=64):
+    with row_probe.constants(rows, LATE_HEAVY_ROWS_PER_SM=rows.LATE_ROWS_PER_SM):
         out["rule of 64"] = choose.default(case.problem, case.kernel.hints)
     late = replace(d, hoist=False, blocks_per_sm=0, prefetch=False, keep=False,
                    min_blocks=R40_THREADS // d.row_threads)

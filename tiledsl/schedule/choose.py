@@ -384,7 +384,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     # layernorm f16): on an H100 (25 GB/s per SM) 8% and 7% faster than the persistent
     # prefetch at 16384x4096 and 65536x1024, 3% slower at 4096x8192 (31 rows per SM); on an
     # H200 (37 GB/s per SM) 5%, 3% and 16% slower. Weights at most twice the row (f16 weight
-    # and bias) are cheap to read from L1 row after row: late on any GPU at 64 rows per SM
+    # and bias) are cheap to read from L1 row after row: late on any GPU from rows.LATE_ROWS_PER_SM
     # (H200 74.5 and 70.0 us against 75.9 and 73.6 at 16384x4096 and 65536x1024), and with
     # fewer rows per SM where bandwidth per SM is low (H100 4096x8192: 51.0 against 52.1;
     # H200: 42.5 against 40.2, the persistent block stays). Heavier weights where bandwidth
@@ -393,7 +393,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     low_bandwidth = 0 < p.hbm_gbps_per_sm < rows.LATE_LOADS_GBPS_PER_SM
     light = invariant <= 2 * per_row
     long_low = low_bandwidth and p.row_length >= rows.LATE_HEAVY_MIN_ROW
-    many_rows = p.rows >= (rows.LATE_HEAVY_ROWS_PER_SM if long_low else 64) * p.sm_count
+    many_rows = p.rows >= (rows.LATE_HEAVY_ROWS_PER_SM if long_low else rows.LATE_ROWS_PER_SM) * p.sm_count
     late = (bool(per_sm) and registers.r40_fits(p, tpr, items, vec, False, False) and not hints.stages
             and (low_bandwidth or light) and (many_rows or (low_bandwidth and light)))
     # ... and where each SM has much bandwidth and many rows, 64 bytes a thread with the
