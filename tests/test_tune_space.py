@@ -254,3 +254,13 @@ def test_a_call_that_runs_spread_is_not_tuned():
     assert spread.groups == [] and "runs spread: 2 groups" in spread.table()
     usual = dry_run(k, dict(N=1 << 12), max_candidates=2)
     assert len(usual.groups) == 1 and usual.warnings == []
+
+
+def test_a_full_reductions_space_holds_its_persistent_cluster_rows():
+    """A reduction to a scalar whose row a cluster's blocks share has persistent twins, and
+    fits() judges them as rows: it asked them a GEMM's question (the product's batch), an
+    IndexError on a one-loop problem (tests/test_codegen_fuzz.py's draw, 2026-12-07)."""
+    k = tiledsl.compile("kernel total(x: f16[M, N]) -> f64 { return f64(sum(x)) }")
+    [space] = search_space(k, dict(M=3, N=4097))
+    persistent = [c for c in space.candidates if c.schedule.persistent]
+    assert persistent and all(c.schedule.cluster > 1 and c.status == "pending" for c in persistent)

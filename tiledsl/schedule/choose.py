@@ -477,7 +477,7 @@ def fits(p: Problem, s: Schedule) -> str:
     if s.tma and not matmul.tma_operands(p):
         return ("TMA copies tiles of 2-D inputs, or of inputs with every batch dim of the product "
                 "(16-bit, or f32 as TF32), rows a multiple of 16 bytes, 16-byte aligned")
-    if (s.persistent or s.specialized) and matmul.matmul_shape(p)[0] > 1:
+    if s.kind == "matmul" and (s.persistent or s.specialized) and matmul.matmul_shape(p)[0] > 1:
         return "a persistent or specialized GEMM loops over the output tiles of one product, not a batch"
     if s.kind == "matmul" and s.wgmma and s.vec == 4:
         if not matmul.tf32_operands(p):
