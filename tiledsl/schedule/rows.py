@@ -21,8 +21,8 @@ from .problem import Problem, pow2_at_least, pow2_at_most, max_vector
 from .resident import resident_clusters
 
 LATE_LOADS_GBPS_PER_SM = 30.0   # below this peak HBM bandwidth per SM, rows with weights load them late
-# ... from this many rows an SM, and light weights (at most twice the row) so on any GPU (the
-# measurements are in choose.default)
+# ... from this many rows an SM; weights at most twice the row load late from here on any GPU
+# (the measurements are in choose.default)
 LATE_ROWS_PER_SM = 64
 # ... weights over twice the row (f32 weight and bias over 16-bit rows) from this many rows an SM:
 # on an H100 (2026-12-07, scripts/probe_late_rows.py, layernorm f16 and bf16) a block a row with
