@@ -389,7 +389,8 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     # fewer rows per SM where bandwidth per SM is low (H100 4096x8192: 51.0 against 52.1;
     # H200: 42.5 against 40.2, the persistent block stays). Heavier weights where bandwidth
     # per SM is low: late from rows.LATE_HEAVY_ROWS_PER_SM where the rows are long (H100
-    # 8192x8192: 97.0 against 102.5; rows of 2048 or less keep the persistent block up to 64).
+    # 8192x8192: 97.0 against 102.5; rows of 2048 or less keep the persistent block up to
+    # rows.LATE_ROWS_PER_SM).
     low_bandwidth = 0 < p.hbm_gbps_per_sm < rows.LATE_LOADS_GBPS_PER_SM
     light = invariant <= 2 * per_row
     long_low = low_bandwidth and p.row_length >= rows.LATE_HEAVY_MIN_ROW
