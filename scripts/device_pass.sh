@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A whole check-and-benchmark pass on the lent GPU machine, in one call:
 #   bash scripts/device_pass.sh gpu memory gemm tune      (carry .whl: `pip download lark -d .whl`)
-# Phases: laterows wstart ncurows prefetch splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest gpusample moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
+# Phases: carveout laterows wstart ncurows prefetch splitepi splitloop fullreduce copied depth splitgrid inarow placement lse biaswalk llm vocab heavy longrows gelu l2order shortcols launchmulti fastexp gaps ab (PROBE=script) pairs pairs_ab waves combine_ab tritoncols colbench coltiles wideclusters staged elemrows elemrows_ab clusterrows midrows gpumem gpumem1 gpumem2 gpurest gpusample moments chan fuzz tail gsweep peel columns f64 inputs rowshare exact oddwarps subwarp survey online ktests across skinny gpuslow shortrows skinnytests facts streamed copyprobe ln16 launch lnprobe smprobe hints normsweep lnpick ringsweep rowtests mmtests memtests gpu sweep probe relu f32sweep splitk tcsplit mmsplit f32 memory launchbench gemm mlp prologue transpose tf32 tunetests tune heldout.
 # Everything printed also goes to $OUT/run.log; JSON results to $OUT.
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -132,6 +132,7 @@ for phase in "$@"; do
     heavy) timeout ${HEAVY_LIMIT:-540} python3 scripts/probe_heavy_weights.py $HEAVY ;;   # HEAVY="names to keep"
     fullreduce) timeout ${FULLREDUCE_LIMIT:-240} python3 scripts/probe_full_reduce.py $FULLREDUCE ;;   # FULLREDUCE="names to keep"
     splitloop) timeout ${SPLITLOOP_LIMIT:-300} python3 scripts/probe_split_loop.py $SPLITLOOP ;;   # SPLITLOOP="names to keep"
+    carveout) timeout ${CARVEOUT_LIMIT:-300} python3 scripts/probe_carveout.py $CARVEOUT ;;   # CARVEOUT="names to keep"
     splitepi) timeout ${SPLITEPI_LIMIT:-300} python3 scripts/probe_split_epilogue.py $SPLITEPI ;;   # SPLITEPI="names to keep"
     copied) timeout ${COPIED_LIMIT:-560} python3 scripts/probe_copied_rows.py $COPIED ;;   # COPIED="names to keep"
     depth) timeout ${DEPTH_LIMIT:-200} python3 scripts/probe_stream_depth.py $DEPTH ;;   # DEPTH="names to keep"

@@ -22,7 +22,10 @@ ratio to a copy of its bytes falls from 0.95x at 4096 rows to 0.90x at 8192 (BEN
 "A wide layernorm's hoisted weights are not its missing microseconds").
 
     python scripts/probe_weights_start.py [M ...]   (default: 1056 2048 4096 8192)
-    (environment: WSTART_WHICH="w x", the default: both families)
+    (environment: WSTART_WHICH="w x pf", the default: "w x"; pf: the late-weight kernel
+     with its weights' lines prefetched into L1 after the row's loads are issued. H100
+     2026-12-07 12:30: slower everywhere, f32 weights 4096x8192 52.4 -> 57.0 us and
+     8192x8192 97.3 -> 110.2, f16 ones level or 1% slower)
 """
 import os
 import re
@@ -110,6 +113,26 @@ def hinted(src, x=False, w=False):
     return out.replace('extern "C"', HINT_HELPER + '\nextern "C"', 1)
 
 
+X_LOADS_END = ("b0[j] = tdsl::load<unsigned short, 8>(in0 + (c0) * n1 + c1);\n"
+               "            }\n        }\n")
+L1_PREFETCH = """#pragma unroll
+        for (int j = 0; j < 2; ++j) {   // (probe) the weights' lines asked into L1 now, read after the reductions
+            const idx_t c = lane + (idx_t)j * TPR;
+            if (c < rvec && (lane & 3) == 0) {
+                asm volatile("prefetch.global.L1 [%0];" :: "l"(in1 + c * 8));
+                asm volatile("prefetch.global.L1 [%0];" :: "l"(in2 + c * 8));
+            }
+        }
+"""
+
+
+def weights_prefetched(src):
+    """The late-weight kernel asking L1 for its weights' lines (one thread of the four that
+    share a 128-byte line) as soon as its row's loads are issued."""
+    assert src.count(X_LOADS_END) == 1, "not the late-weight row kernel this patch knows"
+    return src.replace(X_LOADS_END, X_LOADS_END + L1_PREFETCH)
+
+
 def source_of(k, L, sets, schedule):
     """(source, kernel name, launch step, schedule) of group 0 under `schedule` (None: the default)."""
     set_overrides(L, {0: schedule} if schedule else {})
@@ -143,6 +166,14 @@ def variants_of(k, L, sets):
             if not s.hoist and name in (s.tag, "default " + s.tag):
                 out[name + " x.noalloc"] = (hinted(t, x=True), prog, s)
                 out[name + " x.noalloc w.last"] = (hinted(t, x=True, w=True), prog, s)
+    if "pf" in WHICH:      # the late-weight block a row, its weights' lines prefetched into L1
+        late = Schedule("reduce_row", block=512, vec=8, items=2, row_threads=512, hoist=False, min_blocks=3)
+        label = next((v for v in ("default " + late.tag, late.tag) if v in out), None)
+        if label is None:
+            label = late.tag
+            out[label] = source_of(k, L, sets, late)
+        t, prog, s = out[label]
+        out[late.tag + " w.prefetch"] = (weights_prefetched(t), prog, s)
     return out
 
 
