@@ -3,8 +3,8 @@ for a memory-bound kernel cost it bandwidth?  Each program's default kernels are
 with the preferred shared-memory carveout (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT)
 left to the driver (-1) and set to 0 % (the most L1), 50 % and 100 % (the most shared
 memory), in three interleaved rounds, the result checked against float64 under each.
-Loads that miss L1 take a line there until they return, and f32 weights loaded late
-(`_nh_r40`) live in L1, so a small L1 could hold back the bytes in flight.
+If loads that miss L1 hold a line there until they return, a small L1 could cap the bytes
+in flight; and f32 weights loaded late (`_nh_r40`) are read from L1.
 
     python scripts/probe_carveout.py [names to keep]
 """
