@@ -44,14 +44,10 @@ def functions(case) -> list:
 
 
 def main() -> None:
-    only = sys.argv[1:]
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s", flush=True)
-    for name, src, extents in CASES:
-        if only and not any(o in name for o in only):
-            continue
-        case = row_probe.prepare(name, src, extents)
-        k, sets, out = case.kernel, case.sets, case.out
+    for case, _ in row_probe.prepared_lazily(CASES, sys.argv[1:]):
+        name, extents, k, sets, out = case.name, case.extents, case.kernel, case.sets, case.out
         fns = functions(case)
         times = {c: [] for c in SETTINGS}
         for c in SETTINGS:      # each setting's result checked once, the output poisoned first
