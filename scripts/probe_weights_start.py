@@ -53,6 +53,8 @@ FIRST = "    {   // the first row's elements"
 FIRST_ROW = "(idx_t)blockIdx.x * RPB + threadIdx.x / TPR"
 N = 8192
 WHICH = os.environ.get("WSTART_WHICH", "w x").split()   # w: the start-up patches; x: weights late, cache hints
+# a block a row of 512, the weights loaded late, registers for 1536 threads (`t512_nh_r40`)
+LATE = Schedule("reduce_row", block=512, vec=8, items=2, row_threads=512, hoist=False, min_blocks=3)
 
 
 def parts(src):
@@ -153,10 +155,9 @@ def variants_of(k, L, sets):
         for v, patch in (("rows_first", rows_first), ("weights_in_loop", weights_in_loop), ("noweights", noweights)):
             out[v] = (patch(src), program, d)
     if "x" in WHICH:
-        late = Schedule("reduce_row", block=512, vec=8, items=2, row_threads=512, hoist=False, min_blocks=3)
         late_p = Schedule("reduce_row", block=512, vec=8, items=2, row_threads=512, hoist=False, prefetch=True,
                           blocks_per_sm=4)
-        for s in (late, late_p):
+        for s in (LATE, late_p):
             if s == d:
                 continue
             t, prog, _ = source_of(k, L, sets, s)
@@ -167,13 +168,12 @@ def variants_of(k, L, sets):
                 out[name + " x.noalloc"] = (hinted(t, x=True), prog, s)
                 out[name + " x.noalloc w.last"] = (hinted(t, x=True, w=True), prog, s)
     if "pf" in WHICH:      # the late-weight block a row, its weights' lines prefetched into L1
-        late = Schedule("reduce_row", block=512, vec=8, items=2, row_threads=512, hoist=False, min_blocks=3)
-        label = next((v for v in ("default " + late.tag, late.tag) if v in out), None)
+        label = next((v for v in ("default " + LATE.tag, LATE.tag) if v in out), None)
         if label is None:
-            label = late.tag
-            out[label] = source_of(k, L, sets, late)
+            label = LATE.tag
+            out[label] = source_of(k, L, sets, LATE)
         t, prog, s = out[label]
-        out[late.tag + " w.prefetch"] = (weights_prefetched(t), prog, s)
+        out[LATE.tag + " w.prefetch"] = (weights_prefetched(t), prog, s)
     return out
 
 
