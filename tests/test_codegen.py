@@ -976,6 +976,27 @@ def test_a_prefetching_row_is_reduced_without_waiting_for_the_next(name, arch, m
         assert _waits_on_the_next_row(toolchain.sass(compiled.cubin)), s.tag
 
 
+def test_many_rmsnorm_rows_of_two_vectors_a_thread_take_one_on_a_gpu_with_little_bandwidth_per_sm():
+    """rows.single_vector_share: where each SM has little HBM bandwidth (an H100), a 16-bit row
+    in vectors of 8 with weights no heavier than the row (rmsnorm's f16 weight) that the rules
+    would give two vectors a thread, with at least 128 rows an SM, takes twice the threads at
+    one vector each, up to 256, its weight hoisted. The H100's figures are in the rule's docstring."""
+    for m, n, threads in ((65536, 1024, 128), (32768, 1024, 128), (32768, 2048, 256), (128 * 132, 1024, 128)):
+        p, s = _norm_default("rmsnorm", m, n, 3352.0)
+        assert (s.block, s.row_threads, s.items, s.vec, s.hoist) == (threads, threads, 1, 8, True), (m, n, s.tag)
+        assert not s.blocks_per_sm and not s.prefetch, s.tag
+        [launch] = launches(p, s)
+        assert launch.grid[0] == m, s.tag
+        for gbps in (0.0, 4800.0):      # unknown or much bandwidth per SM: not this rule
+            assert _norm_default("rmsnorm", m, n, gbps)[1].items != 1, (m, n, gbps)
+    for m, n in ((128 * 132 - 1, 1024),        # under 128 rows an SM
+                 (32768, 4096),                # four vectors a thread at 512 threads (rows.deeper_share_pays aside)
+                 (65536, 512)):                # a warp a row
+        assert _norm_default("rmsnorm", m, n, 3352.0)[1].items != 1, (m, n)
+    for name in ("layernorm16", "layernorm", "softmax_f16", "rmsnorm_f32"):   # heavier weights, none, or f32 rows
+        assert _norm_default(name, 65536, 1024, 3352.0)[1].items != 1, name
+
+
 def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_flight():
     """Rows held by a block: 256 threads where 512 would leave more of the row's vector slots
     idle (rows.fuller_block), no kept values at 512 threads under 64 bytes a thread

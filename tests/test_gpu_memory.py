@@ -2290,6 +2290,21 @@ def test_many_16_bit_rows_with_heavy_weights_by_default(src, extents):
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+@pytest.mark.parametrize("rows_per_sm,n", [(128, 1024), (129, 2048), (130, 1528)], ids=["128/SM-1024", "129/SM-2048",
+                                                                                      "130/SM-1528"])
+def test_many_rmsnorm_rows_one_vector_a_thread_by_default(rows_per_sm, n):
+    """On a GPU with little bandwidth per SM (an H100), rmsnorm's 16-bit rows that would take two
+    vectors a thread take one, at twice the threads (rows.single_vector_share), from 128 rows an
+    SM; a row of 1528 leaves part of the doubled block idle. Rows counted on this GPU's SMs (one
+    more, so the last wave is partial), against float64, outputs poisoned."""
+    from tiledsl.runtime.launcher import _sm_count
+    extents = dict(M=rows_per_sm * _sm_count(0) + 1, N=n)
+    k, s = _default_here("rmsnorm.tdsl", extents)
+    if not _much_bandwidth_here():
+        assert s.items == 1 and s.vec == 8 and s.row_threads == s.block >= 128 and s.hoist, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
+
 @pytest.mark.parametrize("src,rows_per_sm,n", [("layernorm.tdsl", 40, 8192), ("layernorm.tdsl", 63, 4096),
                                                (VARIANTS["layernorm_bf16_f32w"], 48, 8184)],
                          ids=["f32w-40/SM-8192", "f32w-63/SM-4096", "bf16-f32w-48/SM-8184"])

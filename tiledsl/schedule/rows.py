@@ -457,6 +457,30 @@ def deeper_share_pays(p: Problem, threads: int, items: int, vec: int) -> bool:
             and share_bytes(p, items, vec) == 32 and row_share_fits(p, row_share(p.row_length // vec, 256), vec))
 
 
+SINGLE_VECTOR_ROWS_PER_SM = 128    # rows an SM from which single_vector_share applies
+SINGLE_VECTOR_THREADS = 256        # ... up to this many threads a row once doubled
+
+
+def single_vector_share(p: Problem, threads: int, items: int, vec: int) -> int:
+    """Threads a row takes where a GPU with little HBM bandwidth per SM (below
+    LATE_LOADS_GBPS_PER_SM: an H100) would give a 16-bit row in vectors of 8 two vectors a
+    thread, with weights no heavier than the row (rmsnorm's f16 weight), at least
+    SINGLE_VECTOR_ROWS_PER_SM rows an SM: twice the threads, one 16-byte vector each, up to
+    SINGLE_VECTOR_THREADS threads (rows of 1024 to 2048); 0 elsewhere. Half the share holds
+    fewer registers, so more rows are in flight an SM. H100 2026-12-07 (scripts/probe_gaps.py,
+    every candidate, then the fastest, the default and Triton in three rounds, µs, two
+    vectors / one / Triton): rmsnorm f16 65536x1024 93.3 / 92.5 / 92.5, 32768x1024 49.3 /
+    48.7 / 48.6, 32768x2048 93.4 / 92.9 / 92.4. Each one-vector form was the fastest of its
+    space. Not measured on rows without weights (softmax f16) nor with heavier ones (all-f16
+    layernorm 65536x1024 took its own two-vector forms: 93.0 hoisted against 93.6 late)."""
+    if not (vec == 8 and items == 2 and 2 * threads <= SINGLE_VECTOR_THREADS
+            and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM and narrow_rows(p)
+            and p.layout.weight_inputs and element_bytes(p.layout.weight_inputs) <= element_bytes(p.layout.row_inputs)
+            and p.rows >= SINGLE_VECTOR_ROWS_PER_SM * p.sm_count):
+        return 0
+    return 2 * threads
+
+
 def short_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     """Part of a warp a row (`short_row_threads`), 256 threads a block, for rows of at
     most SHORT_ROW elements laid out along the row: the general rule below gives a
