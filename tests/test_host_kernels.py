@@ -156,6 +156,17 @@ def test_wide_row_defaults_run_right_on_the_host(label, src, n):
     _check(k, dict(M=3, N=n), s)
 
 
+@pytest.mark.parametrize("m,n", [(65536, 1024), (32768, 2048), (17161, 1528)])
+def test_rmsnorm_rows_of_one_vector_a_thread_run_right_on_the_host(m, n):
+    """The default an H100 (3352 GB/s) takes for many rmsnorm rows of 1024 to 2048 (one 16-byte
+    vector a thread, rows.single_vector_share; 1528 leaves part of the block idle), run on 3 rows."""
+    k = tiledsl.compile(_RMSNORM)
+    g = partition(k.graph)[0]
+    s = default(problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=3352.0), k.hints)
+    assert s.items == 1 and s.vec == 8, s.tag
+    _check(k, dict(M=3, N=n), s)
+
+
 MANY_ROW_DEFAULTS = [   # (label, source, M, N): rows.late_wide_share, halved_late_share and halved_packed_share
     ("layernorm 128 threads x 6, 31 rows an SM", _LAYERNORM, 4096, 6144),
     ("layernorm f16 weights 256 threads x 6, a tail", _LAYERNORM16, 4096, 10248),
@@ -662,6 +673,20 @@ def _candidates():
 @pytest.mark.parametrize("label,src,extents,schedule", list(_candidates()))
 def test_candidates_run_right_on_the_host(label, src, extents, schedule):
     _check(tiledsl.compile(src), extents, schedule)
+
+
+def test_the_host_header_is_parsed_once_under_gcc():
+    """Under GCC every host compile includes a copy of host_cuda.h beside its precompiled
+    form (host_cuda._header), and a kernel built on it runs right; a header changed after the
+    copy would not reach the compiles, so the copy must match."""
+    if not host_cuda._gcc():
+        pytest.skip("the host compiler is not GCC")
+    header = host_cuda._header()
+    assert header != host_cuda.HERE / "host_cuda.h"
+    assert (header.parent / "host_cuda.h.gch").stat().st_size > 0
+    assert header.read_bytes() == (host_cuda.HERE / "host_cuda.h").read_bytes()
+    k = tiledsl.compile("kernel f(x: f32[N]) -> f32[N] { return x * 2.0 + 1.0 }")
+    _check(k, dict(N=1000))
 
 
 def test_the_host_run_fails_where_the_gpu_would(monkeypatch):
