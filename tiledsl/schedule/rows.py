@@ -471,8 +471,9 @@ def single_vector_share(p: Problem, threads: int, items: int, vec: int) -> int:
     every candidate, then the fastest, the default and Triton in three rounds, µs, two
     vectors / one / Triton): rmsnorm f16 65536x1024 93.3 / 92.5 / 92.5, 32768x1024 49.3 /
     48.7 / 48.6, 32768x2048 93.4 / 92.9 / 92.4. Each one-vector form was the fastest of its
-    space. Not measured on rows without weights (softmax f16) nor with heavier ones (all-f16
-    layernorm 65536x1024 took its own two-vector forms: 93.0 hoisted against 93.6 late)."""
+    space. Not rows without weights, where it wins at 1024 only, and by less (softmax f16
+    65536x1024 93.0 / 92.6 / 92.1, bf16 93.0 / 92.5 / 92.2; f16 32768x2048 92.9 / 93.9 / 94.1),
+    nor heavier weights (all-f16 layernorm 65536x1024: two vectors hoisted 93.0, late 93.6)."""
     if not (vec == 8 and items == 2 and 2 * threads <= SINGLE_VECTOR_THREADS
             and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM and narrow_rows(p)
             and p.layout.weight_inputs and element_bytes(p.layout.weight_inputs) <= element_bytes(p.layout.row_inputs)
