@@ -990,7 +990,7 @@ def test_many_rmsnorm_rows_of_two_vectors_a_thread_take_one_on_a_gpu_with_little
         for gbps in (0.0, 4800.0):      # unknown or much bandwidth per SM: not this rule
             assert _norm_default("rmsnorm", m, n, gbps)[1].items != 1, (m, n, gbps)
     for m, n in ((128 * 132 - 1, 1024),        # under 128 rows an SM
-                 (32768, 4096),                # four vectors a thread at 512 threads (rows.deeper_share_pays aside)
+                 (32768, 4096),                # two vectors a thread at 256 threads: 512 once doubled
                  (65536, 512)):                # a warp a row
         assert _norm_default("rmsnorm", m, n, 3352.0)[1].items != 1, (m, n)
     for name in ("layernorm16", "layernorm", "softmax_f16", "rmsnorm_f32"):   # heavier weights, none, or f32 rows

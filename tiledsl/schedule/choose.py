@@ -407,13 +407,14 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         hoist, per_sm, prefetch, keep = False, 0, False, False
     if wide:
         tpr, items, hoist, per_sm, prefetch, keep, late = wide, rows.row_share(rvec, wide), False, 0, False, False, False
-    single = not (hints.threads or hints.stages or per_sm or late_weights or late or wide) and \
-        rows.single_vector_share(p, tpr, items, vec)
-    if single:      # (one vector a thread, the weights hoisted: the fastest measured, rows.single_vector_share)
+    # ... and a block a row, its share free to move: one vector a thread where each SM has little
+    # bandwidth (rows.single_vector_share), or twice the bytes where it has much (rows.deeper_share_pays)
+    free = not (hints.threads or hints.stages or per_sm or late_weights or late)
+    single = free and rows.single_vector_share(p, tpr, items, vec)
+    if single:      # (the weights hoisted: the fastest measured)
         tpr, items, hoist = single, 1, True in rows.hoist_choices(p)
         keep = registers.keeps_fit(p, items, vec) and rows.keep_pays(p, tpr, items, vec)
-    elif (not hints.threads and not hints.stages and not per_sm and not late_weights and not late
-            and rows.deeper_share_pays(p, tpr, items, vec)):
+    elif free and rows.deeper_share_pays(p, tpr, items, vec):
         tpr, keep, hoist = tpr // 2, False, True in rows.hoist_choices(p)
         items = rows.row_share(rvec, tpr)
     full = not per_sm and not prefetch and registers.full_occupancy_fits(p, items, vec, keep)
