@@ -50,6 +50,11 @@ def functions(case) -> list:
     return [step[0] for step in program.steps]
 
 
+def set_carveout(fns, percent: int) -> None:
+    for f in fns:
+        cp.cuda.driver.funcSetAttribute(f.ptr, CARVEOUT, percent)
+
+
 def main() -> None:
     copy = copy_bandwidth()["gbps"]
     print(f"copy {copy:.0f} GB/s", flush=True)
@@ -58,16 +63,14 @@ def main() -> None:
         fns = functions(case)
         times = {c: [] for c in SETTINGS}
         for c in SETTINGS:      # each setting's result checked once, the output poisoned first
-            for f in fns:
-                cp.cuda.driver.funcSetAttribute(f.ptr, CARVEOUT, c)
+            set_carveout(fns, c)
             out.fill(float("nan"))
             got = k(*sets[0], out=out)
             err = relative_error(cp.asnumpy(got).astype(np.float64), case.want)
             assert err < 2e-3, f"{name} carveout {c}: err {err:.1e}"
         for _ in range(3):
             for c in SETTINGS:
-                for f in fns:
-                    cp.cuda.driver.funcSetAttribute(f.ptr, CARVEOUT, c)
+                set_carveout(fns, c)
                 times[c].append(time_cuda(lambda i: k(*sets[i], out=out), n_sets=len(sets), repeats=20,
                                           warmup_ms=20).median_us)
         base = statistics.median(times[-1])
@@ -75,8 +78,7 @@ def main() -> None:
             f"{'driver' if c < 0 else f'{c}%'} {statistics.median(t):.1f} us "
             f"({case.nbytes / statistics.median(t) / 1e3 / copy:.3f}x copy, {statistics.median(t) / base:.3f})"
             for c, t in times.items()), flush=True)
-        for f in fns:
-            cp.cuda.driver.funcSetAttribute(f.ptr, CARVEOUT, -1)
+        set_carveout(fns, -1)
         case.sets = case.out = None
 
 
