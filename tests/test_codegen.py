@@ -680,10 +680,11 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     # from rows.LATE_HEAVY_ROWS_PER_SM (40) rows per SM on an H100 the weights go late; on an
     # H200, or where the bandwidth is unknown, the persistent block stays up to 64
     assert pick(39 * 132, 8192, 3352.0).prefetch
+    # (at 256 threads of four vectors, not 512 of two: rows.halved_heavy_share)
     for m in (40 * 132, 62 * 132, 63 * 132):
         late = pick(m, 8192, 3352.0)
-        assert late.tag.endswith("_nh_r40_x32") and not late.blocks_per_sm and not late.hoist, (m, late.tag)
-        assert late.min_blocks * late.block == 1536
+        assert late.tag.endswith("_t256_nh_x32") and not late.blocks_per_sm and not late.hoist, (m, late.tag)
+        assert (late.items, late.min_blocks) == (4, 1), late.tag
         for gbps in (0.0, 4915.0):
             assert pick(m, 8192, gbps).prefetch, (m, gbps)
     # ... rows of fewer than rows.LATE_HEAVY_MIN_ROW (4096) elements keep the persistent block up to 64
@@ -996,6 +997,28 @@ def test_many_rmsnorm_rows_of_two_vectors_a_thread_take_one_on_a_gpu_with_little
     for name in ("layernorm16", "layernorm", "softmax_f16", "rmsnorm_f32"):   # heavier weights, none, or f32 rows
         assert _norm_default(name, 65536, 1024, 3352.0)[1].items != 1, name
 
+
+def test_many_rows_with_weights_over_twice_their_bytes_late_at_512_threads_take_256_on_a_gpu_with_little_bandwidth_per_sm():
+    """rows.halved_heavy_share: where each SM has little HBM bandwidth (an H100), a 16-bit row in
+    vectors of 8 whose weights take over twice its bytes (f32 weight and bias), loaded late by 512
+    threads reading two vectors each (from 40 rows an SM, rows of 4096 or more), takes 256 threads
+    reading four, the weights still late, registers budgeted for 1024 threads. Unknown or much
+    bandwidth, f16 weights, rows that 256 threads read already and fewer rows keep their rules.
+    The H100's figures are in the rule's docstring."""
+    for name in ("layernorm", "layernorm_bf16_f32w"):
+        # (rows of 6152 to 8192 elements: 512 threads read two vectors each, 256 would idle more slots)
+        for m, n in ((8192, 8192), (16384, 8192), (6144, 8192), (40 * 132, 8192), (8192, 7168), (8192, 8000)):
+            p, s = _norm_default(name, m, n, 3352.0)
+            assert (s.block, s.row_threads, s.items, s.vec) == (256, 256, 4, 8), (name, m, n, s.tag)
+            assert not s.hoist and not s.prefetch and not s.blocks_per_sm and s.min_blocks == 1, s.tag
+            [launch] = launches(p, s)
+            assert launch.grid[0] == m, s.tag
+            for gbps in (0.0, 4800.0):
+                assert _norm_default(name, m, n, gbps)[1] != s, (name, m, n, gbps)
+        assert _norm_default(name, 40 * 132 - 1, 8192, 3352.0)[1].prefetch, name       # under 40 rows an SM
+        assert _norm_default(name, 16384, 4096, 3352.0)[1].tag.endswith("_t256_nh_r40_x32"), name
+    for name in ("layernorm16", "layernorm_bf16"):          # f16 weights: twice the row, no more
+        assert _norm_default(name, 8192, 8192, 3352.0)[1].tag.endswith("_t512_nh_r40_x32"), name
 
 def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_flight():
     """Rows held by a block: 256 threads where 512 would leave more of the row's vector slots

@@ -2306,19 +2306,26 @@ def test_many_rmsnorm_rows_one_vector_a_thread_by_default(rows_per_sm, n):
 
 
 @pytest.mark.parametrize("src,rows_per_sm,n", [("layernorm.tdsl", 40, 8192), ("layernorm.tdsl", 63, 4096),
-                                               (VARIANTS["layernorm_bf16_f32w"], 48, 8184)],
-                         ids=["f32w-40/SM-8192", "f32w-63/SM-4096", "bf16-f32w-48/SM-8184"])
+                                               (VARIANTS["layernorm_bf16_f32w"], 48, 8184),
+                                               ("layernorm.tdsl", 41, 7168), ("layernorm.tdsl", 40, 6152)],
+                         ids=["f32w-40/SM-8192", "f32w-63/SM-4096", "bf16-f32w-48/SM-8184", "f32w-41/SM-7168",
+                              "f32w-40/SM-6152"])
 def test_40_to_63_16_bit_rows_an_sm_with_heavy_weights_by_default(src, rows_per_sm, n):
     """From rows.LATE_HEAVY_ROWS_PER_SM rows an SM, on a GPU with little bandwidth per SM (an
     H100), rows of rows.LATE_HEAVY_MIN_ROW elements or more whose f32 weights outweigh them run a
-    block a row with the weights loaded late and registers for 1536 threads; elsewhere the
-    persistent block stays. Rows counted on this GPU's SMs (a row more, so the last wave is
-    partial), against float64, outputs poisoned."""
+    block a row with the weights loaded late: registers for 1536 threads, or 256 threads of four
+    vectors where 512 would read two (rows of 6152 to 8192: rows.halved_heavy_share, which leaves
+    a quarter of a row of 6152's slots idle); elsewhere the persistent block stays. Rows counted
+    on this GPU's SMs (a row more, so the last wave is partial), against float64, outputs poisoned."""
     from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
     extents = dict(M=rows_per_sm * _sm_count(0) + 1, N=n)
     k, s = _default_here(src, extents)
     if hbm_bandwidth(0) > 0 and not _much_bandwidth_here():
-        assert not s.hoist and not s.blocks_per_sm and s.min_blocks * s.block == 1536, s.tag
+        assert not s.hoist and not s.blocks_per_sm, s.tag
+        if n > 6144:
+            assert (s.block, s.items, s.min_blocks) == (256, 4, 1), s.tag
+        else:
+            assert s.min_blocks * s.block == 1536, s.tag
     else:
         assert s.prefetch and s.blocks_per_sm, s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)

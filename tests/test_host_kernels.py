@@ -167,6 +167,18 @@ def test_rmsnorm_rows_of_one_vector_a_thread_run_right_on_the_host(m, n):
     _check(k, dict(M=3, N=n), s)
 
 
+
+@pytest.mark.parametrize("m,n", [(8192, 8192), (5281, 6152)])
+def test_layernorm_rows_halved_under_heavy_weights_run_right_on_the_host(m, n):
+    """The default an H100 (3352 GB/s) takes for many layernorm rows of 6152 to 8192 with f32
+    weight and bias (256 threads of four vectors, the weights late: rows.halved_heavy_share; 6152
+    leaves a quarter of the block's slots idle), run on 3 rows."""
+    k = tiledsl.compile(_LAYERNORM)
+    g = partition(k.graph)[0]
+    s = default(problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=3352.0), k.hints)
+    assert (s.row_threads, s.items, s.vec, s.hoist) == (256, 4, 8, False), s.tag
+    _check(k, dict(M=3, N=n), s)
+
 MANY_ROW_DEFAULTS = [   # (label, source, M, N): rows.late_wide_share, halved_late_share and halved_packed_share
     ("layernorm 128 threads x 6, 31 rows an SM", _LAYERNORM, 4096, 6144),
     ("layernorm f16 weights 256 threads x 6, a tail", _LAYERNORM16, 4096, 10248),

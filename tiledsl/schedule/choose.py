@@ -400,9 +400,13 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     # ... and where each SM has much bandwidth and many rows, 64 bytes a thread with the
     # weights late beat both (rows.late_wide_share); with fewer rows, where the share would be
     # 48 bytes (or 64 at 512 threads), half the threads at 80-128 bytes each (rows.halved_late_share)
+    # Where each SM has little bandwidth, weights over twice the row that go late at 512 threads
+    # of 32 bytes each go late at 256 of 64 (rows.halved_heavy_share)
     wide = 0
     if invariant > per_row and not (hints.threads or hints.stages):
         wide = rows.late_wide_share(p, vec) or rows.halved_late_share(p, vec, tpr, items)
+        if late and not light:
+            wide = wide or rows.halved_heavy_share(p, tpr, items, vec)
     if late:
         hoist, per_sm, prefetch, keep = False, 0, False, False
     if wide:

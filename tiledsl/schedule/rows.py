@@ -482,6 +482,35 @@ def single_vector_share(p: Problem, threads: int, items: int, vec: int) -> int:
     return 2 * threads
 
 
+
+HALVED_HEAVY_THREADS = 512      # the block halved_heavy_share halves, where its threads read 32 bytes each
+
+
+def halved_heavy_share(p: Problem, threads: int, items: int, vec: int) -> int:
+    """Threads a row takes where a GPU with little HBM bandwidth per SM (below
+    LATE_LOADS_GBPS_PER_SM: an H100) loads weights over twice the row late (f32 weight and bias
+    over 16-bit rows: choose.default's `late`, from LATE_HEAVY_ROWS_PER_SM rows an SM) by a block
+    of HALVED_HEAVY_THREADS threads reading two 16-byte vectors each: half the threads, four
+    vectors each (64 bytes in flight, not 32), registers budgeted for 1024 threads an SM, not
+    1536; 0 elsewhere. The weights stay late. H100 2026-12-07 (scripts/probe_gaps.py, every
+    candidate, then the fastest six, the default and Triton in three rounds, µs, 512 threads /
+    256 / Triton), layernorm f16 with f32 weight and bias: 8192x8192 97.1 / 95.7 / 95.9,
+    16384x8192 187.0 / 183.8 / 184.5, 6144x8192 75.4 / 74.1 / 74.4, 5400x8192 67.2 / 65.8 /
+    66.3, 8192x8000 95.8 / 93.4 / 94.5, 8192x7168 88.7 / 84.0 / 87.5; bf16 rows 8192x8192 96.8 /
+    95.6 / 95.7, 16384x8192 188.3 / 183.8 / 186.0. Each halved form was the fastest of its
+    space. Not weights at most twice the row (all-f16 layernorm 8192x8192: 94.1 / 95.2), nor
+    rows that 256 threads read two vectors each (16384x4096: 94.5, halved 95.3). A hand-written
+    kernel holding the same columns of two rows a thread, so that its weights serve both
+    (scripts/probe_row_groups.py, the same day), was no faster than one row at four vectors
+    (4096x8192 51.0 / 51.3, 8192x8192 95.3 / 95.4)."""
+    if not (vec == 8 and threads == HALVED_HEAVY_THREADS and share_bytes(p, items, vec) == 32
+            and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM and narrow_rows(p)
+            and len(p.layout.row_inputs) == 1
+            and element_bytes(p.layout.weight_inputs) > 2 * element_bytes(p.layout.row_inputs)):
+        return 0
+    half = threads // 2
+    return half if row_share_fits(p, row_share(p.row_length // vec, half), vec, hoisted=False, packed=True) else 0
+
 def short_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     """Part of a warp a row (`short_row_threads`), 256 threads a block, for rows of at
     most SHORT_ROW elements laid out along the row: the general rule below gives a
