@@ -1020,6 +1020,25 @@ def test_many_rows_with_weights_over_twice_their_bytes_late_at_512_threads_take_
     for name in ("layernorm16", "layernorm_bf16"):          # f16 weights: twice the row, no more
         assert _norm_default(name, 8192, 8192, 3352.0)[1].tag.endswith("_t512_nh_r40_x32"), name
 
+def test_persistent_rows_with_nothing_to_prefetch_go_back_to_a_block_a_row_on_a_gpu_with_little_bandwidth_per_sm():
+    """rows.unpinned_hoisted_rows: where each SM has little HBM bandwidth (an H100), a row whose
+    weights, no heavier than twice it (all-f16 layernorm), a persistent block would hoist without
+    prefetching (three vectors a thread) runs a block a row from 30 rows an SM, its weights still
+    hoisted, registers budgeted for 1024 threads. Fewer rows, unknown or much bandwidth keep the
+    persistent block (or their own rules). The H100's figures are in the rule's docstring."""
+    for m, n, threads in ((16384, 6144, 256), (4096, 6144, 256), (8192, 5120, 256), (8192, 12288, 512),
+                          (30 * 132, 10240, 512), (16384, 8200, 512)):
+        p, s = _norm_default("layernorm16", m, n, 3352.0)
+        assert (s.block, s.row_threads, s.items, s.vec) == (threads, threads, 3, 8), (m, n, s.tag)
+        assert s.hoist and not s.prefetch and not s.blocks_per_sm and s.min_blocks == 1, s.tag
+        [launch] = launches(p, s)
+        assert launch.grid[0] == m, s.tag
+        for gbps in (0.0, 4800.0):
+            assert _norm_default("layernorm16", m, n, gbps)[1] != s, (m, n, gbps)
+    for m, n in ((30 * 132 - 1, 6144), (2048, 12288), (700, 12288)):     # under 30 rows an SM
+        s = _norm_default("layernorm16", m, n, 3352.0)[1]
+        assert s.blocks_per_sm and s.hoist and not s.prefetch, (m, n, s.tag)
+
 def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_flight():
     """Rows held by a block: 256 threads where 512 would leave more of the row's vector slots
     idle (rows.fuller_block), no kept values at 512 threads under 64 bytes a thread

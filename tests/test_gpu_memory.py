@@ -2290,6 +2290,21 @@ def test_many_16_bit_rows_with_heavy_weights_by_default(src, extents):
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
 
+@pytest.mark.parametrize("rows_per_sm,n", [(31, 6144), (30, 12280), (62, 5120)], ids=["31/SM-6144", "30/SM-12280",
+                                                                                 "62/SM-5120"])
+def test_many_all_f16_layernorm_rows_of_three_vectors_a_thread_by_default(rows_per_sm, n):
+    """On a GPU with little bandwidth per SM (an H100), all-f16 layernorm rows that a persistent
+    block would hoist without prefetching (three vectors a thread) run a block a row from 30
+    rows an SM, the weights hoisted (rows.unpinned_hoisted_rows); a row of 12280 leaves part of
+    the last vector slots idle. Rows counted on this GPU's SMs (one more, so the last wave is
+    partial), against float64, outputs poisoned."""
+    from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
+    extents = dict(M=rows_per_sm * _sm_count(0) + 1, N=n)
+    k, s = _default_here(LAYERNORM_F16_WEIGHTS, extents)
+    if hbm_bandwidth(0) > 0 and not _much_bandwidth_here():
+        assert s.items == 3 and s.hoist and not s.blocks_per_sm and not s.prefetch, s.tag
+    check(k, host_arguments(k, extents), extents, "out", label=s.tag)
+
 @pytest.mark.parametrize("rows_per_sm,n", [(128, 1024), (129, 2048), (130, 1528)], ids=["128/SM-1024", "129/SM-2048",
                                                                                       "130/SM-1528"])
 def test_many_rmsnorm_rows_one_vector_a_thread_by_default(rows_per_sm, n):

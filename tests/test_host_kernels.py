@@ -179,6 +179,18 @@ def test_layernorm_rows_halved_under_heavy_weights_run_right_on_the_host(m, n):
     assert (s.row_threads, s.items, s.vec, s.hoist) == (256, 4, 8, False), s.tag
     _check(k, dict(M=3, N=n), s)
 
+
+@pytest.mark.parametrize("m,n", [(16384, 6144), (4097, 12280)])
+def test_all_f16_layernorm_rows_of_three_vectors_a_block_a_row_run_right_on_the_host(m, n):
+    """The default an H100 (3352 GB/s) takes for many all-f16 layernorm rows of three vectors a
+    thread (a block a row, weights hoisted: rows.unpinned_hoisted_rows; 12280 leaves a tail), run
+    on 3 rows."""
+    k = tiledsl.compile(_LAYERNORM16)
+    g = partition(k.graph)[0]
+    s = default(problem(g, plan_layout(g, k.graph), dict(M=m, N=n), hbm_gbps=3352.0), k.hints)
+    assert s.items == 3 and s.hoist and not s.blocks_per_sm, s.tag
+    _check(k, dict(M=3, N=n), s)
+
 MANY_ROW_DEFAULTS = [   # (label, source, M, N): rows.late_wide_share, halved_late_share and halved_packed_share
     ("layernorm 128 threads x 6, 31 rows an SM", _LAYERNORM, 4096, 6144),
     ("layernorm f16 weights 256 threads x 6, a tail", _LAYERNORM16, 4096, 10248),

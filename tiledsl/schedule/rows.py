@@ -483,6 +483,26 @@ def single_vector_share(p: Problem, threads: int, items: int, vec: int) -> int:
 
 
 
+UNPINNED_ROWS_PER_SM = 30       # rows an SM from which unpinned_hoisted_rows applies
+
+
+def unpinned_hoisted_rows(p: Problem, per_sm: int, prefetch: bool, light: bool) -> bool:
+    """Whether a persistent grid (`per_sm` blocks an SM) that hoists weights no heavier than
+    twice the row (`light`: all-f16 layernorm's) and does not prefetch (its three vectors a
+    thread leave no room: registers.prefetch_fits) goes back to a block a row, its weights still
+    hoisted: on a GPU with little HBM bandwidth per SM (below LATE_LOADS_GBPS_PER_SM: an H100),
+    with at least UNPINNED_ROWS_PER_SM rows an SM. Without the prefetch, the persistent block's
+    loop only serialises its rows. H100 2026-12-07 (scripts/probe_gaps.py, every candidate, then
+    the fastest six, the default and Triton in three rounds, µs, persistent / a block a row
+    hoisted / weights late / Triton), all-f16 layernorm: 16384x6144 150.4 / 136.7 / 137.4 / 147.0,
+    4096x6144 40.1 / 38.5 / 39.0 / 41.4, 8192x5120 62.9 / 62.6 / 62.8 / 69.7, 8192x12288 144.7 /
+    140.3 / 139.6 / 142.8, 16384x12288 282.7 / 275.2 / 273.2 / 278.3. With fewer rows the
+    persistent block holds: 2048x12288 (15.5 an SM) 39.6 / 39.8 / 40.2, 700x12288 15.9 / 16.3 /
+    17.0, 1024x6144 12.1 / over 14.6 / over 14.6. All-bf16 rows already load their weights late."""
+    return (bool(per_sm) and not prefetch and light and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM
+            and p.rows >= UNPINNED_ROWS_PER_SM * p.sm_count)
+
+
 HALVED_HEAVY_THREADS = 512      # the block halved_heavy_share halves, where its threads read 32 bytes each
 
 
