@@ -411,9 +411,10 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         hoist, per_sm, prefetch, keep = False, 0, False, False
     if wide:
         tpr, items, hoist, per_sm, prefetch, keep, late = wide, rows.row_share(rvec, wide), False, 0, False, False, False
-    # ... and where it has little, a persistent block with nothing to prefetch goes back to a block a
-    # row from rows.UNPINNED_ROWS_PER_SM, its light weights still hoisted (rows.unpinned_hoisted_rows)
-    if rows.unpinned_hoisted_rows(p, per_sm, prefetch, light):
+    # ... and where each SM has little bandwidth, a persistent block with nothing to prefetch goes
+    # back to a block a row from rows.UNPINNED_ROWS_PER_SM, its light weights still hoisted
+    # (rows.unpinned_hoisted_rows); a ring of rows the hints ask for keeps its block
+    if not hints.stages and rows.unpinned_hoisted_rows(p, per_sm, prefetch, light):
         per_sm = 0
     # ... and a block a row, its share free to move: one vector a thread where each SM has little
     # bandwidth (rows.single_vector_share), or twice the bytes where it has much (rows.deeper_share_pays)
