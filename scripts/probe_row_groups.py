@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__({T}, {MINB})
        unsigned short* __restrict__ y, int M, float eps) {{
     constexpr int T = {T}, R = {R}, V = {V}, N = {N}, WARPS = T / 32, EARLY = {EARLY}, CS = {CS};
     __shared__ float red1[R][WARPS], red2[R][WARPS];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x;
     const long long row0 = (long long)blockIdx.x * R;
     uint4 raw[R][V];
 #pragma unroll
@@ -64,54 +64,8 @@ extern "C" __global__ void __launch_bounds__({T}, {MINB})
 #pragma unroll
         for (int v = 0; v < V; ++v) load_weights(w, b, (v * T + tid) * 8, wv[EARLY ? v : 0], bv[EARLY ? v : 0]);
     }}
-    float s[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {{
-        s[r] = 0.f;
-#pragma unroll
-        for (int v = 0; v < V; ++v) {{ float f[8]; unpack(raw[r][v], f);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) s[r] += f[e]; }}
-    }}
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-        for (int r = 0; r < R; ++r) s[r] += __shfl_xor_sync(0xffffffffu, s[r], off);
-    if (lane == 0) {{
-#pragma unroll
-        for (int r = 0; r < R; ++r) red1[r][warp] = s[r];
-    }}
-    __syncthreads();
-    float mean[R], q[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {{
-        float t = 0.f;
-#pragma unroll
-        for (int i = 0; i < WARPS; ++i) t += red1[r][i];
-        mean[r] = t * (1.f / N);
-        q[r] = 0.f;
-#pragma unroll
-        for (int v = 0; v < V; ++v) {{ float f[8]; unpack(raw[r][v], f);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) {{ const float d = f[e] - mean[r]; q[r] += d * d; }} }}
-    }}
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-        for (int r = 0; r < R; ++r) q[r] += __shfl_xor_sync(0xffffffffu, q[r], off);
-    if (lane == 0) {{
-#pragma unroll
-        for (int r = 0; r < R; ++r) red2[r][warp] = q[r];
-    }}
-    __syncthreads();
-    float rstd[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {{
-        float t = 0.f;
-#pragma unroll
-        for (int i = 0; i < WARPS; ++i) t += red2[r][i];
-        rstd[r] = rsqrtf(t * (1.f / N) + eps);
-    }}
+    float mean[R], rstd[R];
+    row_stats<R, V, WARPS, N>(raw, red1, red2, eps, mean, rstd);
 #pragma unroll
     for (int v = 0; v < V; ++v) {{
         const int col = (v * T + tid) * 8;
@@ -146,6 +100,60 @@ __device__ __forceinline__ void unpack(const uint4& u, float f[8]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) { f[2 * i] = h2f((unsigned short)(w[i] & 0xffffu)); f[2 * i + 1] = h2f((unsigned short)(w[i] >> 16)); }
 }
+// The mean and 1/std of the R rows a block holds, each thread V vectors of 8 of each: one
+// shuffle-and-shared-memory reduction for the sums, one for the squares about the mean.
+template <int R, int V, int WARPS, int N>
+__device__ __forceinline__ void row_stats(const uint4 (&raw)[R][V], float (&red1)[R][WARPS], float (&red2)[R][WARPS],
+                                          float eps, float (&mean)[R], float (&rstd)[R]) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float s[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        s[r] = 0.f;
+#pragma unroll
+        for (int v = 0; v < V; ++v) { float f[8]; unpack(raw[r][v], f);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) s[r] += f[e]; }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+        for (int r = 0; r < R; ++r) s[r] += __shfl_xor_sync(0xffffffffu, s[r], off);
+    if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) red1[r][warp] = s[r];
+    }
+    __syncthreads();
+    float q[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        float t = 0.f;
+#pragma unroll
+        for (int i = 0; i < WARPS; ++i) t += red1[r][i];
+        mean[r] = t * (1.f / N);
+        q[r] = 0.f;
+#pragma unroll
+        for (int v = 0; v < V; ++v) { float f[8]; unpack(raw[r][v], f);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) { const float d = f[e] - mean[r]; q[r] += d * d; } }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+        for (int r = 0; r < R; ++r) q[r] += __shfl_xor_sync(0xffffffffu, q[r], off);
+    if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) red2[r][warp] = q[r];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        float t = 0.f;
+#pragma unroll
+        for (int i = 0; i < WARPS; ++i) t += red2[r][i];
+        rstd[r] = rsqrtf(t * (1.f / N) + eps);
+    }
+}
 __device__ __forceinline__ void load_weights(const float* w, const float* b, int col, float wv[8], float bv[8]) {
     const float4 w0 = __ldg(reinterpret_cast<const float4*>(w + col)), w1 = __ldg(reinterpret_cast<const float4*>(w + col + 4));
     const float4 b0 = __ldg(reinterpret_cast<const float4*>(b + col)), b1 = __ldg(reinterpret_cast<const float4*>(b + col + 4));
@@ -169,7 +177,7 @@ extern "C" __global__ void __launch_bounds__({T}, {MINB})
     float* ws = reinterpret_cast<float*>(weights_smem);
     float* bs = ws + N;
     __shared__ float red1[R][WARPS], red2[R][WARPS];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x;
     const long long groups = (M + R - 1) / R;
     long long g = blockIdx.x;
     uint4 raw[R][V], nxt[R][V];
@@ -198,54 +206,8 @@ extern "C" __global__ void __launch_bounds__({T}, {MINB})
                 if (gn < groups && row < M)
                     nxt[r][v] = __ldg(reinterpret_cast<const uint4*>(x + row * N + (v * T + tid) * 8));
             }}
-        float s[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r) {{
-            s[r] = 0.f;
-#pragma unroll
-            for (int v = 0; v < V; ++v) {{ float f[8]; unpack(raw[r][v], f);
-#pragma unroll
-                for (int e = 0; e < 8; ++e) s[r] += f[e]; }}
-        }}
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-            for (int r = 0; r < R; ++r) s[r] += __shfl_xor_sync(0xffffffffu, s[r], off);
-        if (lane == 0) {{
-#pragma unroll
-            for (int r = 0; r < R; ++r) red1[r][warp] = s[r];
-        }}
-        __syncthreads();
-        float mean[R], q[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r) {{
-            float t = 0.f;
-#pragma unroll
-            for (int i = 0; i < WARPS; ++i) t += red1[r][i];
-            mean[r] = t * (1.f / N);
-            q[r] = 0.f;
-#pragma unroll
-            for (int v = 0; v < V; ++v) {{ float f[8]; unpack(raw[r][v], f);
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {{ const float d = f[e] - mean[r]; q[r] += d * d; }} }}
-        }}
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-            for (int r = 0; r < R; ++r) q[r] += __shfl_xor_sync(0xffffffffu, q[r], off);
-        if (lane == 0) {{
-#pragma unroll
-            for (int r = 0; r < R; ++r) red2[r][warp] = q[r];
-        }}
-        __syncthreads();
-        float rstd[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r) {{
-            float t = 0.f;
-#pragma unroll
-            for (int i = 0; i < WARPS; ++i) t += red2[r][i];
-            rstd[r] = rsqrtf(t * (1.f / N) + eps);
-        }}
+        float mean[R], rstd[R];
+        row_stats<R, V, WARPS, N>(raw, red1, red2, eps, mean, rstd);
 #pragma unroll
         for (int v = 0; v < V; ++v) {{
             const int col = (v * T + tid) * 8;
