@@ -2305,6 +2305,7 @@ def test_many_all_f16_layernorm_rows_of_three_vectors_a_thread_by_default(rows_p
         assert s.items == 3 and s.hoist and not s.blocks_per_sm and not s.prefetch, s.tag
     check(k, host_arguments(k, extents), extents, "out", label=s.tag)
 
+
 @pytest.mark.parametrize("rows_per_sm,n", [(128, 1024), (129, 2048), (130, 1528)], ids=["128/SM-1024", "129/SM-2048",
                                                                                       "130/SM-1528"])
 def test_many_rmsnorm_rows_one_vector_a_thread_by_default(rows_per_sm, n):

@@ -391,7 +391,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     # per SM is low: late from rows.LATE_HEAVY_ROWS_PER_SM where the rows are long (H100
     # 8192x8192: 97.0 against 102.5; rows of 2048 or less keep the persistent block up to
     # rows.LATE_ROWS_PER_SM).
-    low_bandwidth = 0 < p.hbm_gbps_per_sm < rows.LATE_LOADS_GBPS_PER_SM
+    low_bandwidth = rows.little_bandwidth_per_sm(p)
     light = invariant <= 2 * per_row
     long_low = low_bandwidth and p.row_length >= rows.LATE_HEAVY_MIN_ROW
     many_rows = p.rows >= (rows.LATE_HEAVY_ROWS_PER_SM if long_low else rows.LATE_ROWS_PER_SM) * p.sm_count

@@ -424,6 +424,11 @@ def prefetching_blocks_per_sm(p: Problem, threads: int, vec: int, items: int) ->
                                              prefetch=True))
 
 
+def little_bandwidth_per_sm(p: Problem) -> bool:
+    """An H100's class of GPU: a known peak HBM bandwidth per SM under LATE_LOADS_GBPS_PER_SM."""
+    return 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM
+
+
 def much_bandwidth_per_sm(p: Problem) -> bool:
     """An H200's class of GPU: at least LATE_LOADS_GBPS_PER_SM of peak HBM bandwidth per SM
     (an H200 37, an H100 25; unknown counts as little)."""
@@ -475,12 +480,11 @@ def single_vector_share(p: Problem, threads: int, items: int, vec: int) -> int:
     65536x1024 93.0 / 92.6 / 92.1, bf16 93.0 / 92.5 / 92.2; f16 32768x2048 92.9 / 93.9 / 94.1),
     nor heavier weights (all-f16 layernorm 65536x1024: two vectors hoisted 93.0, late 93.6)."""
     if not (vec == 8 and items == 2 and 2 * threads <= SINGLE_VECTOR_THREADS
-            and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM and narrow_rows(p)
+            and little_bandwidth_per_sm(p) and narrow_rows(p)
             and p.layout.weight_inputs and element_bytes(p.layout.weight_inputs) <= element_bytes(p.layout.row_inputs)
             and p.rows >= SINGLE_VECTOR_ROWS_PER_SM * p.sm_count):
         return 0
     return 2 * threads
-
 
 
 UNPINNED_ROWS_PER_SM = 30       # rows an SM from which unpinned_hoisted_rows applies
@@ -499,7 +503,7 @@ def unpinned_hoisted_rows(p: Problem, per_sm: int, prefetch: bool, light: bool) 
     140.3 / 139.6 / 142.8, 16384x12288 282.7 / 275.2 / 273.2 / 278.3. With fewer rows the
     persistent block holds: 2048x12288 (15.5 an SM) 39.6 / 39.8 / 40.2, 700x12288 15.9 / 16.3 /
     17.0, 1024x6144 12.1 / over 14.6 / over 14.6. All-bf16 rows already load their weights late."""
-    return (bool(per_sm) and not prefetch and light and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM
+    return (bool(per_sm) and not prefetch and light and little_bandwidth_per_sm(p)
             and p.rows >= UNPINNED_ROWS_PER_SM * p.sm_count)
 
 
@@ -524,12 +528,13 @@ def halved_heavy_share(p: Problem, threads: int, items: int, vec: int) -> int:
     (scripts/probe_row_groups.py, the same day), was no faster than one row at four vectors
     (4096x8192 51.0 / 51.3, 8192x8192 95.3 / 95.4)."""
     if not (vec == 8 and threads == HALVED_HEAVY_THREADS and share_bytes(p, items, vec) == 32
-            and 0 < p.hbm_gbps_per_sm < LATE_LOADS_GBPS_PER_SM and narrow_rows(p)
+            and little_bandwidth_per_sm(p) and narrow_rows(p)
             and len(p.layout.row_inputs) == 1
             and element_bytes(p.layout.weight_inputs) > 2 * element_bytes(p.layout.row_inputs)):
         return 0
     half = threads // 2
     return half if row_share_fits(p, row_share(p.row_length // vec, half), vec, hoisted=False, packed=True) else 0
+
 
 def short_row_schedule(p: Problem, hints: Hints) -> Optional[Schedule]:
     """Part of a warp a row (`short_row_threads`), 256 threads a block, for rows of at
