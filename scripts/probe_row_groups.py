@@ -25,7 +25,7 @@ H100 2026-12-07 17:06 (copy 3003 GB/s), µs, f32 weights: 4096x8192 two rows at
 tiledsl's default 51.7; 8192x8192 95.1-95.3 / 95.4 / 95.8 / 97.2. Weights serving
 two rows gain nothing over one row at four vectors; four rows, 1024 threads and
 the persistent shared-memory forms were slower (56-80 µs at 4096x8192). What
-came of it: rows.halved_heavy_share (four vectors at 256 threads on an H100).
+came of it: shares.halved_heavy_share (four vectors at 256 threads on an H100).
 
     python scripts/probe_row_groups.py [M ...]       (default: 4096 8192)
     GROUPS_CPU=1 python scripts/probe_row_groups.py   (no GPU: registers and spills)

@@ -658,7 +658,7 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     1536 threads; with more (an H200: 4.9 TB/s) or unknown bandwidth, or few rows per SM,
     a persistent block hoists the weights and prefetches its next row. (On an H200, rows of
     65536x1024 take a warp each instead, rows.warp_row_bytes, and those of 16384x4096 a
-    block of 128 threads, rows.late_wide_share.)"""
+    block of 128 threads, shares.late_wide_share.)"""
     k = tiledsl.compile((EXAMPLES / "layernorm.tdsl").read_text())
     g = partition(k.graph)[0]
     lay = plan_layout(g, k.graph)
@@ -672,7 +672,7 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
             if (n, gbps) == (1024, 4915.0):     # 4096 bytes a row, under the H200's warp_row_bytes
                 assert (other.row_threads, other.block) == (32, 128), other.tag
                 continue
-            if gbps:                            # 64 bytes a thread, weights late (rows.late_wide_share)
+            if gbps:                            # 64 bytes a thread, weights late (shares.late_wide_share)
                 assert (other.row_threads, other.items, other.hoist, other.blocks_per_sm) == (128, 4, False, 0)
                 continue
             assert other.hoist and other.prefetch and other.blocks_per_sm > 0 and other.min_blocks == 1
@@ -680,7 +680,7 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     # from rows.LATE_HEAVY_ROWS_PER_SM (40) rows per SM on an H100 the weights go late; on an
     # H200, or where the bandwidth is unknown, the persistent block stays up to 64
     assert pick(39 * 132, 8192, 3352.0).prefetch
-    # (at 256 threads of four vectors, not 512 of two: rows.halved_heavy_share)
+    # (at 256 threads of four vectors, not 512 of two: shares.halved_heavy_share)
     for m in (40 * 132, 62 * 132, 63 * 132):
         late = pick(m, 8192, 3352.0)
         assert late.tag.endswith("_t256_nh_x32") and not late.blocks_per_sm and not late.hoist, (m, late.tag)
@@ -699,7 +699,7 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     for m, n, gbps in ((4096, 8192, 3352.0), (16384, 4096, 3352.0), (16384, 4096, 0.0), (65536, 1024, 0.0)):
         late = pick16(m, n, gbps)
         assert late.tag.endswith("_nh_r40_x32") and not late.blocks_per_sm and not late.hoist
-    assert pick16(16384, 4096, 4915.0).tag.endswith("_t128_nh_x32")       # rows.late_wide_share
+    assert pick16(16384, 4096, 4915.0).tag.endswith("_t128_nh_x32")       # shares.late_wide_share
     assert pick16(4096, 8192, 4915.0).prefetch and pick16(4096, 8192, 0.0).prefetch
     rms = tiledsl.compile((EXAMPLES / "rmsnorm.tdsl").read_text())   # an f16 weight is not hoisted anyway
     g2 = partition(rms.graph)[0]
@@ -741,7 +741,7 @@ def _assert_a_block_a_row_with_late_weights(name: str, m: int, n: int, threads: 
 
 
 def test_many_16_bit_rows_with_heavy_weights_take_64_bytes_a_thread_and_load_the_weights_late():
-    """rows.late_wide_share: on a GPU with much bandwidth per SM and at least 64 rows an SM, a
+    """shares.late_wide_share: on a GPU with much bandwidth per SM and at least 64 rows an SM, a
     16-bit row whose weights outweigh it (layernorm with f32 or f16 weight and bias) takes a
     block a row of at most 128 threads holding 4 or more vectors each, its weights loaded late,
     no persistent grid; an H100's bandwidth per SM, fewer rows, and rmsnorm (weights lighter
@@ -757,7 +757,7 @@ def test_many_16_bit_rows_with_heavy_weights_take_64_bytes_a_thread_and_load_the
 
 
 def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_the_threads():
-    """rows.halved_late_share: on a GPU with much bandwidth per SM, with 24 to 63 rows an SM (6 to
+    """shares.halved_late_share: on a GPU with much bandwidth per SM, with 24 to 63 rows an SM (6 to
     63 where half is 256 threads or more), a 16-bit row whose weights outweigh it and whose default
     share is three vectors a thread (48 bytes) takes half the threads, five or six vectors each, its
     weights loaded late, a block a row. Elsewhere (an H100, fewer rows, other shares, rmsnorm's
@@ -784,7 +784,7 @@ def test_fewer_16_bit_rows_with_heavy_weights_and_48_bytes_a_thread_take_half_th
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_16_bit_rows_with_heavy_weights_and_64_bytes_a_thread_at_512_take_256_threads(arch):
-    """rows.halved_late_share at 64 bytes: on a GPU with much bandwidth per SM, from 6 to 63 rows an
+    """shares.halved_late_share at 64 bytes: on a GPU with much bandwidth per SM, from 6 to 63 rows an
     SM or from 2 to 4 (one wave of blocks of 512), a 16-bit row whose weights outweigh it and that
     512 threads would read four vectors each of (rows of 13000 to 16384), where
     doubled_prefetch_pays does not take it to 1024 threads, goes to a block a row of 256 threads,
@@ -820,7 +820,7 @@ def test_16_bit_rows_with_heavy_weights_and_64_bytes_a_thread_at_512_take_256_th
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_prefetching_blocks_of_512_launch_only_what_an_sm_holds_at_once(arch):
-    """rows.prefetching_blocks_per_sm: on a GPU with much bandwidth per SM, a persistent block of
+    """shares.prefetching_blocks_per_sm: on a GPU with much bandwidth per SM, a persistent block of
     512 threads that prefetches its next row is launched as many times an SM as its registers let
     be resident at once (ptxas: over 42 registers, so two), not twice that; an H100, blocks of 256,
     and blocks that do not prefetch keep the SM's 2048 threads."""
@@ -978,7 +978,7 @@ def test_a_prefetching_row_is_reduced_without_waiting_for_the_next(name, arch, m
 
 
 def test_many_rmsnorm_rows_of_two_vectors_a_thread_take_one_on_a_gpu_with_little_bandwidth_per_sm():
-    """rows.single_vector_share: where each SM has little HBM bandwidth (an H100), a 16-bit row
+    """shares.single_vector_share: where each SM has little HBM bandwidth (an H100), a 16-bit row
     in vectors of 8 with weights no heavier than the row (rmsnorm's f16 weight) that the rules
     would give two vectors a thread, with at least 128 rows an SM, takes twice the threads at
     one vector each, up to 256, its weight hoisted. The H100's figures are in the rule's docstring."""
@@ -999,7 +999,7 @@ def test_many_rmsnorm_rows_of_two_vectors_a_thread_take_one_on_a_gpu_with_little
 
 
 def test_many_rows_with_weights_over_twice_their_bytes_late_at_512_threads_take_256_on_a_gpu_with_little_bandwidth_per_sm():
-    """rows.halved_heavy_share: where each SM has little HBM bandwidth (an H100), a 16-bit row in
+    """shares.halved_heavy_share: where each SM has little HBM bandwidth (an H100), a 16-bit row in
     vectors of 8 whose weights take over twice its bytes (f32 weight and bias), loaded late by 512
     threads reading two vectors each (from 40 rows an SM, rows of 4096 or more), takes 256 threads
     reading four, the weights still late, registers budgeted for 1024 threads. Unknown or much
@@ -1021,7 +1021,7 @@ def test_many_rows_with_weights_over_twice_their_bytes_late_at_512_threads_take_
         assert _norm_default(name, 8192, 8192, 3352.0)[1].tag.endswith("_t512_nh_r40_x32"), name
 
 def test_persistent_rows_with_nothing_to_prefetch_go_back_to_a_block_a_row_on_a_gpu_with_little_bandwidth_per_sm():
-    """rows.unpinned_hoisted_rows: where each SM has little HBM bandwidth (an H100), a row whose
+    """shares.unpinned_hoisted_rows: where each SM has little HBM bandwidth (an H100), a row whose
     weights, no heavier than twice it (all-f16 layernorm), a persistent block would hoist without
     prefetching (three vectors a thread) runs a block a row from 30 rows an SM, its weights still
     hoisted, registers budgeted for 1024 threads. Fewer rows, unknown or much bandwidth keep the
@@ -1042,8 +1042,8 @@ def test_persistent_rows_with_nothing_to_prefetch_go_back_to_a_block_a_row_on_a_
 def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_flight():
     """Rows held by a block: 256 threads where 512 would leave more of the row's vector slots
     idle (rows.fuller_block), no kept values at 512 threads under 64 bytes a thread
-    (rows.keep_pays); on GPUs with much bandwidth per SM, 16-bit rows that 512 threads read
-    32 bytes each go to 256 threads reading 64 (rows.deeper_share_pays), and long packed
+    (shares.keep_pays); on GPUs with much bandwidth per SM, 16-bit rows that 512 threads read
+    32 bytes each go to 256 threads reading 64 (shares.deeper_share_pays), and long packed
     16-bit rows keep exp's values (rows.packed_keeps_pay), held by twice the threads where the
     fewest would hold 64 elements each (rows.halved_packed_share). The H200's figures are in the
     rules' docstrings."""

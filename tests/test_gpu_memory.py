@@ -2279,7 +2279,7 @@ LAYERNORM_F16_WEIGHTS = ("kernel l(x: f16[M, N], w: f16[N], b: f16[N]) -> f16[M,
                                          (LAYERNORM_F16_WEIGHTS.replace("f16", "bf16"), dict(M=9000, N=2056))],
                          ids=["f32w-16385x4096", "f32w-8500x3000", "f16w-8449x5128", "bf16w-9000x2056"])
 def test_many_16_bit_rows_with_heavy_weights_by_default(src, extents):
-    """The default for many 16-bit rows whose weights outweigh them (rows.late_wide_share on a
+    """The default for many 16-bit rows whose weights outweigh them (shares.late_wide_share on a
     GPU with much bandwidth per SM: a block a row of at most 128 threads, 4 or more vectors
     each, weights loaded late; elsewhere the rules before it), rows that leave part of a
     thread's share idle, against float64, outputs poisoned."""
@@ -2295,7 +2295,7 @@ def test_many_16_bit_rows_with_heavy_weights_by_default(src, extents):
 def test_many_all_f16_layernorm_rows_of_three_vectors_a_thread_by_default(rows_per_sm, n):
     """On a GPU with little bandwidth per SM (an H100), all-f16 layernorm rows that a persistent
     block would hoist without prefetching (three vectors a thread) run a block a row from 30
-    rows an SM, the weights hoisted (rows.unpinned_hoisted_rows); a row of 12280 leaves part of
+    rows an SM, the weights hoisted (shares.unpinned_hoisted_rows); a row of 12280 leaves part of
     the last vector slots idle. Rows counted on this GPU's SMs (one more, so the last wave is
     partial), against float64, outputs poisoned."""
     from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
@@ -2310,7 +2310,7 @@ def test_many_all_f16_layernorm_rows_of_three_vectors_a_thread_by_default(rows_p
                                                                                       "130/SM-1528"])
 def test_many_rmsnorm_rows_one_vector_a_thread_by_default(rows_per_sm, n):
     """On a GPU with little bandwidth per SM (an H100), rmsnorm's 16-bit rows that would take two
-    vectors a thread take one, at twice the threads (rows.single_vector_share), from 128 rows an
+    vectors a thread take one, at twice the threads (shares.single_vector_share), from 128 rows an
     SM; a row of 1528 leaves part of the doubled block idle. Rows counted on this GPU's SMs (one
     more, so the last wave is partial), against float64, outputs poisoned."""
     from tiledsl.runtime.launcher import _sm_count
@@ -2330,7 +2330,7 @@ def test_40_to_63_16_bit_rows_an_sm_with_heavy_weights_by_default(src, rows_per_
     """From rows.LATE_HEAVY_ROWS_PER_SM rows an SM, on a GPU with little bandwidth per SM (an
     H100), rows of rows.LATE_HEAVY_MIN_ROW elements or more whose f32 weights outweigh them run a
     block a row with the weights loaded late: registers for 1536 threads, or 256 threads of four
-    vectors where 512 would read two (rows of 6152 to 8192: rows.halved_heavy_share, which leaves
+    vectors where 512 would read two (rows of 6152 to 8192: shares.halved_heavy_share, which leaves
     a quarter of a row of 6152's slots idle); elsewhere the persistent block stays. Rows counted
     on this GPU's SMs (a row more, so the last wave is partial), against float64, outputs poisoned."""
     from tiledsl.runtime.launcher import _sm_count, hbm_bandwidth
@@ -2361,10 +2361,10 @@ def test_40_to_63_16_bit_rows_an_sm_with_heavy_weights_by_default(src, rows_per_
                               "f32w-6000x14336"])
 def test_fewer_16_bit_rows_with_heavy_weights_by_default(src, extents):
     """The default for 16 to 63 16-bit rows an SM whose weights outweigh them, on a GPU with much
-    bandwidth per SM: half the threads where a thread would read 48 bytes (rows.halved_late_share),
+    bandwidth per SM: half the threads where a thread would read 48 bytes (shares.halved_late_share),
     or 64 at 512 threads (rows of 14336 and 16376: seven or eight vectors at 256), else a
     prefetching block of 512 launched only as often as an SM holds it at once
-    (rows.prefetching_blocks_per_sm); elsewhere the rules before them. Against float64, outputs
+    (shares.prefetching_blocks_per_sm); elsewhere the rules before them. Against float64, outputs
     poisoned, rows and lengths that leave part of a block or a thread's share idle."""
     k, s = _default_here(src, extents)
     if _much_bandwidth_here():
@@ -2403,7 +2403,7 @@ def test_few_long_rows_with_heavy_weights_by_default(src, extents):
 def test_few_16_bit_rows_with_heavy_weights_in_one_wave_by_default(src, extents):
     """The default for 2 to 4 long 16-bit rows an SM whose weights outweigh them, on a GPU with
     much bandwidth per SM: a block a row of 256 threads, seven or eight vectors each, the
-    weights loaded late (rows.halved_late_share within one wave of blocks of 512); elsewhere
+    weights loaded late (shares.halved_late_share within one wave of blocks of 512); elsewhere
     the rules before it. Against float64, outputs poisoned, a row (16376) that leaves the
     last thread's share part idle."""
     from tiledsl.runtime.launcher import _sm_count

@@ -1,7 +1,7 @@
 """The line count watched, as tinygrad watches its own: no module of the package and no
 template grows past its limit, so a stage that outgrows one file is split by what it
 decides (schedule/choose.py held every rule in 2148 lines until 2026-11-27; its rules
-now live in pointwise.py, rows.py, columns.py and matmul.py)."""
+now live in pointwise.py, rows.py, shares.py, columns.py and matmul.py)."""
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

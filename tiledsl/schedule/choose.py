@@ -17,7 +17,7 @@ from .partition import online_pairs
 from .schedules import (MAX_SHARED_BYTES, MAX_STATIC_SHARED, MAX_ROW_ELEMENTS, R40_THREADS, THREADS_PER_SM, Schedule,
                         column_vector, combine_lanes)
 from .problem import Launch, MAX_GRID, Problem, max_vector, transposed_loop
-from . import columns, matmul, pointwise, registers, resident, rows
+from . import columns, matmul, pointwise, registers, resident, rows, shares
 
 
 def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
@@ -254,7 +254,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     hoisted into registers with a persistent grid only where they outweigh
     the row itself (layernorm's f32 weight and bias, not rmsnorm's f16
     weight; on GPUs with much bandwidth per SM and many rows, 64 bytes a thread
-    with those weights loaded late: rows.late_wide_share), and costly values
+    with those weights loaded late: shares.late_wide_share), and costly values
     kept between phases where registers allow.
     Rows too long for a block's registers are shared by a cluster's blocks
     where cluster_row_schedule says so (`clusters=False`: they stream)."""
@@ -370,14 +370,14 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     per_row = sum(op.dtype.itemsize for op in p.layout.inputs if set(op.loops) & kept)
     hoist = invariant > per_row and not late_weights and True in rows.hoist_choices(p)
     per_sm = THREADS_PER_SM // tpr if hoist and p.rows > 4 * p.sm_count else 0
-    keep = registers.keeps_fit(p, items, vec) and rows.keep_pays(p, tpr, items, vec)
+    keep = registers.keeps_fit(p, items, vec) and shares.keep_pays(p, tpr, items, vec)
     # A persistent block loads its next row while it reduces this one. Measured 2026-11-22
     # (benchmarks/sweep.py, layernorm f16 16384x4096 / 65536x1024 / 4096x8192): on an H200
     # 10%, 6% and 1% faster than without, the fastest schedule of each space; on an H100 2%
     # slower, 3% and 8% faster (BENCHMARKS.md, "Row rings and the prefetch default").
     prefetch = bool(per_sm) and registers.prefetch_fits(p, items, vec) and hints.stages != 1
     if prefetch:
-        keep, per_sm = False, rows.prefetching_blocks_per_sm(p, tpr, vec, items)
+        keep, per_sm = False, shares.prefetching_blocks_per_sm(p, tpr, vec, items)
     # Where each SM has less HBM bandwidth to use, many rows in flight beat hoisting: the
     # weights stay unhoisted (loaded late, from L1), the grid is a block per row, and the
     # registers are capped for 1536 threads. Measured 2026-11-22 (benchmarks/sweep.py,
@@ -398,32 +398,32 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     late = (bool(per_sm) and registers.r40_fits(p, tpr, items, vec, False, False) and not hints.stages
             and (low_bandwidth or light) and (many_rows or (low_bandwidth and light)))
     # ... and where each SM has much bandwidth and many rows, 64 bytes a thread with the
-    # weights late beat both (rows.late_wide_share); with fewer rows, where the share would be
-    # 48 bytes (or 64 at 512 threads), half the threads at 80-128 bytes each (rows.halved_late_share)
+    # weights late beat both (shares.late_wide_share); with fewer rows, where the share would be
+    # 48 bytes (or 64 at 512 threads), half the threads at 80-128 bytes each (shares.halved_late_share)
     # Where each SM has little bandwidth, weights over twice the row that go late at 512 threads
-    # of 32 bytes each go late at 256 of 64 (rows.halved_heavy_share)
+    # of 32 bytes each go late at 256 of 64 (shares.halved_heavy_share)
     wide = 0
     if invariant > per_row and not (hints.threads or hints.stages):
-        wide = rows.late_wide_share(p, vec) or rows.halved_late_share(p, vec, tpr, items)
+        wide = shares.late_wide_share(p, vec) or shares.halved_late_share(p, vec, tpr, items)
         if late and not light:
-            wide = wide or rows.halved_heavy_share(p, tpr, items, vec)
+            wide = wide or shares.halved_heavy_share(p, tpr, items, vec)
     if late:
         hoist, per_sm, prefetch, keep = False, 0, False, False
     if wide:
         tpr, items, hoist, per_sm, prefetch, keep, late = wide, rows.row_share(rvec, wide), False, 0, False, False, False
     # ... and where each SM has little bandwidth, a persistent block with nothing to prefetch goes
-    # back to a block a row from rows.UNPINNED_ROWS_PER_SM, its light weights still hoisted
-    # (rows.unpinned_hoisted_rows); a ring of rows the hints ask for keeps its block
-    if not hints.stages and rows.unpinned_hoisted_rows(p, per_sm, prefetch, light):
+    # back to a block a row from shares.UNPINNED_ROWS_PER_SM, its light weights still hoisted
+    # (shares.unpinned_hoisted_rows); a ring of rows the hints ask for keeps its block
+    if not hints.stages and shares.unpinned_hoisted_rows(p, per_sm, prefetch, light):
         per_sm = 0
     # ... and a block a row, its share free to move: one vector a thread where each SM has little
-    # bandwidth (rows.single_vector_share), or twice the bytes where it has much (rows.deeper_share_pays)
+    # bandwidth (shares.single_vector_share), or twice the bytes where it has much (shares.deeper_share_pays)
     free = not (hints.threads or hints.stages or per_sm or late_weights or late)
-    single = free and rows.single_vector_share(p, tpr, items, vec)
+    single = free and shares.single_vector_share(p, tpr, items, vec)
     if single:      # (the weights hoisted: the fastest measured)
         tpr, items, hoist = single, 1, True in rows.hoist_choices(p)
-        keep = registers.keeps_fit(p, items, vec) and rows.keep_pays(p, tpr, items, vec)
-    elif free and rows.deeper_share_pays(p, tpr, items, vec):
+        keep = registers.keeps_fit(p, items, vec) and shares.keep_pays(p, tpr, items, vec)
+    elif free and shares.deeper_share_pays(p, tpr, items, vec):
         tpr, keep, hoist = tpr // 2, False, True in rows.hoist_choices(p)
         items = rows.row_share(rvec, tpr)
     full = not per_sm and not prefetch and registers.full_occupancy_fits(p, items, vec, keep)
