@@ -1020,6 +1020,7 @@ def test_many_rows_with_weights_over_twice_their_bytes_late_at_512_threads_take_
     for name in ("layernorm16", "layernorm_bf16"):          # f16 weights: twice the row, no more
         assert _norm_default(name, 8192, 8192, 3352.0)[1].tag.endswith("_t512_nh_r40_x32"), name
 
+
 def test_persistent_rows_with_nothing_to_prefetch_go_back_to_a_block_a_row_on_a_gpu_with_little_bandwidth_per_sm():
     """shares.unpinned_hoisted_rows: where each SM has little HBM bandwidth (an H100), a row whose
     weights, no heavier than twice it (all-f16 layernorm), a persistent block would hoist without
@@ -1038,6 +1039,7 @@ def test_persistent_rows_with_nothing_to_prefetch_go_back_to_a_block_a_row_on_a_
     for m, n in ((30 * 132 - 1, 6144), (2048, 12288), (700, 12288)):     # under 30 rows an SM
         s = _norm_default("layernorm16", m, n, 3352.0)[1]
         assert s.blocks_per_sm and s.hoist and not s.prefetch, (m, n, s.tag)
+
 
 def test_row_defaults_leave_few_vector_slots_idle_and_keep_enough_bytes_in_flight():
     """Rows held by a block: 256 threads where 512 would leave more of the row's vector slots

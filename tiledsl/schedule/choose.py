@@ -405,7 +405,7 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
     wide = 0
     if invariant > per_row and not (hints.threads or hints.stages):
         wide = shares.late_wide_share(p, vec) or shares.halved_late_share(p, vec, tpr, items)
-        if late and not light:
+        if late:
             wide = wide or shares.halved_heavy_share(p, tpr, items, vec)
     if late:
         hoist, per_sm, prefetch, keep = False, 0, False, False

@@ -98,11 +98,17 @@ def late_share_fits(p: Problem, vec: int, threads: int, rows_per_sm: int) -> int
     One input over the row only: a row value computed from two (a residual add, x + r) is
     held in f32, not packed, and such a share of 32 elements a thread spilled 8 bytes at 64
     registers on the H200's compiler (add and layernorm f16 16384x4096, 2026-12-02)."""
-    if not (vec == 8 and threads >= 64 and narrow_rows(p) and much_bandwidth_per_sm(p)
-            and len(p.layout.row_inputs) == 1 and p.rows >= rows_per_sm * p.sm_count):
+    if not (much_bandwidth_per_sm(p) and p.rows >= rows_per_sm * p.sm_count):
         return 0
-    return threads if row_share_fits(p, row_share(p.row_length // vec, threads), vec, hoisted=False,
-                                     packed=True) else 0
+    return threads if packed_late_share_fits(p, vec, threads) else 0
+
+
+def packed_late_share_fits(p: Problem, vec: int, threads: int) -> bool:
+    """Whether a block a row of `threads` threads (64 or more) holds a row of one 16-bit input in
+    vectors of 8, packed, within its registers, its weights loaded late (late_share_fits,
+    halved_heavy_share)."""
+    return (vec == 8 and threads >= 64 and narrow_rows(p) and len(p.layout.row_inputs) == 1
+            and row_share_fits(p, row_share(p.row_length // vec, threads), vec, hoisted=False, packed=True))
 
 
 def prefetching_blocks_per_sm(p: Problem, threads: int, vec: int, items: int) -> int:
@@ -213,10 +219,7 @@ def halved_heavy_share(p: Problem, threads: int, items: int, vec: int) -> int:
     kernel holding the same columns of two rows a thread, so that its weights serve both
     (scripts/probe_row_groups.py, the same day), was no faster than one row at four vectors
     (4096x8192 51.0 / 51.3, 8192x8192 95.3 / 95.4)."""
-    if not (vec == 8 and threads == HALVED_HEAVY_THREADS and share_bytes(p, items, vec) == 32
-            and little_bandwidth_per_sm(p) and narrow_rows(p)
-            and len(p.layout.row_inputs) == 1
+    if not (threads == HALVED_HEAVY_THREADS and share_bytes(p, items, vec) == 32 and little_bandwidth_per_sm(p)
             and element_bytes(p.layout.weight_inputs) > 2 * element_bytes(p.layout.row_inputs)):
         return 0
-    half = threads // 2
-    return half if row_share_fits(p, row_share(p.row_length // vec, half), vec, hoisted=False, packed=True) else 0
+    return threads // 2 if packed_late_share_fits(p, vec, threads // 2) else 0
