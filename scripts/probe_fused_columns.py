@@ -1,0 +1,93 @@
+"""Probe (device run): reductions across memory (over M of x[M, N]) whose results over whole
+columns (softmax over M, x - mean(x, axis=M), a batch norm) go to a pointwise kernel of their
+own, reading x a second time (`partition.walks_across`), against one kernel that computes the
+statistics and writes the results, its column walked by the row kernels' schedules. For each
+case: the default (three or two kernels), then the partition that fuses them (walks_across
+turned off in this process), every candidate of its one group checked against float64 and
+timed once, and the six fastest beside the default in three interleaved rounds (median us, x
+copy).
+
+    python scripts/probe_fused_columns.py [names to keep, e.g. softmax-64x]
+"""
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
+from row_probe import exact, fastest_candidates, prepare  # noqa: E402
+from tiledsl.errors import TdslError  # noqa: E402
+from tiledsl.schedule.schedules import Schedule  # noqa: E402
+from tiledsl.runtime.launcher import set_overrides  # noqa: E402
+import tiledsl.schedule.partition as partition_module  # noqa: E402
+
+SOFTMAX = "kernel cs(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n return e / sum(e, axis=M)\n}"
+CENTER = "kernel cc(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }"
+BATCHNORM = ("kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n c = f32(x) - mean(f32(x), axis=M)\n"
+             " return f16(c * rsqrt(mean(c * c, axis=M) + 1e-5) * w + b)\n}")
+CASES = [("softmax", SOFTMAX, 1e-5, [(64, 1 << 20), (256, 1 << 18), (1024, 1 << 16), (4096, 4096), (1 << 21, 8)]),
+         ("center", CENTER, 1e-5, [(256, 1 << 18), (16384, 4096)]),
+         ("batchnorm", BATCHNORM, 2e-3, [(256, 1 << 18), (4096, 8192)])]
+
+
+def held_columns(case) -> dict:
+    """Columns held in registers, which the tuner's space lacks: `tpr` threads a column
+    (neighbouring threads on neighbouring columns), each holding up to 16 of its elements."""
+    out = {}
+    m = case.extents["M"]
+    for tpr in (1, 2, 4, 8, 16, 32):
+        items = -(-m // tpr)
+        if items > 16:
+            continue
+        for block in (128, 256):
+            try:
+                s = Schedule("reduce_row", block=block, vec=1, items=items, row_threads=tpr, keep=True,
+                             index64=case.problem.index64)
+            except TdslError:
+                continue
+            out[s.tag] = s
+    return out
+
+
+def main() -> None:
+    only = sys.argv[1:]
+    copy = copy_bandwidth()["gbps"]
+    print(f"copy {copy:.0f} GB/s", flush=True)
+    across = partition_module.walks_across
+    for name, src, bound, shapes in CASES:
+        for m, n in shapes:
+            label = f"{name}-{m}x{n}"
+            if only and not any(o in label for o in only):
+                continue
+            partition_module.walks_across = across
+            split = prepare(label, src, dict(M=m, N=n))
+            split.kernel(*split.sets[0], out=split.out)         # (its call class planned now, split)
+            partition_module.walks_across = lambda r: False
+            fused = prepare(label, src + "\n", dict(M=m, N=n))
+            default, keep = fastest_candidates(fused, 6, bound)
+            if default not in keep:
+                keep.append(default)
+            keep += [s for s in exact(fused, held_columns(fused), bound).values() if s not in keep]
+            k = fused.kernel
+            runs = {"split (today's default)": (None, lambda i: split.kernel(*split.sets[i], out=split.out))}
+            runs.update({s.tag: (s, lambda i: k(*fused.sets[i], out=fused.out)) for s in keep})
+            times = {lab: [] for lab in runs}
+            for _ in range(3):
+                for lab, (s, fn) in runs.items():
+                    set_overrides(k._launcher, {0: s} if s is not None else {})
+                    fn(0)
+                    n_sets = len((split if s is None else fused).sets)
+                    times[lab].append(time_cuda(fn, n_sets=n_sets, repeats=20, warmup_ms=20).median_us)
+            set_overrides(k._launcher, {})
+            print(f"## {label} ({fused.nbytes / 1e6:.0f} MB)", flush=True)
+            for lab in sorted(times, key=lambda lab: statistics.median(times[lab])):
+                us = statistics.median(times[lab])
+                mark = " <= fused default" if runs[lab][0] == default else ""
+                print(f"  {lab:40s} {us:8.1f} us {fused.nbytes / us / 1e3 / copy:5.2f}x copy  "
+                      f"[{' '.join(f'{t:.1f}' for t in times[lab])}]{mark}", flush=True)
+    partition_module.walks_across = across
+
+
+if __name__ == "__main__":
+    main()
