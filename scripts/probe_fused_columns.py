@@ -1,6 +1,6 @@
 """Probe (device run): reductions across memory (over M of x[M, N]) whose results over whole
 columns (softmax over M, x - mean(x, axis=M), a batch norm) go to a pointwise kernel of their
-own, reading x a second time (`partition.walks_across`), against one kernel that computes the
+own, reading x a second time (`partition.walks_across`; runs_columns turned off), against one kernel that computes the
 statistics and writes the results, its column walked by the row kernels' schedules. For each
 case: the default (three or two kernels), then the partition that fuses them (walks_across
 turned off in this process), every candidate of its one group checked against float64 and
@@ -21,6 +21,7 @@ from tiledsl.errors import TdslError  # noqa: E402
 from tiledsl.schedule.schedules import Schedule  # noqa: E402
 from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 import tiledsl.schedule.partition as partition_module  # noqa: E402
+import tiledsl.schedule.problem as problem_module  # noqa: E402
 
 SOFTMAX = "kernel cs(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n return e / sum(e, axis=M)\n}"
 CENTER = "kernel cc(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }"
@@ -61,8 +62,11 @@ def main() -> None:
             if only and not any(o in label for o in only):
                 continue
             partition_module.walks_across = across
+            longest = problem_module.COLUMNS_MAX_ROWS
+            problem_module.COLUMNS_MAX_ROWS = 0             # (never the columns partition: runs_columns)
             split = prepare(label, src, dict(M=m, N=n))
             split.kernel(*split.sets[0], out=split.out)         # (its call class planned now, split)
+            problem_module.COLUMNS_MAX_ROWS = longest
             partition_module.walks_across = lambda r: False
             fused = prepare(label, src + "\n", dict(M=m, N=n))
             default, keep = fastest_candidates(fused, 6, bound)
