@@ -439,13 +439,13 @@ __all__ = ["gpu_status", "gpu_available", "device_count", "torch_cuda", "require
 
 
 def planned_launches(kernel, overlap: str = "1") -> list:
-    """Every program `kernel`'s launchers planned (the spread one's too), each step checked:
+    """Every program `kernel`'s launchers planned (the spread and columns ones' too), each step checked:
     launched to overlap the kernel before exactly where dependent.overlaps_the_kernel_before
     says from the driver's residency (nowhere with TILEDSL_DEPENDENT_LAUNCH=0, `overlap`
     "0"). Returns [(program, [(blocks, resident) of each step])]."""
     from tiledsl.runtime.dependent import overlaps_the_kernel_before, resident_blocks_per_sm
     from tiledsl.runtime.launcher import _sm_count
-    launchers = [kernel._launcher] + [kernel._launcher._spread_launcher] * bool(kernel._launcher._spread_launcher)
+    launchers = [kernel._launcher] + list(kernel._launcher._others.values())
     out = []
     for program in [p for ln in launchers for p in ln._plans.values()]:
         assert len(program.kinds) == len(program.steps) == len(program.dependent)

@@ -136,8 +136,36 @@ def _shared_row_variants():
                     yield pytest.param(k, g, lay, s, 1, arch, id=f"{k.graph.name}-{extents['N']}-{s.tag}-{arch}")
 
 
+WHOLE_COLUMN_PROGRAMS = {
+    "softmax_over_m": "kernel s(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n return e / sum(e, axis=M)\n}",
+    "softmax_over_m_bf16": "kernel s(x: bf16[M, N]) -> bf16[M, N] {\n e = exp(f32(x) - max(f32(x), axis=M))\n"
+                           " return bf16(e / sum(e, axis=M))\n}",
+    "batch_norm": "kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n c = f32(x) - mean(f32(x), axis=M)\n"
+                  " return f16(c * rsqrt(mean(c * c, axis=M) + 1e-5) * w + b)\n}",
+    "centered_two_inputs": "kernel c(x: f32[M, N], y: f32[M, N]) -> f32[M, N] { h = x * y\n return h - mean(h, axis=M) }",
+}
+
+
+def _whole_column_variants():
+    """The columns partition's defaults (columns.whole_columns): columns held a few threads each
+    at up to 16 elements a thread, and longer ones walked twice; every column length the held
+    shares change at."""
+    from tiledsl.schedule.columns import whole_columns
+    for name, src in WHOLE_COLUMN_PROGRAMS.items():
+        k = tiledsl.compile(src)
+        [g] = partition(k.graph, columns=True)
+        lay = plan_layout(g, k.graph)
+        seen = set()
+        for m in (1, 16, 17, 33, 64, 100, 256, 512, 777):
+            for arch in ARCHS:
+                s = whole_columns(problem(g, lay, dict(M=m, N=1 << 16), arch=arch))
+                if (s.code, arch) not in seen:
+                    seen.add((s.code, arch))
+                    yield pytest.param(k, g, lay, s, 1, arch, id=f"{name}-columns-{s.tag}-{arch}")
+
+
 SHARED_ROW_VARIANTS = list(_shared_row_variants())
-VARIANTS = list(_variants()) + list(_pipelined_variants()) + SHARED_ROW_VARIANTS
+VARIANTS = list(_variants()) + list(_pipelined_variants()) + SHARED_ROW_VARIANTS + list(_whole_column_variants())
 
 
 def _compile(k, g, lay, s, arch, stage=1):

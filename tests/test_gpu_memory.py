@@ -1755,7 +1755,7 @@ def test_a_few_long_rows_run_spread(program):
     for extents in shapes:
         for out_kind in ("out", "out", "alloc", "alloc"):
             check(k, random_arguments(k.graph, extents), extents, out_kind)
-    spread = k._launcher._spread_launcher
+    spread = k._launcher._others.get("spread")
     assert spread is not None and spread._plans, "ran unspread"
     for plan in spread._plans.values():
         kinds = [spread.groups[i].kind for i in sorted(plan.choices)]
@@ -1765,12 +1765,45 @@ def test_a_few_long_rows_run_spread(program):
         assert len(plan.steps) == len(kinds) + sum(not s.last_block for s in splits), plan.choices
 
 
+# Results over whole short columns written by their reduction's own kernel (partition(columns=True),
+# schedule.problem.runs_columns): one kernel where the default runs a pointwise one after the statistics
+WHOLE_COLUMNS = {
+    "softmax over M": ("kernel cs(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n"
+                       " return e / sum(e, axis=M)\n}", [dict(M=64, N=1 << 16), dict(M=1, N=1001),
+                                                        dict(M=777, N=4099), dict(M=33, N=100003)]),
+    "softmax over M bf16": ("kernel cs(x: bf16[M, N]) -> bf16[M, N] {\n e = exp(f32(x) - max(f32(x), axis=M))\n"
+                            " return bf16(e / sum(e, axis=M))\n}", [dict(M=250, N=8191), dict(M=5, N=3)]),
+    "batch norm f16": ("kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n"
+                       " c = f32(x) - mean(f32(x), axis=M)\n return f16(c * rsqrt(mean(c * c, axis=M) + 1e-5) * w + b)\n}",
+                       [dict(M=256, N=1 << 14), dict(M=17, N=1000)]),
+    "x - mean over T": ("kernel f(x: f32[B, T, C]) -> f32[B, T, C] { return x - mean(x, axis=T) }",
+                        [dict(B=3, T=100, C=4097), dict(B=1, T=1, C=64)]),
+}
+
+
+@pytest.mark.parametrize("program", list(WHOLE_COLUMNS))
+def test_results_over_whole_short_columns_come_from_one_kernel(program, monkeypatch):
+    """Turned on here (problem.COLUMNS_MAX_ROWS is 0 until the partition is timed on a GPU)."""
+    import tiledsl.schedule.problem as problem_module
+    from tiledsl.inputs import random_arguments
+    monkeypatch.setattr(problem_module, "COLUMNS_MAX_ROWS", 1023)
+    src, shapes = WHOLE_COLUMNS[program]
+    k = tiledsl.compile(src)
+    for extents in shapes:
+        for out_kind in ("out", "alloc"):
+            check(k, random_arguments(k.graph, extents), extents, out_kind)
+    whole = k._launcher._others.get("columns")
+    assert whole is not None and whole._plans, "ran the split partition"
+    for plan in whole._plans.values():
+        assert [whole.groups[i].kind for i in sorted(plan.choices)] == ["reduce"], plan.choices
+
+
 def test_rows_enough_to_fill_the_gpu_stay_fused():
     from tiledsl.inputs import random_arguments
     k = tiledsl.compile(SPREAD_SOFTMAX)
     extents = dict(M=200, N=1 << 18)       # 4 rows an SM or more on any GPU of up to 800 SMs
     check(k, random_arguments(k.graph, extents), extents, "out")
-    assert k._launcher._spread_launcher is None
+    assert "spread" not in k._launcher._others
 
 
 # Rows too long for one block's registers, shared by the blocks of a cluster (sm_90a,

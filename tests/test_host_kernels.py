@@ -117,9 +117,9 @@ PROGRAMS = [
 ]
 
 
-def _check(k, extents, schedule=None):
+def _check(k, extents, schedule=None, mode=None):
     args = random_arguments(k.graph, extents, seed=fresh_seed())
-    got = host_cuda.run_on_host(k, extents, args, schedule)
+    got = host_cuda.run_on_host(k, extents, args, schedule, mode=mode)
     want = k.reference(*args, compute="f64")
     want = want if isinstance(want, tuple) else (want,)
     for g, w, r in zip(got, want, k.graph.results):
@@ -531,6 +531,43 @@ def test_short_columns_a_few_a_warp_run_right_on_the_host(label, src, extents, t
     k = tiledsl.compile(src)
     s = Schedule("reduce_row", block=256, vec=1, items=0, row_threads=threads, online=True)
     _check(k, extents, {0: s})
+
+
+# Results over whole short columns written by their reduction's kernel (partition(columns=True),
+# which the launcher runs where schedule.problem.runs_columns says): columns and rows no block
+# or lane count divides, one row, a middle axis, two levels that are no online pair
+BATCHNORM = ("kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n c = f32(x) - mean(f32(x), axis=M)\n"
+             " return f16(c * rsqrt(mean(c * c, axis=M) + 1e-5) * w + b)\n}")
+WHOLE_COLUMNS = [
+    ("softmax over M f32", PAIR_SOFTMAX.format(t="f32"), dict(M=61, N=301)),
+    ("softmax over M bf16, one row", PAIR_SOFTMAX.format(t="bf16"), dict(M=1, N=77)),
+    ("softmax over M f16, 300 rows", PAIR_SOFTMAX.format(t="f16"), dict(M=300, N=45)),
+    ("batch norm f16", BATCHNORM, dict(M=37, N=200)),
+    ("x - mean f32", "kernel c(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }", dict(M=130, N=19)),
+    ("over T with the sum", "kernel f(x: bf16[B, T, C]) -> (bf16[B, T, C], f32[B, C]) {\n"
+     " s = sum(f32(x), axis=T)\n return bf16(f32(x) / s), s\n}", dict(B=3, T=45, C=67)),
+]
+
+
+@pytest.mark.parametrize("label,src,extents", WHOLE_COLUMNS, ids=[c[0] for c in WHOLE_COLUMNS])
+def test_results_over_whole_short_columns_run_right_on_the_host(label, src, extents, monkeypatch):
+    """The default (the columns partition, one kernel; turned on here: problem.COLUMNS_MAX_ROWS),
+    then four of its group's candidates drawn afresh, and columns held in registers a few
+    threads each (items at most 16)."""
+    import tiledsl.schedule.problem as problem_module
+    from tiledsl.codegen import partition_at
+    monkeypatch.setattr(problem_module, "COLUMNS_MAX_ROWS", 1023)
+    k = tiledsl.compile(src)
+    groups, layouts, mode = partition_at(k.graph, extents, 4, "sm_90a")
+    assert mode == "columns" and [g.kind for g in groups] == ["reduce"]
+    _check(k, extents)
+    p = problem(groups[0], layouts[0], extents, frozenset(), 4, "sm_90a")
+    drawn = random.Random(fresh_seed()).sample(candidates(p, k.hints), 4)
+    rows = p.row_length
+    held = [Schedule("reduce_row", block=256, vec=1, items=-(-rows // t), row_threads=t, keep=True)
+            for t in (1, 4, 32) if -(-rows // t) <= 16]
+    for s in drawn + held:
+        _check(k, extents, {0: s}, mode="columns")
 
 
 @pytest.mark.parametrize("vec,unroll", [(2, 16), (4, 16), (2, 4)])

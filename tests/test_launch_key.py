@@ -314,14 +314,43 @@ def test_a_few_long_rows_are_planned_by_a_spread_launcher(monkeypatch):
     monkeypatch.setattr(L, "_sm_count", lambda device: 132)
     monkeypatch.setattr(L, "device_arch", lambda device: "sm_90a")
     launcher = L.Launcher(tiledsl.compile("kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }"))
-    assert launcher._spread_for(dict(N=1 << 12), 0) is None and launcher._spread_launcher is None
-    spread = launcher._spread_for(dict(N=1 << 22), 0)
-    assert spread is not None and spread.spread and spread.tuning_db is False
+    assert launcher._other_for(dict(N=1 << 12), 0) == ("", None) and not launcher._others
+    mode, spread = launcher._other_for(dict(N=1 << 22), 0)
+    assert mode == "spread" and spread.spread and spread.tuning_db is False
     assert [g.kind for g in spread.groups] == ["reduce", "pointwise"]
-    assert launcher._spread_for(dict(N=(1 << 22) + 1), 0) is spread
-    assert spread._spread_for(dict(N=1 << 22), 0) is None
+    assert launcher._other_for(dict(N=(1 << 22) + 1), 0) == ("spread", spread)
+    assert spread._other_for(dict(N=1 << 22), 0) == ("", None)
     launcher.overrides = {0: None}
-    assert launcher._spread_for(dict(N=1 << 22), 0) is None
+    assert launcher._other_for(dict(N=1 << 22), 0) == ("", None)
+
+
+def test_short_columns_are_planned_by_a_columns_launcher(monkeypatch):
+    """Where runs_columns says so (turned on here: problem.COLUMNS_MAX_ROWS), the launcher hands
+    the call class to a second launcher of the columns partition, made once and never tuned,
+    whose one group writes the softmax; not for long columns, where schedules are pinned, or
+    from that launcher itself. Its kernels' keys hash an IR text marked apart from the split
+    ones' (group 0 of both may take the same schedule)."""
+    import tiledsl
+    import tiledsl.runtime.launcher as L
+    import tiledsl.schedule.problem as problem_module
+    monkeypatch.setattr(L, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(L, "device_arch", lambda device: "sm_90a")
+    monkeypatch.setattr(problem_module, "COLUMNS_MAX_ROWS", 1023)
+    launcher = L.Launcher(tiledsl.compile("kernel cs(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n"
+                                          " return e / sum(e, axis=M)\n}"))
+    assert [g.kind for g in launcher.groups] == ["reduce", "pointwise"]
+    assert launcher._other_for(dict(M=4096, N=4096), 0) == ("", None)
+    mode, columns = launcher._other_for(dict(M=64, N=4096), 0)
+    assert mode == "columns" and columns.columns and columns.tuning_db is False
+    assert [g.kind for g in columns.groups] == ["reduce"]
+    assert columns.ir_text == launcher.ir_text + "\n# columns"
+    assert launcher._other_for(dict(M=1023, N=7), 0) == ("columns", columns)
+    assert columns._other_for(dict(M=64, N=4096), 0) == ("", None)
+    launcher.overrides = {0: None}
+    assert launcher._other_for(dict(M=64, N=4096), 0) == ("", None)
+    monkeypatch.setattr(problem_module, "COLUMNS_MAX_ROWS", 0)
+    launcher.overrides = {}
+    assert launcher._other_for(dict(M=64, N=4096), 0) == ("", None)
 
 
 def test_an_empty_call_plans_no_launch_and_compiles_nothing(monkeypatch):

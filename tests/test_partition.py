@@ -256,6 +256,68 @@ def test_a_reduction_across_memory_takes_one_level_a_group(src, groups_wanted):
             assert len(set(reduction_levels(g).values())) == 1 or online_pair_alone(g), g
 
 
+COLUMN_SOFTMAX = "kernel cs(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n return e / sum(e, axis=M)\n}"
+BATCHNORM = ("kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n c = f32(x) - mean(f32(x), axis=M)\n"
+             " return f16(c * rsqrt(mean(c * c, axis=M) + 1e-5) * w + b)\n}")
+
+
+@pytest.mark.parametrize("src,split,levels", [
+    (COLUMN_SOFTMAX, ["reduce", "pointwise"], 2),
+    (BATCHNORM, ["reduce", "reduce", "pointwise"], 2),
+    ("kernel f(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }", ["reduce", "pointwise"], 1),
+    # over a middle axis, a result beside the statistic
+    ("kernel f(x: bf16[B, T, C]) -> (bf16[B, T, C], f32[B, C]) {\n s = sum(f32(x), axis=T)\n"
+     " return bf16(f32(x) / s), s\n}", ["reduce", "pointwise"], 1),
+])
+def test_a_columns_partition_writes_results_over_whole_columns_from_the_reduction_s_group(src, split, levels):
+    """partition(columns=True), for short columns: a reduction across memory groups as one along
+    rows does, all its levels and its results over whole columns in one reduce group; the
+    default partition (walks_across) writes those results from a pointwise group reading x
+    again, and runs a level a group where the levels are no online pair."""
+    from tiledsl.schedule.partition import reduction_levels, walks_across
+    k = tiledsl.compile(src)
+    default_groups, whole = partition(k.graph), partition(k.graph, columns=True)
+    assert [g.kind for g in default_groups] == split
+    assert [g.kind for g in whole] == ["reduce"]
+    reductions = [v for v in whole[0].values if v.op == "reduce"]
+    assert walks_across(reductions[0]) and len(set(reduction_levels(whole[0]).values())) == levels
+    assert set(whole[0].outputs) == set(k.graph.outputs)
+    assert all(v.op == "param" for v in whole[0].inputs)
+
+
+@pytest.mark.parametrize("src", [EXAMPLES / "softmax.tdsl", EXAMPLES / "layernorm.tdsl",
+                                 "kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }",
+                                 "kernel f(x: f32[M, N], y: f32[M, N]) -> f32[M, N] { return x * y + 1.0 }"])
+def test_a_columns_partition_leaves_programs_without_results_over_whole_columns_as_they_are(src):
+    k = tiledsl.compile(src)
+    assert partition(k.graph, columns=True) == partition(k.graph)
+
+
+@pytest.mark.parametrize("longest", [0, 512, 1023])
+def test_columns_are_kept_whole_for_short_columns_only(longest, monkeypatch):
+    """`runs_columns`: where the default partition writes a reduction across memory's results
+    from a pointwise kernel and the columns are at most COLUMNS_MAX_ROWS long (0: never, as
+    until the columns partition is timed on a GPU); `partition_at` (what emit shows and the
+    launcher runs) follows it."""
+    import tiledsl.schedule.problem as problem_module
+    from tiledsl.codegen import partition_at
+    monkeypatch.setattr(problem_module, "COLUMNS_MAX_ROWS", longest)
+
+    def mode(src, extents):
+        return partition_at(tiledsl.compile(src).graph, extents, 132, "sm_90a")[2]
+    wide = 4096
+    if longest == 0:
+        assert mode(COLUMN_SOFTMAX, dict(M=1, N=wide)) == mode(BATCHNORM, dict(M=64, N=wide)) == ""
+        return
+    assert mode(COLUMN_SOFTMAX, dict(M=longest, N=wide)) == "columns"
+    assert mode(BATCHNORM, dict(M=1, N=wide)) == "columns"
+    assert mode(COLUMN_SOFTMAX, dict(M=longest + 1, N=wide)) == ""
+    assert mode(SOFTMAX, dict(M=64, N=wide)) == ""          # along rows: one group already
+    assert mode("kernel f(x: f32[M, N]) -> f32[N] { return sum(x, axis=M) }", dict(M=64, N=wide)) == ""
+    groups, _, _ = partition_at(tiledsl.compile(COLUMN_SOFTMAX).graph, dict(M=64, N=wide), 132, "sm_90a")
+    assert [g.kind for g in groups] == ["reduce"]
+
+
 SOFTMAX = "kernel sm(x: f32[M, N]) -> f32[M, N] { e = exp(x - max(x, axis=N))\n return e / sum(e, axis=N) }"
 SHARE = "kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }"
 

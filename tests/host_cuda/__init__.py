@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tiledsl.codegen import partition_at
 from tiledsl.codegen.cuda import render
 from tiledsl.codegen.params import kernel_params
 from tiledsl.schedule.choose import launches
@@ -163,11 +164,15 @@ class Unsupported(Exception):
     a cluster (they run together; the host runs one block at a time)."""
 
 
-def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int = 4) -> list[np.ndarray]:
+def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int = 4,
+                mode: str | None = None) -> list[np.ndarray]:
     """The results of a program (`kernel`: tiledsl.compile's) for NumPy `args`, each
     group's launches run on the CPU in order, under `schedules` ({group: Schedule},
     or one Schedule for group 0; the rest: the defaults, rows a cluster's blocks would
-    share taken as without clusters). Results and temporaries
+    share taken as without clusters). The groups are those of partition `mode` ("",
+    "spread" or "columns"); by default, as the launcher picks them: the partition the
+    call class runs (codegen.partition_at) where no schedule is given, else the fused
+    one. Results and temporaries
     start poisoned, so an element never written shows. Raises Unsupported for a
     group the host cannot run."""
     from tiledsl.schedule.choose import default
@@ -180,8 +185,12 @@ def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int
     for v, r in zip(graph.outputs, results):
         if v.op != "param":
             arrays.setdefault(v.id, r)
-    for group in partition(graph):
-        layout = plan_layout(group, graph)
+    if mode is None and schedules is None:
+        groups, layouts, _ = partition_at(graph, extents, sm_count, "sm_90a")
+    else:
+        groups = partition(graph, spread=mode == "spread", columns=mode == "columns")
+        layouts = [plan_layout(g, graph) for g in groups]
+    for group, layout in zip(groups, layouts):
         p = problem(group, layout, extents, frozenset(), sm_count, "sm_90a")
         schedule = (schedules or {}).get(group.index) or default(p, kernel.hints, clusters=False)
         if schedule.mma or schedule.wgmma or (schedule.kind == "matmul" and schedule.splits) or schedule.cluster > 1:

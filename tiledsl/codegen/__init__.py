@@ -2,27 +2,31 @@
 from __future__ import annotations
 
 from ..schedule.choose import plan
-from ..schedule.problem import problem, runs_spread
+from ..schedule.problem import problem, runs_columns, runs_spread
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from .cuda import KernelSource, render
 
 
 def partition_at(graph, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a") -> tuple:
-    """(groups, layouts, spread): the fusion groups one call at these sizes runs and their
-    layouts: the partition, or where a few long rows would each take one block, the spread
-    one (`spread` True; as the launcher decides it, schedules pinned by the tuner apart)."""
-    def parts(spread: bool) -> tuple:
-        groups = partition(graph, spread)
-        return groups, [plan_layout(g, graph) for g in groups]
-    fused, made = parts(False), {}
+    """(groups, layouts, mode): the fusion groups one call at these sizes runs and their
+    layouts, as the launcher decides them (schedules pinned by the tuner apart): the
+    partition (mode ""); where a few long rows would each take one block, the spread one
+    ("spread"); where reductions across memory have short columns, the one that keeps
+    columns whole ("columns")."""
+    made = {}
 
-    def spread() -> tuple:      # made only where runs_spread asks for it
-        made["spread"] = parts(True)
-        return made["spread"]
-    if runs_spread(*fused, spread, extents, sm_count, arch):
-        return made["spread"] + (True,)
-    return fused + (False,)
+    def parts(mode: str) -> tuple:      # each made only where asked for
+        if mode not in made:
+            groups = partition(graph, spread=mode == "spread", columns=mode == "columns")
+            made[mode] = groups, [plan_layout(g, graph) for g in groups]
+        return made[mode]
+    fused = parts("")
+    if runs_spread(*fused, lambda: parts("spread"), extents, sm_count, arch):
+        return parts("spread") + ("spread",)
+    if runs_columns(*fused, lambda: parts("columns"), extents, sm_count, arch):
+        return parts("columns") + ("columns",)
+    return fused + ("",)
 
 
 def groups_for(graph, extents: dict[str, int], sm_count: int = 132, arch: str = "sm_90a") -> list:

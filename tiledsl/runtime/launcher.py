@@ -20,7 +20,7 @@ from ..dtypes import float_max
 from ..errors import TdslArgumentError, TdslError, TdslPerformanceWarning, TdslRuntimeError
 from ..ir.graph import Graph
 from ..schedule.choose import default, plan
-from ..schedule.problem import Launch, problem, runs_spread
+from ..schedule.problem import Launch, problem, runs_columns, runs_spread
 from ..schedule.layout import plan_layout
 from ..schedule.partition import partition
 from ..schedule.schedules import combine_lanes
@@ -45,12 +45,13 @@ def dependent_launches(device: int) -> bool:
 
 
 class Launcher:
-    def __init__(self, kernel, spread: bool = False):
+    def __init__(self, kernel, spread: bool = False, columns: bool = False):
         self.kernel = kernel
         self.graph: Graph = kernel.graph
         self.spread = spread        # each reduction level a group of its own (few long rows)
-        self._spread_launcher: Optional["Launcher"] = None
-        self.groups = partition(self.graph, spread)
+        self.columns = columns      # reductions across memory write their results over whole columns
+        self._others: dict[str, "Launcher"] = {}     # "spread" / "columns" -> that partition's launcher
+        self.groups = partition(self.graph, spread, columns)
         self.layouts = [plan_layout(g, self.graph) for g in self.groups]
         self.result_ids = [o.id for o in self.graph.outputs]
         self.temp_values = [v for g in self.groups for v in g.outputs if v.id not in self.result_ids]
@@ -187,15 +188,22 @@ class Launcher:
             return f"the schedule block ({hints.directives})" + (f" at {hints.loc}" if hints.loc else "")
         return DEFAULT_RULES
 
+    @property
+    def ir_text(self) -> str:
+        """The IR's text, as kernel keys hash it: marked with the partition, since another
+        partition's group of the same index is another kernel of the same IR."""
+        if self._ir_text is None:
+            from ..ir.printer import format_graph
+            self._ir_text = format_graph(self.graph) + ("\n# spread" if self.spread else "") + (
+                "\n# columns" if self.columns else "")
+        return self._ir_text
+
     def binary(self, index: int, schedule, stage: int, arch: str):
         """Group `index` under `schedule`, compiled for `arch` through the caches.
         Needs no GPU: a tuner's worker processes fill the disk cache with it."""
         from ..codegen.cuda import render
-        from ..ir.printer import format_graph
         from .cache import cached_kernel
-        if self._ir_text is None:     # (a spread partition's groups are other kernels of the same IR)
-            self._ir_text = format_graph(self.graph) + ("\n# spread" if self.spread else "")
-        return cached_kernel(kernel_key_parts(self._ir_text, index, schedule, stage),
+        return cached_kernel(kernel_key_parts(self.ir_text, index, schedule, stage),
                              lambda: render(self.graph, self.groups[index], self.layouts[index],
                                             schedule, stage).source, arch)
 
@@ -339,12 +347,12 @@ class Launcher:
             self._check_overlap(views, outputs)
         misaligned = frozenset(self.param_value_id[i] for i, v in views.items() if v.ptr % 16)
         misaligned |= frozenset(vid for vid, o in zip(self.result_ids, outputs) if o.ptr % 16)
-        spread = self._spread_for(bound.extents, device)
-        if spread is None:
+        mode, other = self._other_for(bound.extents, device)
+        if other is None:
             program = self._program(bound.extents, misaligned, device)
-        else:           # planned by the spread partition's launcher (and kept in sight of tools)
-            program = spread._program(bound.extents, misaligned, device)
-            self._remember(("spread", tuple(sorted(bound.extents.items())), misaligned, device), program)
+        else:           # planned by the other partition's launcher (and kept in sight of tools)
+            program = other._program(bound.extents, misaligned, device)
+            self._remember((mode, tuple(sorted(bound.extents.items())), misaligned, device), program)
         in_ptrs = [views[i].ptr for i in program.array_args]
         scalars = [bound.values[p.index] for p in program.scalar_params]
         with cupy.cuda.Device(device):
@@ -356,20 +364,29 @@ class Launcher:
         results = [o.owner for o in outputs]
         return results[0] if len(results) == 1 else tuple(results)
 
-    def _spread_for(self, extents: dict, device: int) -> Optional["Launcher"]:
-        """The launcher of the spread partition where this call class has few long rows
-        that it splits (`few_long_rows`), else None (and always where schedules are pinned)."""
-        if self.spread or self.overrides:
-            return None
+    def _other_for(self, extents: dict, device: int) -> tuple:
+        """(mode, launcher) of the other partition this call class runs: "spread" where it has
+        few long rows that it splits (`runs_spread`), "columns" where its reductions across
+        memory have short columns (`runs_columns`); else ("", None), and always where
+        schedules are pinned."""
+        if self.spread or self.columns or self.overrides:
+            return "", None
 
-        def spread() -> tuple:
-            if self._spread_launcher is None:     # (never tuned: the database's records are the fused groups')
-                self._spread_launcher = Launcher(self.kernel, spread=True)
-                self._spread_launcher.tuning_db = False
-            return self._spread_launcher.groups, self._spread_launcher.layouts
-        if runs_spread(self.groups, self.layouts, spread, extents, _sm_count(device), device_arch(device)):
-            return self._spread_launcher
-        return None
+        def other(mode: str):
+            def parts() -> tuple:
+                launcher = self._others.get(mode)
+                if launcher is None:     # (never tuned: the database's records are the fused groups')
+                    launcher = self._others[mode] = Launcher(self.kernel, spread=mode == "spread",
+                                                             columns=mode == "columns")
+                    launcher.tuning_db = False
+                return launcher.groups, launcher.layouts
+            return parts
+        sm_count, arch = _sm_count(device), device_arch(device)
+        if runs_spread(self.groups, self.layouts, other("spread"), extents, sm_count, arch):
+            return "spread", self._others["spread"]
+        if runs_columns(self.groups, self.layouts, other("columns"), extents, sm_count, arch):
+            return "columns", self._others["columns"]
+        return "", None
 
     def _program(self, extents: dict, misaligned: frozenset, device: int) -> "Program":
         key = (tuple(sorted(extents.items())), misaligned, device, tuple(sorted(self.overrides.items())))

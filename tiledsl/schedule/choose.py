@@ -291,6 +291,9 @@ def default(p: Problem, hints: Hints = Hints(), clusters: bool = True) -> Schedu
         items = pointwise.flat_items(p, vec, block)
         block = block if pinned else pointwise.flat_block(p, vec, items, block)
         return Schedule("pointwise", block=block, vec=vec, items=items, index64=p.index64)
+    whole = columns.whole_columns(p)        # (results over whole columns: the columns partition)
+    if whole is not None:
+        return whole
     across = columns.online_pair_split(p) or columns.short_columns(p)     # (reductions across memory)
     if across is not None and not fits(p, across):
         return across

@@ -281,6 +281,38 @@ def short_columns(p: Problem) -> Optional[Schedule]:
     return Schedule("reduce_row", block=256, vec=1, items=0, row_threads=t, index64=p.index64)
 
 
+# A column held in registers gives a thread at most this many of its elements (16 f32 of
+# softmax's held column at 4 threads a column: 64 registers, no spills, sm_90a, 2026-12-07)
+WHOLE_COLUMN_ITEMS = 16
+
+
+def whole_columns(p: Problem) -> Optional[Schedule]:
+    """The default of a reduce group across memory that writes results over whole columns
+    (partition(columns=True), which runs_columns picks for short columns): 256 threads, t of
+    them down each column with neighbouring lanes on neighbouring columns (a warp's load
+    covers whole sectors, as short_columns' does), each holding up to WHOLE_COLUMN_ITEMS of
+    the column's elements in registers: x is read once and the results computed from the
+    registers. t is the least power of two whose share fits, at most 32; a longer column, or
+    one whose inputs do not fit, is walked twice by short_columns' threads, the second walk
+    finding its elements in L1 or L2. None for any other group. Not yet timed on a GPU: the
+    columns partition is off until it is (problem.COLUMNS_MAX_ROWS)."""
+    from .registers import row_share_fits
+    if p.row_major() or not any(set(o.dims) & set(p.group.axes) for o in p.group.outputs):
+        return None
+    t = 1
+    while t <= 32:
+        items = -(-p.row_length // t)
+        if items <= WHOLE_COLUMN_ITEMS and row_share_fits(p, items, 1):
+            return Schedule("reduce_row", block=256, vec=1, items=items, row_threads=t, keep=True,
+                            index64=p.index64)
+        t *= 2
+    looped = short_columns(p)
+    if looped is not None:
+        return looped
+    return Schedule("reduce_row", block=256, vec=1, items=0, index64=p.index64,
+                    row_threads=min(32, pow2_at_least(-(-p.row_length // SHORT_COLUMN_ROWS_A_LANE[0]))))
+
+
 def many_columns(p: Problem) -> bool:
     """Whether a reduction across memory has 4 warps' worth of columns an SM or more: the
     default gives them a thread a column (columns_split cuts their rows into chunks where

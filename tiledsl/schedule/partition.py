@@ -73,8 +73,8 @@ def _class_of(v: Value):
 
 
 class _Partitioner:
-    def __init__(self, graph: Graph, spread: bool = False):
-        self.graph, self.spread = graph, spread
+    def __init__(self, graph: Graph, spread: bool = False, columns: bool = False):
+        self.graph, self.spread, self.columns = graph, spread, columns
         self.by_id = {v.id: v for v in graph.values}
         self.epoch: dict[int, int] = {}
         self.stored: dict[int, tuple] = {}     # elementwise value id -> the group key that stores it
@@ -89,7 +89,7 @@ class _Partitioner:
         for v in self.graph.values:
             if _is_anchor(v):
                 deps = self.anchors_feeding(v.operands)
-                across = v.op == "reduce" and walks_across(v)
+                across = v.op == "reduce" and self.walks_across(v)
                 partner = online_partner(v) if paired and across else None
                 self.epoch[v.id] = max((self.epoch[d.id] + (_class_of(d) != _class_of(v)
                                                             or (across and d is not partner)
@@ -101,13 +101,18 @@ class _Partitioner:
         pair alone (the max and its sum(exp(a - max)), nothing else): what its column and
         split schedules compute in one pass."""
         for anchors in self.members().values():
-            if anchors[0].op != "reduce" or not walks_across(anchors[0]):
+            if anchors[0].op != "reduce" or not self.walks_across(anchors[0]):
                 continue
             ids = {a.id for a in anchors}
             nested = [a for a in anchors if any(d.id in ids for d in self.anchors_feeding(a.operands))]
             if nested and not (len(anchors) == 2 and online_partner(anchors[1]) is anchors[0]):
                 return False
         return True
+
+    def walks_across(self, reduction: Value) -> bool:
+        """walks_across, unless the partition keeps columns whole (`columns`): then a
+        reduction across memory groups as one along rows does."""
+        return not self.columns and walks_across(reduction)
 
     def anchors_feeding(self, roots, through_stored: bool = False) -> list[Value]:
         """Anchors reachable from `roots` through elementwise values only; with
@@ -283,7 +288,7 @@ class _Partitioner:
         return (set(out.dims) <= kept | reduced
                 and set(out.dims) - kept in (set(), set() if self.spread else set(reduced))
                 and not self.stored_across_rows(out, key, members)
-                and not (set(out.dims) & reduced and walks_across(members[key][0])))
+                and not (set(out.dims) & reduced and self.walks_across(members[key][0])))
 
     def rows_reading_its_inputs(self, out: Value, members: dict, outputs_of: dict):
         """For an output that no reduction feeds, the key of the first reduce group (in
@@ -482,7 +487,7 @@ def stored_by_its_producer(graph: Graph, operand: Value, itemsize: int = 0) -> b
     return parts.producer(operand, parts.members(), itemsize) is not None
 
 
-def partition(graph: Graph, spread: bool = False) -> list[Group]:
+def partition(graph: Graph, spread: bool = False, columns: bool = False) -> list[Group]:
     """The fusion groups of `graph`, in an order that respects their temporaries.
 
     `spread`: for a few long rows (runtime/launcher.py decides per call class), each
@@ -490,8 +495,15 @@ def partition(graph: Graph, spread: bool = False) -> list[Group]:
     over whole rows in pointwise groups: then every reduction can split its rows over
     the GPU. Before/after, softmax: [reduce(max, sum(exp(x - max))) writes out] ->
     [reduce(max) writes m], [reduce(sum(exp(x - m))) writes s], [pointwise writes
-    exp(x - m) / s]."""
-    return _Partitioner(graph, spread).run()
+    exp(x - m) / s].
+
+    `columns`: reductions across memory (`walks_across`) group as reductions along rows
+    do, with the work after them and their results over whole columns. For short columns
+    (schedule.problem.runs_columns decides per call class) one kernel then reads each
+    column from memory once, where the default's pointwise kernel reads x a second time.
+    Before/after, softmax over M: [reduce(max, sum) writes m, s; pointwise writes
+    exp(x - m) / s] -> [reduce(max, sum) writes out]."""
+    return _Partitioner(graph, spread, columns).run()
 
 
 def describe(groups: list[Group]) -> str:

@@ -188,6 +188,34 @@ def runs_spread(groups, layouts, spread, extents: dict, sm_count: int, arch: str
     return True
 
 
+# The longest columns whose results over whole columns the reduction's own kernel writes
+# (`partition(columns=True)`, see runs_columns); 0 turns that off. Off until it is timed on a
+# GPU against the split it replaces (scripts/probe_fused_columns.py, `device_pass.sh
+# fusedcols`): no GPU was lent the session that wrote it (2026-12-07), whose host runs and
+# compiles check its kernels (tests/test_host_kernels.py, tests/test_codegen.py).
+COLUMNS_MAX_ROWS = 0
+
+
+def runs_columns(groups, layouts, columns, extents: dict, sm_count: int, arch: str) -> bool:
+    """Whether a call at these sizes runs the partition that keeps columns whole: the default
+    partition (`groups`, `layouts`) writes some reduction across memory's results over whole
+    columns from a pointwise kernel of its own, and every reduce group across memory of the
+    columns partition (`columns()`: its groups and layouts, asked for only then) has short
+    columns, of at most COLUMNS_MAX_ROWS rows."""
+    if COLUMNS_MAX_ROWS == 0 or not any(g.kind == "reduce" and not layout_row_major(lay)
+                                        for g, lay in zip(groups, layouts)):
+        return False
+    whole, whole_layouts = columns()
+    if len(whole) >= len(groups):
+        return False
+    for g, lay in zip(whole, whole_layouts):
+        if g.kind == "reduce" and not layout_row_major(lay):
+            p = problem(g, lay, extents, frozenset(), sm_count, arch)
+            if p.row_length > COLUMNS_MAX_ROWS:
+                return False
+    return True
+
+
 # A thread's store along the innermost loop moves 16 bytes at most: a wider result's vector is
 # stored as two 16-byte halves 16 bytes apart, each instruction of a warp writing half of every
 # 32-byte sector it touches. H200 2026-12-03 (scripts/probe_survey.py), f32(x) from f16

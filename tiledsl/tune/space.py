@@ -112,17 +112,22 @@ class GroupSpace:
 
 
 def runs_spread_note(kernel, extents: dict, sm_count: int = 132, arch: str = "sm_90a") -> Optional[str]:
-    """Why nothing is tuned where a call at these sizes runs the spread partition (a few
-    long rows: schedule.problem.runs_spread), else None. The search space, the pinned
-    winners and the database's records are the fused partition's groups; pinning one would
-    take the call back to a block a row."""
+    """Why nothing is tuned where a call at these sizes runs another partition than the
+    fused one (a few long rows spread: schedule.problem.runs_spread; short columns kept
+    whole: runs_columns), else None. The search space, the pinned winners and the
+    database's records are the fused partition's groups; pinning one would take the call
+    back to that partition."""
     from ..codegen import partition_at
-    groups, _, spread = partition_at(kernel.graph, extents, sm_count, arch)
-    if not spread:
-        return None
-    return (f"at these sizes the call runs spread: {len(groups)} groups, each reduction split over the GPU "
-            f"and the results written by a pointwise kernel (few long rows); their schedules are the "
-            f"rules', and nothing is tuned")
+    groups, _, mode = partition_at(kernel.graph, extents, sm_count, arch)
+    if mode == "spread":
+        return (f"at these sizes the call runs spread: {len(groups)} groups, each reduction split over the GPU "
+                f"and the results written by a pointwise kernel (few long rows); their schedules are the "
+                f"rules', and nothing is tuned")
+    if mode == "columns":
+        return (f"at these sizes the call keeps columns whole: {len(groups)} group(s), each reduction across "
+                f"memory writing its results over whole columns itself (short columns); their schedules are "
+                f"the rules', and nothing is tuned")
+    return None
 
 
 def search_space(kernel, extents: dict, *, sm_count: int = 132, limits: DeviceLimits = DeviceLimits(),
