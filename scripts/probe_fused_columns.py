@@ -15,11 +15,10 @@ import sys
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
-from row_probe import exact, fastest_candidates, prepare  # noqa: E402
+from benchmarks.common import copy_bandwidth  # noqa: E402
+from row_probe import exact, fastest_candidates, interleaved, prepare  # noqa: E402
 from tiledsl.errors import TdslError  # noqa: E402
 from tiledsl.schedule.schedules import Schedule  # noqa: E402
-from tiledsl.runtime.launcher import set_overrides  # noqa: E402
 import tiledsl.schedule.partition as partition_module  # noqa: E402
 import tiledsl.schedule.problem as problem_module  # noqa: E402
 
@@ -74,20 +73,15 @@ def main() -> None:
                 keep.append(default)
             keep += [s for s in exact(fused, held_columns(fused), bound).values() if s not in keep]
             k = fused.kernel
-            runs = {"split (today's default)": (None, lambda i: split.kernel(*split.sets[i], out=split.out))}
-            runs.update({s.tag: (s, lambda i: k(*fused.sets[i], out=fused.out)) for s in keep})
-            times = {lab: [] for lab in runs}
-            for _ in range(3):
-                for lab, (s, fn) in runs.items():
-                    set_overrides(k._launcher, {0: s} if s is not None else {})
-                    fn(0)
-                    n_sets = len((split if s is None else fused).sets)
-                    times[lab].append(time_cuda(fn, n_sets=n_sets, repeats=20, warmup_ms=20).median_us)
-            set_overrides(k._launcher, {})
+            runs = {"split (today's default)": (None, None, lambda i: split.kernel(*split.sets[i], out=split.out),
+                                                len(split.sets))}
+            runs.update({s.tag: (k._launcher, {0: s}, lambda i: k(*fused.sets[i], out=fused.out), len(fused.sets))
+                         for s in keep})
+            times = interleaved(runs)
             print(f"## {label} ({fused.nbytes / 1e6:.0f} MB)", flush=True)
             for lab in sorted(times, key=lambda lab: statistics.median(times[lab])):
                 us = statistics.median(times[lab])
-                mark = " <= fused default" if runs[lab][0] == default else ""
+                mark = " <= fused default" if runs[lab][1] == {0: default} else ""
                 print(f"  {lab:40s} {us:8.1f} us {fused.nbytes / us / 1e3 / copy:5.2f}x copy  "
                       f"[{' '.join(f'{t:.1f}' for t in times[lab])}]{mark}", flush=True)
     partition_module.walks_across = across

@@ -18,9 +18,9 @@ import torch  # noqa: E402
 
 from benchmarks import triton_peers  # noqa: E402
 from benchmarks.bench_memory import LAYERNORM16_TDSL  # noqa: E402
-from benchmarks.common import copy_bandwidth, time_cuda  # noqa: E402
-from row_probe import fastest_candidates, prepare  # noqa: E402
-from tiledsl.runtime.launcher import hbm_bandwidth, set_overrides  # noqa: E402
+from benchmarks.common import copy_bandwidth  # noqa: E402
+from row_probe import fastest_candidates, interleaved, prepare  # noqa: E402
+from tiledsl.runtime.launcher import hbm_bandwidth  # noqa: E402
 
 SOURCES = {"softmax": "examples/softmax.tdsl", "rmsnorm": "examples/rmsnorm.tdsl",
            "layernorm": "examples/layernorm.tdsl",
@@ -73,21 +73,14 @@ def main() -> None:
                 if per_sm and other not in keep:
                     keep.append(other)
         plain = lambda i: k(*case.sets[i], out=case.out)   # noqa: E731
-        runs = {f"{s.tag} ps{s.blocks_per_sm}": (s, plain) for s in keep}
-        runs["triton"] = (None, triton_call(name, case))
-        times = {lab: [] for lab in runs}
-        for _ in range(3):
-            for lab, (s, fn) in runs.items():
-                if s is not None:
-                    set_overrides(k._launcher, {0: s})
-                fn(0)
-                times[lab].append(time_cuda(fn, n_sets=len(case.sets), repeats=20, warmup_ms=20).median_us)
-        set_overrides(k._launcher, {})
+        runs = {f"{s.tag} ps{s.blocks_per_sm}": (k._launcher, {0: s}, plain, len(case.sets)) for s in keep}
+        runs["triton"] = (None, None, triton_call(name, case), len(case.sets))
+        times = interleaved(runs)
         tri = statistics.median(times["triton"])
         print(f"## {label} ({case.nbytes / 1e6:.0f} MB)", flush=True)
         for lab in sorted(times, key=lambda lab: statistics.median(times[lab])):
             us = statistics.median(times[lab])
-            mark = " <= default" if runs[lab][0] == default else ""
+            mark = " <= default" if runs[lab][1] == {0: default} else ""
             print(f"  {lab:40s} {us:8.1f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy "
                   f"{tri / us:5.3f}x triton  [{' '.join(f'{t:.1f}' for t in times[lab])}]{mark}", flush=True)
 

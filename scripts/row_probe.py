@@ -165,6 +165,23 @@ def report_in_a_row(cases: list, calls: int, name_width: int = 16) -> None:
         set_overrides(case.kernel._launcher, {})
 
 
+def interleaved(runs: dict, rounds: int = 3) -> dict:
+    """label -> the median microseconds of each of `rounds` interleaved rounds, for `runs`: label ->
+    (launcher, overrides, fn, n_sets), fn(i) one call on input set i, the launcher (None: not
+    tiledsl's) under `overrides` while it is timed and under none after."""
+    times = {label: [] for label in runs}
+    for _ in range(rounds):
+        for label, (launcher, overrides, fn, n_sets) in runs.items():
+            if launcher is not None:
+                set_overrides(launcher, overrides)
+            fn(0)
+            times[label].append(time_cuda(fn, n_sets=n_sets, repeats=20, warmup_ms=20).median_us)
+    for launcher, *_ in runs.values():
+        if launcher is not None:
+            set_overrides(launcher, {})
+    return times
+
+
 def time_and_report(cases: list, copy_gbps: float, rounds: int = 3, label_width: int = 14,
                     tag_width: int = 34) -> None:
     times: dict = {}
