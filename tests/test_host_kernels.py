@@ -5,6 +5,7 @@ partials and shared-memory tiles are checked this way in CI, without a GPU; the
 @pytest.mark.gpu tests check the same on the device, with the real compiler."""
 from __future__ import annotations
 
+import math
 import os
 import random
 from dataclasses import replace
@@ -30,6 +31,8 @@ from test_codegen_fuzz import SIZES, drawn_candidates, fuzz_test
 from test_gpu_fuzz import mismatch, tolerance
 from test_gpu_memory import RMSNORM_F32_W
 from test_properties import build, scale
+
+HOST_FUZZ_EXAMPLES = int(os.environ.get("TDSL_HOST_FUZZ_EXAMPLES", "100"))     # random programs a fuzz test draws
 
 if not host_cuda.available():
     pytest.skip("no host C++ compiler (g++ 12 or later, for _Float16) to run kernels on the CPU",
@@ -570,6 +573,71 @@ def test_results_over_whole_short_columns_run_right_on_the_host(label, src, exte
         _check(k, extents, {0: s}, mode="columns")
 
 
+# What a column program computes from f32(x) over the reduced axis A: (body, results past the first)
+COLUMN_BODIES = {
+    "softmax": ("e = exp(v - max(v, axis=A))\n return {t}(e / sum(e, axis=A)){more}", ""),
+    "centered": ("return {t}(v - mean(v, axis=A)){more}", ""),
+    "normalized": ("c = v - mean(v, axis=A)\n return {t}(c * rsqrt(mean(c * c, axis=A) + 1e-5){affine}){more}", ""),
+    "l2": ("return {t}(v * rsqrt(sum(v * v, axis=A) + 1e-6)){more}", ""),
+    "share of max": ("m = max(abs(v), axis=A) + 1.0\n return {t}(v / m), m", "f32"),
+}
+COLUMN_EXTENTS = (1, 2, 3, 7, 16, 17, 33, 64, 100, 129, 256, 300, 513, 1000)
+
+
+@fuzz_test(HOST_FUZZ_EXAMPLES // 8)
+def test_random_column_programs_keeping_columns_whole_run_right_on_the_host(data):
+    """Programs whose reductions run across memory (over M of [M, N], or over B or T of
+    [B, T, C]) with results over whole columns, in the columns partition (off by default:
+    problem.COLUMNS_MAX_ROWS): dtypes, column lengths across the held shares and past them,
+    kept dims no block divides, a weight and bias over the kept dims, a statistic returned
+    too; under the default (columns.whole_columns), a tuner candidate or a held share drawn."""
+    kind = data.draw(st.sampled_from(sorted(COLUMN_BODIES)), label="program")
+    body, extra = COLUMN_BODIES[kind]
+    t = data.draw(st.sampled_from(["f32", "f16", "bf16", "f64"]), label="dtype")
+    dims = data.draw(st.sampled_from([("M", "N"), ("B", "T", "C")]), label="dims")
+    axis = dims[0] if len(dims) == 2 else data.draw(st.sampled_from(dims[:2]), label="axis")
+    kept = [d for d in dims if d != axis]
+    affine = kind == "normalized" and data.draw(st.booleans(), label="weight and bias")
+    params = [f"x: {t}[{', '.join(dims)}]"] + [f"{p}: f32[{', '.join(kept)}]" for p in ("w", "b") if affine]
+    more = ", v" if kind != "share of max" and data.draw(st.booleans(), label="x returned too") else ""
+    results = [f"{t}[{', '.join(dims)}]"] + ([f"{extra}[{', '.join(kept)}]"] if extra else []) + (
+        [f"f32[{', '.join(dims)}]"] if more else [])
+    src = (f"kernel c({', '.join(params)}) -> ({', '.join(results)}) {{\n v = f32(x)\n"
+           + body.format(t=t, more=more, affine=" * w + b" if affine else "").replace("axis=A", f"axis={axis}")
+           + "\n}")
+    extents = {axis: data.draw(st.sampled_from(COLUMN_EXTENTS), label="column length")}
+    for d in kept:      # at most 2^15 elements in all (the host runs a block's threads one by one)
+        room = (1 << 15) // math.prod(extents.values())
+        extents[d] = data.draw(st.sampled_from([n for n in (1, 3, 31, 33, 64, 129, 300) if n <= room]),
+                               label=f"extent {d}")
+    k = tiledsl.compile(src)
+    [g] = partition(k.graph, columns=True)
+    p = problem(g, plan_layout(g, k.graph), extents, frozenset(), 4, "sm_90a")
+    choice = data.draw(st.sampled_from(["default", "candidate", "held"]), label="schedule")
+    s = None
+    if choice == "candidate":
+        s = data.draw(st.sampled_from(candidates(p, k.hints)), label="candidate")
+    elif choice == "held":
+        t_col = data.draw(st.sampled_from([1, 2, 4, 8, 16, 32]), label="threads a column")
+        items = -(-p.row_length // t_col)
+        if items <= 16:
+            s = Schedule("reduce_row", block=data.draw(st.sampled_from([64, 128, 256]), label="block"), vec=1,
+                         items=items, row_threads=t_col, keep=True)
+            s = s if fits(p, s) else None
+    args = random_arguments(k.graph, extents, seed=data.draw(st.integers(0, 2 ** 31), label="seed"))
+    try:
+        got = host_cuda.run_on_host(k, extents, args, {0: s} if s else None, mode="columns")
+    except TdslError as e:
+        assert s is not None, f"the default failed: {e}\n{src}\n{extents}"
+        return      # a candidate that cannot run here is refused with a reason
+    want = k.reference(*args, compute="f64")
+    want = want if isinstance(want, tuple) else (want,)
+    for i, (out, w, r) in enumerate(zip(got, want, k.graph.results)):
+        err = relative_error(np.asarray(out, np.float64), np.asarray(w, np.float64))
+        bound = max(TOLERANCE[r.dtype.name], TOLERANCE["f32"])       # (computed in f32: v = f32(x))
+        assert err <= bound, (i, err, s.tag if s else "default", src, extents)
+
+
 @pytest.mark.parametrize("vec,unroll", [(2, 16), (4, 16), (2, 4)])
 def test_vectors_of_columns_unrolled_past_a_chunk_run_right_on_the_host(vec, unroll):
     """An online pair in vectors of columns unrolled deeper than its chunk of rows
@@ -771,9 +839,6 @@ def test_the_host_run_fails_where_the_gpu_would(monkeypatch):
     monkeypatch.setattr(host_cuda.Buffers, "array", short)
     with pytest.raises(RuntimeError, match="out of bounds"):
         host_cuda.run_on_host(k, extents, args)
-
-
-HOST_FUZZ_EXAMPLES = int(os.environ.get("TDSL_HOST_FUZZ_EXAMPLES", "100"))
 
 
 @fuzz_test(HOST_FUZZ_EXAMPLES)
