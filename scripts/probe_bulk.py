@@ -202,7 +202,7 @@ def main():
                 e = err(ys[0])
                 t = time_cuda(launch, n_sets=n_sets, repeats=30, warmup_ms=30).median_us
                 report(f"bulk T{tt} G{g} S{s} k{k}", t, e)
-        del xs, ys
+        xs = ys = None      # (device memory back before the next case)
         cp.get_default_memory_pool().free_all_blocks()
 
 

@@ -317,7 +317,7 @@ def main():
         for us, label in rows:
             print(f"  {label:44s} {us:8.1f} us {nbytes / us / 1e3 / copy:5.2f}x copy")
         sys.stdout.flush()
-        del sets, out, xd, e, want
+        sets = out = xd = e = want = None     # (device memory back before the next case)
         cp.get_default_memory_pool().free_all_blocks()
 
 
