@@ -707,19 +707,20 @@ def test_the_layernorm_default_follows_the_gpus_memory_bandwidth_per_sm():
     assert pick(4096, 8192, 3352.0).prefetch                    # 31 rows per SM
     # from rows.LATE_HEAVY_ROWS_PER_SM (40) rows per SM on an H100 the weights go late; on an
     # H200, or where the bandwidth is unknown, the persistent block stays up to 64
-    assert pick(39 * 132, 8192, 3352.0).prefetch
+    heavy, late_rows = rows.LATE_HEAVY_ROWS_PER_SM * 132, rows.LATE_ROWS_PER_SM * 132
+    assert pick(heavy - 132, 8192, 3352.0).prefetch
     # (at 256 threads of four vectors, not 512 of two: shares.halved_heavy_share)
-    for m in (40 * 132, 62 * 132, 63 * 132):
+    for m in (heavy, late_rows - 2 * 132, late_rows - 132):
         late = pick(m, 8192, 3352.0)
         assert late.tag.endswith("_t256_nh_x32") and not late.blocks_per_sm and not late.hoist, (m, late.tag)
         assert (late.items, late.min_blocks) == (4, 1), late.tag
         for gbps in (0.0, 4915.0):
             assert pick(m, 8192, gbps).prefetch, (m, gbps)
     # ... rows of fewer than rows.LATE_HEAVY_MIN_ROW (4096) elements keep the persistent block up to 64
-    for n in (1024, 2048, 4088):
-        assert pick(40 * 132, n, 3352.0).prefetch and pick(63 * 132, n, 3352.0).prefetch, n
-        assert pick(64 * 132, n, 3352.0).tag.endswith("_nh_r40_x32"), n
-    assert pick(40 * 132, 4096, 3352.0).tag.endswith("_nh_r40_x32")
+    for n in (1024, 2048, rows.LATE_HEAVY_MIN_ROW - 8):
+        assert pick(heavy, n, 3352.0).prefetch and pick(late_rows - 132, n, 3352.0).prefetch, n
+        assert pick(late_rows, n, 3352.0).tag.endswith("_nh_r40_x32"), n
+    assert pick(heavy, rows.LATE_HEAVY_MIN_ROW, 3352.0).tag.endswith("_nh_r40_x32")
     # f16 weights, twice the row rather than four times: late on any GPU at 64 rows per SM and
     # more, and at 31 rows per SM where the bandwidth per SM is low
     k16, g16, lay16, _ = _rows("layernorm_f16", dict(M=4096, N=8192))
