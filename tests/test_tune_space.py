@@ -256,6 +256,18 @@ def test_a_call_that_runs_spread_is_not_tuned():
     assert len(usual.groups) == 1 and usual.warnings == []
 
 
+def test_a_call_that_keeps_columns_whole_is_not_tuned(monkeypatch):
+    """Likewise where a call runs the columns partition (short columns; turned on here:
+    problem.COLUMNS_MAX_ROWS): nothing tuned, and why; long columns get the usual space."""
+    import tiledsl.schedule.problem as problem_module
+    monkeypatch.setattr(problem_module, "COLUMNS_MAX_ROWS", 1023)
+    k = tiledsl.compile("kernel c(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }")
+    whole = dry_run(k, dict(M=64, N=4096))
+    assert whole.groups == [] and "keeps columns whole: 1 group(s)" in whole.table()
+    usual = dry_run(k, dict(M=4096, N=4096), max_candidates=2)
+    assert len(usual.groups) == 2 and usual.warnings == []
+
+
 def test_a_full_reductions_space_holds_its_persistent_cluster_rows():
     """A reduction to a scalar whose row a cluster's blocks share has persistent twins, and
     fits() judges them as rows: it asked them a GEMM's question (the product's batch), an

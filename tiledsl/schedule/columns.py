@@ -10,6 +10,7 @@ from .layout import column_loop
 from .partition import online_pair_alone, per_row_before_reductions, reduction_levels
 from .schedules import THREADS_PER_SM, Schedule, combine_lanes, resident_blocks
 from .problem import Problem, pow2_at_least
+from .registers import row_share_fits
 from .rows import looped_row_vector, much_bandwidth_per_sm
 
 
@@ -296,7 +297,6 @@ def whole_columns(p: Problem) -> Optional[Schedule]:
     one whose inputs do not fit, is walked twice by short_columns' threads, the second walk
     finding its elements in L1 or L2. None for any other group. Not yet timed on a GPU: the
     columns partition is off until it is (problem.COLUMNS_MAX_ROWS)."""
-    from .registers import row_share_fits
     if p.row_major() or not any(set(o.dims) & set(p.group.axes) for o in p.group.outputs):
         return None
     t = 1

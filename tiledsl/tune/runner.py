@@ -27,7 +27,7 @@ from .report import TuneReport
 from .roofline import peak_for, work
 from .safety import corrupt, fault_tag
 from .select import Timed, choose, confirm, relative_spread
-from .space import MAX_CANDIDATES, Candidate, DeviceLimits, runs_spread_note, search_space, unique_labels
+from .space import MAX_CANDIDATES, Candidate, DeviceLimits, untuned_partition_note, search_space, unique_labels
 from .workload import Workload
 
 
@@ -46,8 +46,8 @@ def dry_run(kernel, extents: dict, *, arch: str = "sm_90a", sm_count: int = 132,
     from ..runtime.toolchain import check_arch
     check_arch(arch)        # a clear error now, not one compile failure per candidate
     start = time.monotonic()
-    spread = runs_spread_note(kernel, extents, sm_count, arch)
-    spaces = [] if spread else search_space(kernel, extents, sm_count=sm_count, limits=limits, arch=arch,
+    untuned = untuned_partition_note(kernel, extents, sm_count, arch)
+    spaces = [] if untuned else search_space(kernel, extents, sm_count=sm_count, limits=limits, arch=arch,
                                             max_candidates=max_candidates, schedules=schedules)
     prog = _progress(spaces, progress, "autotune --dry-run", stream)
     comp = Compilation(kernel, spaces, arch, workers, limits).start()
@@ -55,7 +55,7 @@ def dry_run(kernel, extents: dict, *, arch: str = "sm_90a", sm_count: int = 132,
     comp.finish(on_candidate=lambda c: prog.count(c.status))
     prog.close()
     report = TuneReport(kernel.name, dict(extents), "", arch, spaces, work(kernel.graph, extents),
-                        origin="dry run", warnings=[spread] if spread else [])
+                        origin="dry run", warnings=[untuned] if untuned else [])
     report.compile_seconds = report.seconds = time.monotonic() - start
     report.compiled_now, report.from_cache = comp.compiled, comp.cached
     return report
@@ -117,8 +117,8 @@ class _Tuner:
         self.arch, self.sm_count = device_arch(device), _sm_count(device)
         self.limits = DeviceLimits.of_device(device)
         self.db_path = resolve_db_path(db)
-        self.spread = runs_spread_note(kernel, extents, self.sm_count, self.arch)
-        self.spaces = [] if self.spread else search_space(
+        self.untuned = untuned_partition_note(kernel, extents, self.sm_count, self.arch)
+        self.spaces = [] if self.untuned else search_space(
             kernel, extents, sm_count=self.sm_count, limits=self.limits, arch=self.arch,
             max_candidates=max_candidates, hbm_gbps=hbm_bandwidth(device))
         self.report = TuneReport(kernel.name, self.extents, self.name, self.arch, self.spaces,
@@ -130,8 +130,8 @@ class _Tuner:
         from ..runtime.launcher import set_overrides
         from ..runtime.measure import copy_bandwidth
         report = self.report
-        if self.spread:         # the rules' spread schedules run; nothing pinned, nothing stored
-            report.warnings.append(self.spread)
+        if self.untuned:        # another partition's rules run (spread, columns); nothing pinned, nothing stored
+            report.warnings.append(self.untuned)
             report.origin = "not tuned"
             set_overrides(self.launcher, {})
             report.seconds = time.monotonic() - self.start

@@ -111,7 +111,7 @@ class GroupSpace:
         return [c for c in self.candidates if c.status == status]
 
 
-def runs_spread_note(kernel, extents: dict, sm_count: int = 132, arch: str = "sm_90a") -> Optional[str]:
+def untuned_partition_note(kernel, extents: dict, sm_count: int = 132, arch: str = "sm_90a") -> Optional[str]:
     """Why nothing is tuned where a call at these sizes runs another partition than the
     fused one (a few long rows spread: schedule.problem.runs_spread; short columns kept
     whole: runs_columns), else None. The search space, the pinned winners and the
