@@ -282,6 +282,12 @@ def short_columns(p: Problem) -> Optional[Schedule]:
     return Schedule("reduce_row", block=256, vec=1, items=0, row_threads=t, index64=p.index64)
 
 
+def whole_column_results(p: Problem) -> bool:
+    """Whether a reduction across memory writes results over whole columns (some result over
+    a reduced dim: the columns partition's groups)."""
+    return not p.row_major() and any(set(o.dims) & set(p.group.axes) for o in p.group.outputs)
+
+
 # A column held in registers gives a thread at most this many of its elements (16 f32 of
 # softmax's held column at 4 threads a column: 64 registers, no spills, sm_90a, 2026-12-07)
 WHOLE_COLUMN_ITEMS = 16
@@ -297,7 +303,7 @@ def whole_columns(p: Problem) -> Optional[Schedule]:
     one whose inputs do not fit, is walked twice by short_columns' threads, the second walk
     finding its elements in L1 or L2. None for any other group. Not yet timed on a GPU: the
     columns partition is off until it is (problem.COLUMNS_MAX_ROWS)."""
-    if p.row_major() or not any(set(o.dims) & set(p.group.axes) for o in p.group.outputs):
+    if not whole_column_results(p):
         return None
     t = 1
     while t <= 32:
@@ -352,6 +358,8 @@ def column_vector_refusal(p: Problem, s: Schedule) -> str:
         return "vectors of columns take a thread a column (row_threads 1), or a split's tile of columns"
     if len(set(reduction_levels(p.group).values())) > 1 and not online_pair_alone(p.group):
         return "vectors of columns take one reduction level, or an online pair (max and sum(exp(a - max)))"
+    if whole_column_results(p):
+        return "vectors of columns write per-column results only, not results over whole columns"
     loop = column_loop(p.layout)
     if loop is None or p.loops[loop] % s.vec:
         return f"the columns' innermost extent is not a multiple of {s.vec}"

@@ -33,7 +33,9 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
     straddle rows (`straddle`) read each operand without every loop lane by lane: a register
     an element. A flat walk's item holds its index besides (codegen fuzz, 2026-12-03: six
     inputs read an element at a time, 8 items counted at 48 words, took 64 registers and
-    spilled 8 bytes on sm_80)."""
+    spilled 8 bytes on sm_80), a straddling one its first element's column and row (CI's
+    codegen fuzz, 2026-12-07: rows of 5 beside an i8 over the rows, 8 items of 4 counted at 46
+    words, spilled 76 bytes on sm_90a; 4 items took 46 registers)."""
     inner = p.inner
 
     def words(op) -> float:
@@ -49,7 +51,7 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
                     for v in p.group.values)
     once = reused_inputs(p) if outer else []
     return (items * (sum(words(op) for op in p.layout.inputs if op not in once) + (2 * vec if wide_math else 0)
-                     + (0 if outer else 1))
+                     + (0 if outer else 2 if straddle else 1))
             + sum(words(op) for op in once) + sum(words(op) for op in stored))
 
 
