@@ -287,9 +287,9 @@ FOUND = {
         "kernel f(p0: bool, p1: f16[1000, N, K]) -> (f64[1000, N, K], f64[1000, N, K]) {\n"
         "    t3 = sum(p1) + p1\n    t5 = sum(where(p0, p1, 0.5), axis=(1000, K))\n"
         "    return t3 + (t5 + p1), p1\n}\n", {"1000": 1000, "N": 2, "K": 2}),
-    # rows of 5 in straddling vectors of 4, an i8 over the rows gathered lane by lane, 8 items:
-    # 76 bytes spilled on sm_90a until pointwise.held_words counted a straddling item's column
-    # and row, two words, not one index (CI, 2026-12-07)
+    # rows of 5 in straddling vectors of 4, an i8 over the rows compared with idx(5) in i64, 8
+    # items: 76 bytes spilled on sm_90a until pointwise.held_words counted 64-bit math over any
+    # loop of a straddling walk (CI, 2026-12-07)
     "straddled_rows_of_five_beside_an_i8_over_the_rows": (
         "kernel prop(p0: bool[M, 5], p1: i8[M]) -> bool[M, 5] {\n    t0 = idx(5)\n    return (t0 < p1)\n}\n",
         {"M": 1, "5": 5}),

@@ -33,9 +33,11 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
     straddle rows (`straddle`) read each operand without every loop lane by lane: a register
     an element. A flat walk's item holds its index besides (codegen fuzz, 2026-12-03: six
     inputs read an element at a time, 8 items counted at 48 words, took 64 registers and
-    spilled 8 bytes on sm_80), a straddling one its first element's column and row (CI's
-    codegen fuzz, 2026-12-07: rows of 5 beside an i8 over the rows, 8 items of 4 counted at 46
-    words, spilled 76 bytes on sm_90a; 4 items took 46 registers)."""
+    spilled 8 bytes on sm_80). In vectors that straddle rows, 64-bit math over any of the
+    walk's loops differs lane by lane, not only over the innermost one (CI's codegen fuzz,
+    2026-12-07: `idx(5) < p1` with p1 i8 over the rows, compared in i64, 8 items of 4
+    straddling rows of 5 counted at 46 words and spilled 76 bytes on sm_90a; 4 items took 46
+    registers)."""
     inner = p.inner
 
     def words(op) -> float:
@@ -46,12 +48,14 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
         return vec * operand_words(op, vec if op.loops[-1] == inner else 1)
     stored = [op for op in p.layout.outputs if inner is not None and op.loops and op.loops[-1] == inner]
     walked = set(p.layout.loops[inner]) if inner is not None else set()
+    if straddle:
+        walked = {d for loop in p.layout.loops for d in loop}
     # (an index, i64 in the IR, is held as idx_t: 32 bits unless the schedule indexes in 64)
     wide_math = any(v.dtype.itemsize == 8 and v.op not in ("param", "idx") and set(v.dims) & walked
                     for v in p.group.values)
     once = reused_inputs(p) if outer else []
     return (items * (sum(words(op) for op in p.layout.inputs if op not in once) + (2 * vec if wide_math else 0)
-                     + (0 if outer else 2 if straddle else 1))
+                     + (0 if outer else 1))
             + sum(words(op) for op in once) + sum(words(op) for op in stored))
 
 
