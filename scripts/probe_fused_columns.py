@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchmarks.common import copy_bandwidth  # noqa: E402
 from row_probe import exact, fastest_candidates, interleaved, prepare  # noqa: E402
 from tiledsl.errors import TdslError  # noqa: E402
-from tiledsl.schedule.schedules import Schedule  # noqa: E402
+from tiledsl.schedule.columns import held_column  # noqa: E402
 import tiledsl.schedule.partition as partition_module  # noqa: E402
 import tiledsl.schedule.problem as problem_module  # noqa: E402
 
@@ -35,18 +35,14 @@ def held_columns(case) -> dict:
     """Columns held in registers, which the tuner's space lacks: `tpr` threads a column
     (neighbouring threads on neighbouring columns), each holding up to 16 of its elements."""
     out = {}
-    m = case.extents["M"]
     for tpr in (1, 2, 4, 8, 16, 32):
-        items = -(-m // tpr)
-        if items > 16:
-            continue
         for block in (128, 256):
             try:
-                s = Schedule("reduce_row", block=block, vec=1, items=items, row_threads=tpr, keep=True,
-                             index64=case.problem.index64)
-            except TdslError:
+                s = held_column(case.problem, tpr, block)
+            except TdslError:       # (a block narrower than a column's threads' warps need)
                 continue
-            out[s.tag] = s
+            if s is not None:
+                out[s.tag] = s
     return out
 
 

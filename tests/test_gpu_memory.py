@@ -1765,6 +1765,12 @@ def test_a_few_long_rows_run_spread(program):
         assert len(plan.steps) == len(kinds) + sum(not s.last_block for s in splits), plan.choices
 
 
+# A batch norm's normalization over M with a weight and bias over N (tests/test_partition.py, the host
+# and codegen tests share it)
+BATCHNORM = ("kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n c = f32(x) - mean(f32(x), axis=M)\n"
+             " return f16(c * rsqrt(mean(c * c, axis=M) + 1e-5) * w + b)\n}")
+
+
 # Results over whole short columns written by their reduction's own kernel (partition(columns=True),
 # schedule.problem.runs_columns): one kernel where the default runs a pointwise one after the statistics
 WHOLE_COLUMNS = {
@@ -1773,9 +1779,7 @@ WHOLE_COLUMNS = {
                                                         dict(M=777, N=4099), dict(M=33, N=100003)]),
     "softmax over M bf16": ("kernel cs(x: bf16[M, N]) -> bf16[M, N] {\n e = exp(f32(x) - max(f32(x), axis=M))\n"
                             " return bf16(e / sum(e, axis=M))\n}", [dict(M=250, N=8191), dict(M=5, N=3)]),
-    "batch norm f16": ("kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n"
-                       " c = f32(x) - mean(f32(x), axis=M)\n return f16(c * rsqrt(mean(c * c, axis=M) + 1e-5) * w + b)\n}",
-                       [dict(M=256, N=1 << 14), dict(M=17, N=1000)]),
+    "batch norm f16": (BATCHNORM, [dict(M=256, N=1 << 14), dict(M=17, N=1000)]),
     "x - mean over T": ("kernel f(x: f32[B, T, C]) -> f32[B, T, C] { return x - mean(x, axis=T) }",
                         [dict(B=3, T=100, C=4097), dict(B=1, T=1, C=64)]),
 }

@@ -21,7 +21,7 @@ from tiledsl.errors import TdslError
 from tiledsl.inputs import TOLERANCE, random_arguments, relative_error
 from tiledsl.schedule.choose import candidates, default, fits
 from tiledsl.schedule.problem import problem
-from tiledsl.schedule.columns import column_tile_split
+from tiledsl.schedule.columns import column_tile_split, held_column
 from tiledsl.schedule.layout import plan_layout
 from tiledsl.schedule.partition import partition
 from tiledsl.schedule.schedules import Schedule, combine_lanes
@@ -29,7 +29,7 @@ from tiledsl.schedule.schedules import Schedule, combine_lanes
 from conftest import EXAMPLES, fresh_seed
 from test_codegen_fuzz import SIZES, drawn_candidates, fuzz_test
 from test_gpu_fuzz import mismatch, tolerance
-from test_gpu_memory import RMSNORM_F32_W
+from test_gpu_memory import BATCHNORM, RMSNORM_F32_W
 from test_properties import build, scale
 
 HOST_FUZZ_EXAMPLES = int(os.environ.get("TDSL_HOST_FUZZ_EXAMPLES", "100"))     # random programs a fuzz test draws
@@ -539,8 +539,6 @@ def test_short_columns_a_few_a_warp_run_right_on_the_host(label, src, extents, t
 # Results over whole short columns written by their reduction's kernel (partition(columns=True),
 # which the launcher runs where schedule.problem.runs_columns says): columns and rows no block
 # or lane count divides, one row, a middle axis, two levels that are no online pair
-BATCHNORM = ("kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n c = f32(x) - mean(f32(x), axis=M)\n"
-             " return f16(c * rsqrt(mean(c * c, axis=M) + 1e-5) * w + b)\n}")
 WHOLE_COLUMNS = [
     ("softmax over M f32", PAIR_SOFTMAX.format(t="f32"), dict(M=61, N=301)),
     ("softmax over M bf16, one row", PAIR_SOFTMAX.format(t="bf16"), dict(M=1, N=77)),
@@ -566,9 +564,7 @@ def test_results_over_whole_short_columns_run_right_on_the_host(label, src, exte
     _check(k, extents)
     p = problem(groups[0], layouts[0], extents, frozenset(), 4, "sm_90a")
     drawn = random.Random(fresh_seed()).sample(candidates(p, k.hints), 4)
-    rows = p.row_length
-    held = [Schedule("reduce_row", block=256, vec=1, items=-(-rows // t), row_threads=t, keep=True)
-            for t in (1, 4, 32) if -(-rows // t) <= 16]
+    held = [s for s in (held_column(p, t) for t in (1, 4, 32)) if s is not None]
     for s in drawn + held:
         _check(k, extents, {0: s}, mode="columns")
 
@@ -618,12 +614,9 @@ def test_random_column_programs_keeping_columns_whole_run_right_on_the_host(data
     if choice == "candidate":
         s = data.draw(st.sampled_from(candidates(p, k.hints)), label="candidate")
     elif choice == "held":
-        t_col = data.draw(st.sampled_from([1, 2, 4, 8, 16, 32]), label="threads a column")
-        items = -(-p.row_length // t_col)
-        if items <= 16:
-            s = Schedule("reduce_row", block=data.draw(st.sampled_from([64, 128, 256]), label="block"), vec=1,
-                         items=items, row_threads=t_col, keep=True)
-            s = s if fits(p, s) else None
+        s = held_column(p, data.draw(st.sampled_from([1, 2, 4, 8, 16, 32]), label="threads a column"),
+                        data.draw(st.sampled_from([64, 128, 256]), label="block"))
+        s = s if s is not None and fits(p, s) else None
     args = random_arguments(k.graph, extents, seed=data.draw(st.integers(0, 2 ** 31), label="seed"))
     try:
         got = host_cuda.run_on_host(k, extents, args, {0: s} if s else None, mode="columns")

@@ -12,6 +12,7 @@ from tiledsl.schedule.layout import operand_input, plan_layout
 from tiledsl.schedule.partition import partition
 
 from conftest import EXAMPLES
+from test_gpu_memory import BATCHNORM
 
 
 def _groups(src):
@@ -257,8 +258,6 @@ def test_a_reduction_across_memory_takes_one_level_a_group(src, groups_wanted):
 
 
 COLUMN_SOFTMAX = "kernel cs(x: f32[M, N]) -> f32[M, N] {\n e = exp(x - max(x, axis=M))\n return e / sum(e, axis=M)\n}"
-BATCHNORM = ("kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n c = f32(x) - mean(f32(x), axis=M)\n"
-             " return f16(c * rsqrt(mean(c * c, axis=M) + 1e-5) * w + b)\n}")
 
 
 @pytest.mark.parametrize("src,split,levels", [

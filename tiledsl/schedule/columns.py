@@ -293,6 +293,17 @@ def whole_column_results(p: Problem) -> bool:
 WHOLE_COLUMN_ITEMS = 16
 
 
+def held_column(p: Problem, threads: int, block: int = 256) -> Optional[Schedule]:
+    """A column held in registers by `threads` threads (neighbouring lanes on neighbouring
+    columns), in blocks of `block`; None where a thread would take more than WHOLE_COLUMN_ITEMS
+    of its elements."""
+    items = -(-p.row_length // threads)
+    if items > WHOLE_COLUMN_ITEMS:
+        return None
+    return Schedule("reduce_row", block=block, vec=1, items=items, row_threads=threads, keep=True,
+                    index64=p.index64)
+
+
 def whole_columns(p: Problem) -> Optional[Schedule]:
     """The default of a reduce group across memory that writes results over whole columns
     (partition(columns=True), which runs_columns picks for short columns): 256 threads, t of
@@ -305,13 +316,10 @@ def whole_columns(p: Problem) -> Optional[Schedule]:
     columns partition is off until it is (problem.COLUMNS_MAX_ROWS)."""
     if not whole_column_results(p):
         return None
-    t = 1
-    while t <= 32:
-        items = -(-p.row_length // t)
-        if items <= WHOLE_COLUMN_ITEMS and row_share_fits(p, items, 1):
-            return Schedule("reduce_row", block=256, vec=1, items=items, row_threads=t, keep=True,
-                            index64=p.index64)
-        t *= 2
+    for t in (1, 2, 4, 8, 16, 32):
+        held = held_column(p, t)
+        if held is not None and row_share_fits(p, held.items, 1):
+            return held
     looped = short_columns(p)
     if looped is not None:
         return looped

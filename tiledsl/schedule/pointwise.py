@@ -47,9 +47,8 @@ def held_words(p: "Problem", vec: int, items: int, outer: bool = False, straddle
             return operand_words(op, 1)
         return vec * operand_words(op, vec if op.loops[-1] == inner else 1)
     stored = [op for op in p.layout.outputs if inner is not None and op.loops and op.loops[-1] == inner]
-    walked = set(p.layout.loops[inner]) if inner is not None else set()
-    if straddle:
-        walked = {d for loop in p.layout.loops for d in loop}
+    walked = ({d for loop in p.layout.loops for d in loop} if straddle
+              else set(p.layout.loops[inner]) if inner is not None else set())
     # (an index, i64 in the IR, is held as idx_t: 32 bits unless the schedule indexes in 64)
     wide_math = any(v.dtype.itemsize == 8 and v.op not in ("param", "idx") and set(v.dims) & walked
                     for v in p.group.values)
