@@ -10,13 +10,12 @@ copy).
     python scripts/probe_fused_columns.py [names to keep, e.g. softmax-64x]
 """
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from row_probe import exact, fastest_candidates, interleaved, prepare  # noqa: E402
+from row_probe import exact, fastest_candidates, interleaved, prepare, report_interleaved  # noqa: E402
 from tiledsl.errors import TdslError  # noqa: E402
 from tiledsl.schedule.columns import held_column  # noqa: E402
 import tiledsl.schedule.partition as partition_module  # noqa: E402
@@ -69,17 +68,11 @@ def main() -> None:
                 keep.append(default)
             keep += [s for s in exact(fused, held_columns(fused), bound).values() if s not in keep]
             k = fused.kernel
-            runs = {"split (today's default)": (None, None, lambda i: split.kernel(*split.sets[i], out=split.out),
-                                                len(split.sets))}
+            runs = {"split (today's partition)": (None, None, lambda i: split.kernel(*split.sets[i], out=split.out),
+                                                  len(split.sets))}
             runs.update({s.tag: (k._launcher, {0: s}, lambda i: k(*fused.sets[i], out=fused.out), len(fused.sets))
                          for s in keep})
-            times = interleaved(runs)
-            print(f"## {label} ({fused.nbytes / 1e6:.0f} MB)", flush=True)
-            for lab in sorted(times, key=lambda lab: statistics.median(times[lab])):
-                us = statistics.median(times[lab])
-                mark = " <= fused default" if runs[lab][1] == {0: default} else ""
-                print(f"  {lab:40s} {us:8.1f} us {fused.nbytes / us / 1e3 / copy:5.2f}x copy  "
-                      f"[{' '.join(f'{t:.1f}' for t in times[lab])}]{mark}", flush=True)
+            report_interleaved(label, fused.nbytes, copy, interleaved(runs), default.tag)
     partition_module.walks_across = across
 
 

@@ -9,7 +9,6 @@ interleaved rounds (median microseconds, ratio to Triton).
 """
 import dataclasses
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.getcwd())
@@ -19,7 +18,7 @@ import torch  # noqa: E402
 from benchmarks import triton_peers  # noqa: E402
 from benchmarks.bench_memory import LAYERNORM16_TDSL  # noqa: E402
 from benchmarks.common import copy_bandwidth  # noqa: E402
-from row_probe import fastest_candidates, interleaved, prepare  # noqa: E402
+from row_probe import fastest_candidates, interleaved, prepare, report_interleaved  # noqa: E402
 from tiledsl.runtime.launcher import hbm_bandwidth  # noqa: E402
 
 SOURCES = {"softmax": "examples/softmax.tdsl", "rmsnorm": "examples/rmsnorm.tdsl",
@@ -75,15 +74,8 @@ def main() -> None:
         plain = lambda i: k(*case.sets[i], out=case.out)   # noqa: E731
         runs = {f"{s.tag} ps{s.blocks_per_sm}": (k._launcher, {0: s}, plain, len(case.sets)) for s in keep}
         runs["triton"] = (None, None, triton_call(name, case), len(case.sets))
-        times = interleaved(runs)
-        tri = statistics.median(times["triton"])
-        print(f"## {label} ({case.nbytes / 1e6:.0f} MB)", flush=True)
-        for lab in sorted(times, key=lambda lab: statistics.median(times[lab])):
-            us = statistics.median(times[lab])
-            mark = " <= default" if runs[lab][1] == {0: default} else ""
-            print(f"  {lab:40s} {us:8.1f} us {case.nbytes / us / 1e3 / copy:5.2f}x copy "
-                  f"{tri / us:5.3f}x triton  [{' '.join(f'{t:.1f}' for t in times[lab])}]{mark}", flush=True)
-
+        default_label = f"{default.tag} ps{default.blocks_per_sm}"
+        report_interleaved(label, case.nbytes, copy, interleaved(runs), default_label, against="triton")
 
 if __name__ == "__main__":
     main()

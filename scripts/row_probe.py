@@ -8,6 +8,7 @@ import os
 import statistics
 import sys
 import time
+from typing import Optional
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -180,6 +181,19 @@ def interleaved(runs: dict, rounds: int = 3) -> dict:
         if launcher is not None:
             set_overrides(launcher, {})
     return times
+
+
+def report_interleaved(title: str, nbytes: int, copy_gbps: float, times: dict, marked: str,
+                       against: Optional[str] = None) -> None:
+    """Print `interleaved`'s times fastest first: median us, x copy, x the run labelled
+    `against` where one is named, each round's median; `marked` (a label) gets the arrow."""
+    base = statistics.median(times[against]) if against else None
+    print(f"## {title} ({nbytes / 1e6:.0f} MB)", flush=True)
+    for lab in sorted(times, key=lambda lab: statistics.median(times[lab])):
+        us = statistics.median(times[lab])
+        ratio = f" {base / us:5.3f}x {against}" if base else ""
+        print(f"  {lab:40s} {us:8.1f} us {nbytes / us / 1e3 / copy_gbps:5.2f}x copy{ratio}  "
+              f"[{' '.join(f'{t:.1f}' for t in times[lab])}]{' <= default' if lab == marked else ''}", flush=True)
 
 
 def time_and_report(cases: list, copy_gbps: float, rounds: int = 3, label_width: int = 14,
