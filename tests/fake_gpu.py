@@ -130,6 +130,12 @@ class FakeLauncher:
         self._results: dict = {}
         self._labels = None
         self._search_space = search_space
+        self.mode = ""              # the partition the tuner reached it for (partition_launcher)
+
+    def partition_launcher(self, mode: str) -> "FakeLauncher":
+        """Itself, for every partition: what it runs is the reference; its labels follow `mode`."""
+        self.mode, self._labels = mode, None
+        return self
 
     def launched_default(self, index, p, device):
         """What an untuned call would run: the rules' default, a split along rows filling
@@ -143,7 +149,7 @@ class FakeLauncher:
         from tiledsl.tune.space import config_label
         key = tuple(sorted(extents.items()))
         if self._labels is None or self._labels[0] != key:
-            self._labels = (key, [g.default for g in self._search_space(self.kernel, extents)])
+            self._labels = (key, [g.default for g in self._search_space(self.kernel, extents, mode=self.mode)])
         defaults = self._labels[1]
         return "+".join(config_label(self.overrides.get(i, d)) for i, d in enumerate(defaults))
 

@@ -307,8 +307,10 @@ def test_a_kernel_call_goes_to_the_warm_dispatch_or_the_launcher():
 
 def test_a_few_long_rows_are_planned_by_a_spread_launcher(monkeypatch):
     """The launcher hands a call class with few long rows (schedule.problem.runs_spread) to a
-    second launcher of the spread partition, made once and never tuned; not where the rows
-    are short, where schedules are pinned, or from the spread launcher itself."""
+    second launcher of the spread partition, made once, which reads the tuning database the
+    fused launcher names for records of the spread partition's groups; not where the rows are
+    short, where schedules are pinned, or from the spread launcher itself. Pinning its
+    schedules forgets the fused launcher's planned calls (which it hands over)."""
     import tiledsl
     import tiledsl.runtime.launcher as L
     monkeypatch.setattr(L, "_sm_count", lambda device: 132)
@@ -316,18 +318,30 @@ def test_a_few_long_rows_are_planned_by_a_spread_launcher(monkeypatch):
     launcher = L.Launcher(tiledsl.compile("kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }"))
     assert launcher._other_for(dict(N=1 << 12), 0) == ("", None) and not launcher._others
     mode, spread = launcher._other_for(dict(N=1 << 22), 0)
-    assert mode == "spread" and spread.spread and spread.tuning_db is False
+    assert mode == "spread" and spread.spread and spread.partition_mode == "spread"
+    assert spread is launcher.partition_launcher("spread") and launcher.partition_launcher("") is launcher
     assert [g.kind for g in spread.groups] == ["reduce", "pointwise"]
     assert launcher._other_for(dict(N=(1 << 22) + 1), 0) == ("spread", spread)
     assert spread._other_for(dict(N=1 << 22), 0) == ("", None)
+    seen = []
+    monkeypatch.setattr(L, "_device_identity", lambda device: ("H100", "90"))
+    monkeypatch.setattr("tiledsl.tune.db.tuned_schedule", lambda *a: seen.append((a[6], a[5])))
+    monkeypatch.setattr("tiledsl.tune.paths.resolve_db_path", lambda where: __import__("pathlib").Path(__file__))
+    launcher.tuning_db = "somewhere"
+    assert spread._tuned(0, None, dict(N=1 << 22), 0) == (None, "default") and seen[-1][0] == "spread"
+    launcher.tuning_db = False
+    assert spread._tuned(0, None, dict(N=1 << 22), 0) == (None, "default") and len(seen) == 1
+    launcher._plans[("spread", 1)] = launcher._fast[1] = object()
+    L.set_overrides(spread, {})
+    assert not launcher._plans and not launcher._fast
     launcher.overrides = {0: None}
     assert launcher._other_for(dict(N=1 << 22), 0) == ("", None)
 
 
 def test_short_columns_are_planned_by_a_columns_launcher(monkeypatch):
     """Where runs_columns says so (turned on here: problem.COLUMNS_MAX_ROWS), the launcher hands
-    the call class to a second launcher of the columns partition, made once and never tuned,
-    whose one group writes the softmax; not for long columns, where schedules are pinned, or
+    the call class to a second launcher of the columns partition, made once, whose one group
+    writes the softmax; not for long columns, where schedules are pinned, or
     from that launcher itself. Its kernels' keys hash an IR text marked apart from the split
     ones' (group 0 of both may take the same schedule)."""
     import tiledsl
@@ -341,7 +355,7 @@ def test_short_columns_are_planned_by_a_columns_launcher(monkeypatch):
     assert [g.kind for g in launcher.groups] == ["reduce", "pointwise"]
     assert launcher._other_for(dict(M=4096, N=4096), 0) == ("", None)
     mode, columns = launcher._other_for(dict(M=64, N=4096), 0)
-    assert mode == "columns" and columns.columns and columns.tuning_db is False
+    assert mode == "columns" and columns.columns and columns.partition_mode == "columns"
     assert [g.kind for g in columns.groups] == ["reduce"]
     assert columns.ir_text == launcher.ir_text + "\n# columns"
     assert launcher._other_for(dict(M=1023, N=7), 0) == ("columns", columns)

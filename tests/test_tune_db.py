@@ -206,6 +206,24 @@ def _lookup(db, kernel, ext, **kw):
                      kw.get("group", 0), ext, _problem(kernel, ext), kw.get("dtypes"))
 
 
+def test_records_of_another_partition_never_answer_the_fused_one(tmp_path, softmax):
+    """Group 0 of the spread or columns partition is another group than the fused partition's
+    group 0: a record names its partition (none: the fused one, as records written before
+    had), the two are stored side by side, and each lookup finds only its own."""
+    db = tdb.TuningDB(tmp_path / "t.json")
+    ext = dict(M=4096, N=1024)
+    p = _problem(softmax, ext)
+    fused_pick = default(p, softmax.hints)
+    spread_pick = _other(p, softmax, fused_pick)
+    db.store([_record(softmax, ext, fused_pick), _record(softmax, ext, spread_pick, partition="spread")])
+    records = db.records()
+    assert sorted(r.get("partition", "") for r in records) == ["", "spread"]
+    fp = tdb.kernel_fingerprint(softmax)
+    assert db.lookup(fp, DEVICE, CC, 0, ext, p)[0] == fused_pick
+    assert db.lookup(fp, DEVICE, CC, 0, ext, p, partition="spread")[0] == spread_pick
+    assert db.lookup(fp, DEVICE, CC, 0, ext, p, partition="columns") is None
+
+
 def test_lookup_exact_then_nearest_bucket_then_none(tmp_path, softmax):
     db = tdb.TuningDB(tmp_path / "t.json")
     tuned = dict(M=4096, N=1024)

@@ -179,3 +179,25 @@ def test_the_default_timed_is_the_one_an_untuned_call_launches(monkeypatch):
     assert base.schedule == launched and base.status == "timed" and report.default_seconds == base.median
     assert [c.schedule for c in g.candidates].count(launched) == 1
     assert g.winner is base or g.choice.side_by_side, g.choice.reason
+
+
+def test_a_spread_call_is_tuned_pinned_and_answered_by_the_database(private_db):
+    """x / sum(x) over 2^22 runs spread (a reduction split over the GPU, then a pointwise
+    kernel): both groups are searched, a call after tuning runs the winners on the spread
+    launcher and is right, and a fresh kernel's launcher plans the same call class from the
+    database's records of the spread partition."""
+    src, ext = "kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }", dict(N=(1 << 22) + 3)
+    k = tiledsl.compile(src)
+    report = autotune(k, ext, max_candidates=4)
+    print(report.table())
+    assert report.partition == "spread" and [g.kind for g in report.groups] == ["reduce", "pointwise"]
+    assert all(g.by_status("timed") and not g.by_status("wrong") for g in report.groups)
+    spread = k._launcher.partition_launcher("spread")
+    assert spread.overrides == report.winners and not k._launcher.overrides
+    _assert_correct_after(k, ext)
+    assert {r.get("partition") for r in TuningDB(private_db).records()} == {"spread"}
+    fresh = tiledsl.compile(src)
+    _assert_correct_after(fresh, ext)
+    [program] = fresh._launcher.partition_launcher("spread")._plans.values()
+    assert {i: s for i, (s, _) in program.choices.items()} == report.winners
+    assert {origin for _, origin in program.choices.values()} == {"db exact"}

@@ -245,27 +245,48 @@ def test_the_space_of_a_reduction_that_streams_nothing():
     assert all(n <= 16 for s in found for n in stream_unrolls(p, s))
 
 
-def test_a_call_that_runs_spread_is_not_tuned():
-    """At sizes where a call runs the spread partition (a few long rows), the search space
-    (the fused partition's groups) would pin a block a row: the tuner tunes nothing and says
-    why; at other sizes the space is the usual one."""
+def test_a_call_that_runs_spread_tunes_the_spread_groups():
+    """At sizes where a call runs the spread partition (a few long rows), the search space is
+    that partition's groups (the fused one's would pin a block a row), the report says so, and
+    the candidates compile under the keys the spread launcher looks up; at other sizes the
+    space is the fused partition's."""
+    from tiledsl.runtime.launcher import Launcher, kernel_key_parts
+    from tiledsl.tune.compile import Compilation
     k = tiledsl.compile("kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }")
-    spread = dry_run(k, dict(N=1 << 22))
-    assert spread.groups == [] and "runs spread: 2 groups" in spread.table()
+    spread = dry_run(k, dict(N=1 << 22), max_candidates=3)
+    assert [(g.kind, g.partition) for g in spread.groups] == [("reduce", "spread"), ("pointwise", "spread")]
+    assert spread.partition == "spread" and "runs spread: 2 groups" in spread.table()
+    assert spread.to_json()["partition"] == "spread"
+    assert all(c.status == "compiled" for g in spread.groups for c in g.candidates), spread.table()
+    other = Launcher(k, spread=True)
+    g = search_space(k, dict(N=1 << 22), max_candidates=3, mode="spread")[1]
+    comp = Compilation(k, [g], "sm_90a")
+    assert set(comp.jobs) == {kernel_key_parts(other.ir_text, 1, c.schedule, stage)
+                              for c in g.candidates for stage in c.stages}
     usual = dry_run(k, dict(N=1 << 12), max_candidates=2)
-    assert len(usual.groups) == 1 and usual.warnings == []
+    assert [(g.kind, g.partition) for g in usual.groups] == [("reduce", "")] and usual.partition == ""
+    assert "note:" not in usual.table()
 
 
-def test_a_call_that_keeps_columns_whole_is_not_tuned(monkeypatch):
+def test_a_call_that_keeps_columns_whole_tunes_its_one_group(monkeypatch):
     """Likewise where a call runs the columns partition (short columns; turned on here:
-    problem.COLUMNS_MAX_ROWS): nothing tuned, and why; long columns get the usual space."""
+    problem.COLUMNS_MAX_ROWS): its one group's space holds the columns held whole in
+    registers at 1 to 32 threads a column, which compile without spills; long columns get
+    the fused partition's two groups."""
     import tiledsl.schedule.problem as problem_module
     monkeypatch.setattr(problem_module, "COLUMNS_MAX_ROWS", 1023)
     k = tiledsl.compile("kernel c(x: f32[M, N]) -> f32[M, N] { return x - mean(x, axis=M) }")
     whole = dry_run(k, dict(M=64, N=4096))
-    assert whole.groups == [] and "keeps columns whole: 1 group(s)" in whole.table()
+    assert [(g.kind, g.partition) for g in whole.groups] == [("reduce", "columns")]
+    assert "keeps columns whole: 1 group(s)" in whole.table()
+    from tiledsl.schedule.columns import held_column
+    g = whole.groups[0]
+    shares = {held_column(g.problem, t, block) for t in (4, 8, 16, 32) for block in (128, 256)}  # (16 rows a thread at most)
+    assert held_column(g.problem, 2) is None
+    held = [c for c in g.candidates if c.schedule in shares]
+    assert len(held) == len(shares) and all(c.status == "compiled" for c in held), whole.table()
     usual = dry_run(k, dict(M=4096, N=4096), max_candidates=2)
-    assert len(usual.groups) == 2 and usual.warnings == []
+    assert len(usual.groups) == 2 and usual.partition == ""
 
 
 def test_a_full_reductions_space_holds_its_persistent_cluster_rows():

@@ -51,6 +51,7 @@ class Launcher:
         self.spread = spread        # each reduction level a group of its own (few long rows)
         self.columns = columns      # reductions across memory write their results over whole columns
         self._others: dict[str, "Launcher"] = {}     # "spread" / "columns" -> that partition's launcher
+        self._parent: Optional["Launcher"] = None     # the fused partition's launcher, on another's
         self.groups = partition(self.graph, spread, columns)
         self.layouts = [plan_layout(g, self.graph) for g in self.groups]
         self.result_ids = [o.id for o in self.graph.outputs]
@@ -189,14 +190,28 @@ class Launcher:
         return DEFAULT_RULES
 
     @property
+    def partition_mode(self) -> str:
+        """Which partition this launcher runs: "" the fused one, "spread" or "columns"."""
+        return "spread" if self.spread else "columns" if self.columns else ""
+
+    @property
     def ir_text(self) -> str:
-        """The IR's text, as kernel keys hash it: marked with the partition, since another
-        partition's group of the same index is another kernel of the same IR."""
+        """The IR's text, as kernel keys hash it (partition_ir_text)."""
         if self._ir_text is None:
-            from ..ir.printer import format_graph
-            self._ir_text = format_graph(self.graph) + ("\n# spread" if self.spread else "") + (
-                "\n# columns" if self.columns else "")
+            self._ir_text = partition_ir_text(self.graph, self.partition_mode)
         return self._ir_text
+
+    def partition_launcher(self, mode: str) -> "Launcher":
+        """The launcher of partition `mode` ("" this one), made once: the fused launcher
+        hands a call class to it where `_other_for` says, and the tuner pins its schedules
+        on it (set_overrides forgets this launcher's planned calls too)."""
+        if not mode:
+            return self
+        launcher = self._others.get(mode)
+        if launcher is None:
+            launcher = self._others[mode] = Launcher(self.kernel, spread=mode == "spread", columns=mode == "columns")
+            launcher._parent = self        # (whose tuning_db it reads: _tuned)
+        return launcher
 
     def binary(self, index: int, schedule, stage: int, arch: str):
         """Group `index` under `schedule`, compiled for `arch` through the caches.
@@ -374,11 +389,7 @@ class Launcher:
 
         def other(mode: str):
             def parts() -> tuple:
-                launcher = self._others.get(mode)
-                if launcher is None:     # (never tuned: the database's records are the fused groups')
-                    launcher = self._others[mode] = Launcher(self.kernel, spread=mode == "spread",
-                                                             columns=mode == "columns")
-                    launcher.tuning_db = False
+                launcher = self.partition_launcher(mode)
                 return launcher.groups, launcher.layouts
             return parts
         sm_count, arch = _sm_count(device), device_arch(device)
@@ -466,19 +477,28 @@ class Launcher:
         """(schedule, 'db exact' | 'db nearest') from the tuning database, else
         (None, 'default'). Runs once per call class, never per call; the
         database is a hint, so a problem reading it warns and falls back."""
-        if self.tuning_db is False:
+        where = (self._parent or self).tuning_db      # (set on the fused launcher: bench, tests)
+        if where is False:
             return None, "default"
         from ..tune.paths import resolve_db_path
         try:
-            path = resolve_db_path(self.tuning_db)
+            path = resolve_db_path(where)
             if path is None or not path.is_file():    # no database: nothing to import or ask the driver
                 return None, "default"
             from ..tune.db import tuned_schedule
-            found = tuned_schedule(self.kernel, index, p, extents, _device_identity(device), path)
+            found = tuned_schedule(self.kernel, index, p, extents, _device_identity(device), path,
+                                   self.partition_mode)
         except (OSError, ValueError, TypeError, KeyError, TdslError) as err:
             _warn_once(f"tiledsl: the tuning database could not be used ({err}); using default schedules")
             return None, "default"
         return found if found is not None else (None, "default")
+
+
+def partition_ir_text(graph: Graph, mode: str = "") -> str:
+    """The IR's text as kernel keys hash it, marked with the partition (`mode`): another
+    partition's group of the same index is another kernel of the same IR."""
+    from ..ir.printer import format_graph
+    return format_graph(graph) + (f"\n# {mode}" if mode else "")
 
 
 def kernel_key_parts(ir_text: str, index: int, schedule, stage: int) -> tuple[str, ...]:
@@ -1069,7 +1089,10 @@ def _nbytes(shape, itemsize: int) -> int:
 
 
 def set_overrides(launcher: "Launcher", overrides: dict) -> None:
-    """Pin schedules per group (the tuner's winners); forgets planned calls."""
+    """Pin schedules per group (the tuner's winners); forgets planned calls, and on another
+    partition's launcher the fused one's too (which hands it call classes)."""
     launcher.overrides = dict(overrides)
-    launcher._fast.clear()
-    launcher._plans.clear()
+    while launcher is not None:
+        launcher._fast.clear()
+        launcher._plans.clear()
+        launcher = getattr(launcher, "_parent", None)

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import TdslError
-from ..ir.printer import format_graph
-from ..runtime.launcher import kernel_key_parts
+from ..runtime.launcher import kernel_key_parts, partition_ir_text
 from ..runtime.toolchain import ResourceUsage
 from .space import DeviceLimits, GroupSpace, resource_problem
 
@@ -36,6 +35,7 @@ class _Job:
     key_parts: tuple
     name: str                 # the kernel's entry name in the cubin
     group: int
+    partition: str            # whose group (GroupSpace.partition)
     schedule: object
     stage: int
     result: object = None     # CachedBinary once done
@@ -135,18 +135,20 @@ class Compilation:
         self._pool: Optional[WorkerPool] = None
         self._sources: dict = {}
         self._in_flight = 0
-        self.ir_text = format_graph(kernel.graph)
+        self._ir_texts = {mode: partition_ir_text(kernel.graph, mode)     # (the launcher's kernel keys)
+                          for mode in {space.partition for space in spaces}}
         for space in spaces:
             for c in space.candidates:
                 if c.status != "pending":
                     continue
-                for parts, stage in self._parts(space.index, c):
+                for parts, stage in self._parts(space, c):
                     if parts not in self.jobs:
                         name = c.schedule.kernel_name(kernel.graph.name, space.index, stage)
-                        self.jobs[parts] = _Job(parts, name, space.index, c.schedule, stage)
+                        self.jobs[parts] = _Job(parts, name, space.index, space.partition, c.schedule, stage)
 
-    def _parts(self, index: int, c) -> list:
-        return [(kernel_key_parts(self.ir_text, index, c.schedule, stage), stage) for stage in c.stages]
+    def _parts(self, space: GroupSpace, c) -> list:
+        return [(kernel_key_parts(self._ir_texts[space.partition], space.index, c.schedule, stage), stage)
+                for stage in c.stages]
 
     def start(self) -> "Compilation":
         from ..codegen.cuda import render
@@ -154,7 +156,8 @@ class Compilation:
         from ..schedule.layout import plan_layout
         from ..schedule.partition import partition
         graph = self.kernel.graph
-        groups = {g.index: g for g in partition(graph)}
+        groups = {(mode, g.index): g for mode in {job.partition for job in self.jobs.values()}
+                  for g in partition(graph, spread=mode == "spread", columns=mode == "columns")}
         for job in self.jobs.values():
             hit = find_kernel(job.key_parts, self.arch)
             if hit is not None:
@@ -162,7 +165,7 @@ class Compilation:
                 self.cached += 1
                 continue
             try:
-                group = groups[job.group]
+                group = groups[(job.partition, job.group)]
                 source = render(graph, group, plan_layout(group, graph), job.schedule, job.stage).source
             except TdslError as err:
                 job.error = f"rendering failed (a tiledsl bug): {err.message}"
@@ -232,7 +235,7 @@ class Compilation:
             for c in space.candidates:
                 if c.status != "pending":
                     continue
-                jobs = [self.jobs[parts] for parts, _ in self._parts(space.index, c)]
+                jobs = [self.jobs[parts] for parts, _ in self._parts(space, c)]
                 failed = [j for j in jobs if j.error]
                 if failed:
                     c.mark("failed", "compile: " + failed[0].error.strip().splitlines()[0][:300])

@@ -93,9 +93,16 @@ def _log_distance(a: dict, b: dict) -> float:
 
 
 def record_key(r: dict) -> tuple:
-    """What makes a record unique: one winner per kernel, device, dtypes, extents, group."""
+    """What makes a record unique: one winner per kernel, device, dtypes, extents, partition
+    and group."""
     return (r["kernel_hash"], r["device"], str(r["cc"]), r.get("dtypes", ""),
-            tuple(sorted((str(d), int(n)) for d, n in r["extents"].items())), int(r["group"]))
+            tuple(sorted((str(d), int(n)) for d, n in r["extents"].items())), record_partition(r), int(r["group"]))
+
+
+def record_partition(r: dict) -> str:
+    """The partition whose group a record's schedule is for: "" the fused one (records
+    written before other partitions were tuned have no field), "spread" or "columns"."""
+    return str(r.get("partition", ""))
 
 
 # -- schedules in and out -----------------------------------------------------------
@@ -125,7 +132,7 @@ def _tuples(value):
 
 
 def make_record(kernel, group: int, extents: dict, device: str, cc: str, schedule: Schedule,
-                **measured) -> dict:
+                partition: str = "", **measured) -> dict:
     from .. import __version__
     from ..runtime.cache import tiledsl_source_hash
     extents = {d: int(n) for d, n in sorted(extents.items())}
@@ -134,6 +141,8 @@ def make_record(kernel, group: int, extents: dict, device: str, cc: str, schedul
               "bucket": buckets(extents), "group": int(group), "config": schedule_config(schedule),
               "tag": config_label(schedule), "tiledsl": __version__, "source_hash": tiledsl_source_hash()[:16],
               "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if partition:
+        record["partition"] = partition
     record.update(measured)
     return record
 
@@ -170,17 +179,19 @@ class TuningDB:
         self._stamp = stamp
         index: dict = {}
         for r in self._records:
-            index.setdefault((r["kernel_hash"], r["device"], str(r["cc"]), int(r["group"])), []).append(r)
+            index.setdefault((r["kernel_hash"], r["device"], str(r["cc"]), record_partition(r), int(r["group"])),
+                             []).append(r)
         self._index = index
 
     def lookup(self, kernel_hash: str, device: str, cc: str, group: int, extents: dict,
-               p: Optional[Problem] = None, dtypes: Optional[str] = None
+               p: Optional[Problem] = None, dtypes: Optional[str] = None, partition: str = ""
                ) -> Optional[tuple[Schedule, dict, str]]:
-        """(schedule, record, 'exact' | 'nearest') or None. With a problem `p`,
-        records whose schedule no longer fits it are passed over."""
+        """(schedule, record, 'exact' | 'nearest') or None, for group `group` of `partition`
+        (launcher.partition_mode). With a problem `p`, records whose schedule no longer fits
+        it are passed over."""
         with self._lock:
             self._refresh()
-            found = list(self._index.get((kernel_hash, device, str(cc), int(group)), ()))
+            found = list(self._index.get((kernel_hash, device, str(cc), partition, int(group)), ()))
         if dtypes is not None:
             found = [r for r in found if r.get("dtypes", dtypes) == dtypes]
         extents = {d: int(n) for d, n in extents.items()}
@@ -297,15 +308,15 @@ def open_db(path: Union[str, os.PathLike]) -> TuningDB:
 
 
 def tuned_schedule(kernel, group: int, p: Problem, extents: dict, identity: tuple[str, str],
-                   where=None) -> Optional[tuple[Schedule, str]]:
-    """(schedule, 'db exact' | 'db nearest') for a group at these extents on
-    the device `identity` = (name, compute capability), or None."""
+                   where=None, partition: str = "") -> Optional[tuple[Schedule, str]]:
+    """(schedule, 'db exact' | 'db nearest') for group `group` of `partition` at these
+    extents on the device `identity` = (name, compute capability), or None."""
     path = resolve_db_path(where)
     if path is None:
         return None
     device, cc = identity
     found = open_db(path).lookup(kernel_fingerprint(kernel), device, cc, group, extents, p,
-                                 dtypes_text(kernel.graph))
+                                 dtypes_text(kernel.graph), partition)
     if found is None:
         return None
     schedule, _, how = found

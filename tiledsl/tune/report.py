@@ -30,6 +30,8 @@ class TuneReport:
     db_path: Optional[str] = None
     stored: bool = False
     warnings: list = field(default_factory=list)
+    partition: str = ""             # the partition tuned: "" the fused one, "spread", "columns"
+    partition_note: str = ""        # why another than the fused one (space.call_partition)
     peers: list = field(default_factory=list)     # peers.PeerResult
 
     # -- results --------------------------------------------------------------
@@ -94,6 +96,8 @@ class TuneReport:
     def table(self, top: Optional[int] = None) -> str:
         shape = ", ".join(f"{d}={n}" for d, n in self.extents.items())
         lines = [f"{self.kernel} [{shape}] on {self.device or self.arch + ' (no GPU: compiled, not run)'}"]
+        if self.partition_note:
+            lines.append(f"note: {self.partition_note}")
         unit = "TFLOP/s" if self.work.matmul else "TB/s"
         roof = ("peak " + self.peak.name if self.work.matmul and self.peak else
                 "measured copy bandwidth" if self.copy_bandwidth else "table bandwidth")
@@ -181,6 +185,7 @@ class TuneReport:
                 "compiled_now": self.compiled_now, "from_cache": self.from_cache,
                 "stopped_by_budget": self.stopped_by_budget, "db_path": self.db_path, "stored": self.stored,
                 "flops": self.work.flops, "bytes": self.work.bytes, "warnings": self.warnings,
+                "partition": self.partition,
                 "groups": [{"index": g.index, "kind": g.kind, "origin": g.origin,
                             "winner": g.winner.tag if g.winner else None,
                             "default": g.default.tag,

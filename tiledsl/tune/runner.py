@@ -27,7 +27,7 @@ from .report import TuneReport
 from .roofline import peak_for, work
 from .safety import corrupt, fault_tag
 from .select import Timed, choose, confirm, relative_spread
-from .space import MAX_CANDIDATES, Candidate, DeviceLimits, untuned_partition_note, search_space, unique_labels
+from .space import MAX_CANDIDATES, Candidate, DeviceLimits, call_partition, search_space, unique_labels
 from .workload import Workload
 
 
@@ -46,16 +46,16 @@ def dry_run(kernel, extents: dict, *, arch: str = "sm_90a", sm_count: int = 132,
     from ..runtime.toolchain import check_arch
     check_arch(arch)        # a clear error now, not one compile failure per candidate
     start = time.monotonic()
-    untuned = untuned_partition_note(kernel, extents, sm_count, arch)
-    spaces = [] if untuned else search_space(kernel, extents, sm_count=sm_count, limits=limits, arch=arch,
-                                            max_candidates=max_candidates, schedules=schedules)
+    mode, note = call_partition(kernel, extents, sm_count, arch)
+    spaces = search_space(kernel, extents, sm_count=sm_count, limits=limits, arch=arch,
+                          max_candidates=max_candidates, schedules=schedules, mode=mode)
     prog = _progress(spaces, progress, "autotune --dry-run", stream)
     comp = Compilation(kernel, spaces, arch, workers, limits).start()
     prog.set_phase("compiling")
     comp.finish(on_candidate=lambda c: prog.count(c.status))
     prog.close()
     report = TuneReport(kernel.name, dict(extents), "", arch, spaces, work(kernel.graph, extents),
-                        origin="dry run", warnings=[untuned] if untuned else [])
+                        origin="dry run", partition=mode, partition_note=note)
     report.compile_seconds = report.seconds = time.monotonic() - start
     report.compiled_now, report.from_cache = comp.compiled, comp.cached
     return report
@@ -112,30 +112,27 @@ class _Tuner:
         self.seed, self.scalars, self.peers, self.fault, self.stream = seed, scalars, peers, fault, stream
         if kernel._launcher is None:
             kernel._launcher = launcher_for(kernel)
-        self.launcher = kernel._launcher
+        self.mode, note = call_partition(kernel, extents, sm_count=_sm_count(device), arch=device_arch(device))
+        if self.mode:       # (schedules pinned on the fused launcher would keep the call there)
+            from ..runtime.launcher import set_overrides
+            set_overrides(kernel._launcher, {})
+        self.launcher = kernel._launcher.partition_launcher(self.mode)   # the launcher the call reaches
         self.name, self.cc = _device_identity(device)
         self.arch, self.sm_count = device_arch(device), _sm_count(device)
         self.limits = DeviceLimits.of_device(device)
         self.db_path = resolve_db_path(db)
-        self.untuned = untuned_partition_note(kernel, extents, self.sm_count, self.arch)
-        self.spaces = [] if self.untuned else search_space(
-            kernel, extents, sm_count=self.sm_count, limits=self.limits, arch=self.arch,
-            max_candidates=max_candidates, hbm_gbps=hbm_bandwidth(device))
+        self.spaces = search_space(kernel, extents, sm_count=self.sm_count, limits=self.limits, arch=self.arch,
+                                   max_candidates=max_candidates, hbm_gbps=hbm_bandwidth(device), mode=self.mode)
         self.report = TuneReport(kernel.name, self.extents, self.name, self.arch, self.spaces,
                                  work(kernel.graph, extents), peak_for(self.name), budget=budget,
-                                 db_path=str(self.db_path) if self.db_path else None)
+                                 db_path=str(self.db_path) if self.db_path else None,
+                                 partition=self.mode, partition_note=note)
 
     # -- the whole run ------------------------------------------------------------
     def run(self) -> TuneReport:
         from ..runtime.launcher import set_overrides
         from ..runtime.measure import copy_bandwidth
         report = self.report
-        if self.untuned:        # another partition's rules run (spread, columns); nothing pinned, nothing stored
-            report.warnings.append(self.untuned)
-            report.origin = "not tuned"
-            set_overrides(self.launcher, {})
-            report.seconds = time.monotonic() - self.start
-            return report
         if self.db_path is not None and not self.retune and self._from_database():
             set_overrides(self.launcher, report.winners)
             report.seconds = time.monotonic() - self.start
@@ -212,7 +209,7 @@ class _Tuner:
         found = []
         for g in self.spaces:
             hit = db.lookup(kernel_fingerprint(self.kernel), self.name, self.cc, g.index, self.extents,
-                            g.problem, dtypes_text(self.kernel.graph))
+                            g.problem, dtypes_text(self.kernel.graph), self.mode)
             if hit is None or hit[2] != "exact":
                 return False
             found.append(hit)
@@ -378,7 +375,7 @@ class _Tuner:
                 continue
             default = next((c for c in g.candidates if c.is_default), None)
             records.append(make_record(
-                self.kernel, g.index, self.extents, self.name, self.cc, g.winner.schedule,
+                self.kernel, g.index, self.extents, self.name, self.cc, g.winner.schedule, partition=self.mode,
                 seconds=g.winner.median, default_seconds=default.median if default else None,
                 noise_band=g.choice.band, candidates=len(g.candidates),
                 timed=len(g.by_status("timed")), complete=not self.report.stopped_by_budget))

@@ -106,41 +106,42 @@ class GroupSpace:
     winner: Optional[Candidate] = None
     choice: object = None           # select.Choice
     origin: str = "search"          # 'search', 'db exact', 'default (no candidate passed)'
+    partition: str = ""             # whose group: "" the fused partition, "spread", "columns"
 
     def by_status(self, status: str) -> list:
         return [c for c in self.candidates if c.status == status]
 
 
-def untuned_partition_note(kernel, extents: dict, sm_count: int = 132, arch: str = "sm_90a") -> Optional[str]:
-    """Why nothing is tuned where a call at these sizes runs another partition than the
-    fused one (a few long rows spread: schedule.problem.runs_spread; short columns kept
-    whole: runs_columns), else None. The search space, the pinned winners and the
-    database's records are the fused partition's groups; pinning one would take the call
-    back to that partition."""
+def call_partition(kernel, extents: dict, sm_count: int = 132, arch: str = "sm_90a") -> tuple[str, str]:
+    """(mode, note): the partition a call at these sizes runs (codegen.partition_at): "" the
+    fused one, "spread" (a few long rows: schedule.problem.runs_spread) or "columns" (short
+    columns kept whole: runs_columns), and for another than the fused one a line saying so.
+    The tuner tunes that partition's groups, and its records name the partition."""
     from ..codegen import partition_at
     groups, _, mode = partition_at(kernel.graph, extents, sm_count, arch)
     if mode == "spread":
-        return (f"at these sizes the call runs spread: {len(groups)} groups, each reduction split over the GPU "
-                f"and the results written by a pointwise kernel (few long rows); their schedules are the "
-                f"rules', and nothing is tuned")
+        return mode, (f"at these sizes the call runs spread: {len(groups)} groups, each reduction split over "
+                      f"the GPU and the results written by a pointwise kernel (few long rows); those are "
+                      f"the groups tuned")
     if mode == "columns":
-        return (f"at these sizes the call keeps columns whole: {len(groups)} group(s), each reduction across "
-                f"memory writing its results over whole columns itself (short columns); their schedules are "
-                f"the rules', and nothing is tuned")
-    return None
+        return mode, (f"at these sizes the call keeps columns whole: {len(groups)} group(s), each reduction "
+                      f"across memory writing its results over whole columns itself (short columns); those "
+                      f"are the groups tuned")
+    return mode, ""
 
 
 def search_space(kernel, extents: dict, *, sm_count: int = 132, limits: DeviceLimits = DeviceLimits(),
                  max_candidates: int = MAX_CANDIDATES, schedules: Optional[dict] = None,
-                 arch: str = "sm_90a", hbm_gbps: float = 0.0) -> list[GroupSpace]:
-    """The candidates of every group, statically pruned (not compiled yet).
+                 arch: str = "sm_90a", hbm_gbps: float = 0.0, mode: str = "") -> list[GroupSpace]:
+    """The candidates of every group of partition `mode` ("" the fused one, "spread",
+    "columns": call_partition), statically pruned (not compiled yet).
 
     `schedules` ({group: [Schedule, ...]}) replaces candidates() for the groups
     it names (tests use it to plant schedules that cannot fit).
     """
     graph = kernel.graph
     spaces = []
-    for group in partition(graph):
+    for group in partition(graph, spread=mode == "spread", columns=mode == "columns"):
         layout = plan_layout(group, graph)
         p = problem(group, layout, extents, frozenset(), sm_count, arch, hbm_gbps)
         base = default(p, kernel.hints)
@@ -159,7 +160,7 @@ def search_space(kernel, extents: dict, *, sm_count: int = 132, limits: DeviceLi
                 c.stages = tuple(launch.stage for launch in launches(p, c.schedule))
             except TdslError as err:
                 c.mark("pruned", err.message)
-        spaces.append(GroupSpace(group.index, group.kind, p, base, cands))
+        spaces.append(GroupSpace(group.index, group.kind, p, base, cands, partition=mode))
     return spaces
 
 
