@@ -121,12 +121,12 @@ def call_partition(kernel, extents: dict, sm_count: int = 132, arch: str = "sm_9
     groups, _, mode = partition_at(kernel.graph, extents, sm_count, arch)
     if mode == "spread":
         return mode, (f"at these sizes the call runs spread: {len(groups)} groups, each reduction split over "
-                      f"the GPU and the results written by a pointwise kernel (few long rows); those are "
-                      f"the groups tuned")
+                      f"the GPU and the results written by a pointwise kernel (few long rows); the tuner "
+                      f"searches those groups")
     if mode == "columns":
         return mode, (f"at these sizes the call keeps columns whole: {len(groups)} group(s), each reduction "
-                      f"across memory writing its results over whole columns itself (short columns); those "
-                      f"are the groups tuned")
+                      f"across memory writing its results over whole columns itself (short columns); the "
+                      f"tuner searches those")
     return mode, ""
 
 
