@@ -367,6 +367,25 @@ def test_short_columns_are_planned_by_a_columns_launcher(monkeypatch):
     assert launcher._other_for(dict(M=64, N=4096), 0) == ("", None)
 
 
+def test_the_tuners_winners_are_pinned_for_the_call_class_tuned(monkeypatch):
+    """Schedules installed by the tuner (set_overrides with extents) are for the call class it
+    tuned: a call at other sizes plans as though nothing were pinned (the database, else the
+    rules: a winner pinned for short rows may not fit long ones), and the fused launcher pinned
+    for one size still hands a few long rows to the spread one. Pins without extents (tests,
+    probes, the tuner while it times) hold for every call."""
+    import tiledsl
+    import tiledsl.runtime.launcher as L
+    monkeypatch.setattr(L, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(L, "device_arch", lambda device: "sm_90a")
+    launcher = L.Launcher(tiledsl.compile("kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }"))
+    pinned = {0: "a schedule"}
+    L.set_overrides(launcher, pinned, dict(N=4096))
+    assert launcher._pins(dict(N=4096)) == pinned and launcher._pins(dict(N=4097)) == {}
+    assert launcher._other_for(dict(N=1 << 22), 0)[0] == "spread"
+    L.set_overrides(launcher, pinned)
+    assert launcher._pins(dict(N=4097)) == pinned and launcher._other_for(dict(N=1 << 22), 0) == ("", None)
+
+
 def test_an_empty_call_plans_no_launch_and_compiles_nothing(monkeypatch):
     """Zero rows: nothing launches, so the launcher's compile-time steps (a spilling prefetch
     dropped, a split's room filled) have no kernel to look at and leave the empty plan as it

@@ -155,18 +155,18 @@ def test_a_warm_database_answers_at_once_with_the_same_config(gpu, tmp_path):
 
 def test_a_call_that_runs_spread_is_tuned_as_spread_and_stored_under_its_partition(gpu, tmp_path):
     """A few long rows run spread (a reduction split over the GPU, then a pointwise kernel):
-    both of its groups are timed, the winners are pinned on the spread launcher (the fused
-    one's pins cleared: they would keep the call there), and the records name the partition,
+    both of its groups are timed, the winners are pinned on the spread launcher for that call
+    class, and the records name the partition,
     so a warm database answers the spread groups and never the fused partition's group 0."""
     db = tmp_path / "spread.json"
     src, ext = "kernel share(x: f32[N]) -> f32[N] { return x / sum(x) }", dict(N=1 << 22)
     k = _kernel(src)
-    k._launcher.overrides = {0: "pinned earlier"}
     report = autotune(k, ext, max_candidates=4, db=db)
     assert report.partition == "spread" and "runs spread: 2 groups" in report.table()
     assert [(g.kind, g.origin) for g in report.groups] == [("reduce", "search"), ("pointwise", "search")]
     assert all(g.by_status("timed") for g in report.groups)
     assert k._launcher.mode == "spread" and k._launcher.overrides == report.winners and len(report.winners) == 2
+    assert k._launcher.pinned_extents == ext
     records = TuningDB(db).records()
     assert sorted((r["partition"], r["group"]) for r in records) == [("spread", 0), ("spread", 1)]
     again = autotune(_kernel(src), ext, max_candidates=4, db=db)

@@ -136,7 +136,8 @@ class Kernel(functools.partial):
     def autotune(self, *args, budget: Optional[float] = None, db=None, store: bool = True,
                  retune: bool = False, progress: bool = False, max_candidates: int = 64, **kwargs):
         """Search this kernel's schedules at the call class of `args` on the GPU,
-        install the winners for later calls and store them in the tuning
+        install the winners for later calls of that call class (calls at other
+        sizes read the database, else the rules) and store them in the tuning
         database (`db`: a path, False for none, default $TILEDSL_TUNING_DB or
         the cache folder's tuning.json). Only the arguments' shapes, dtypes and
         scalar values are used: every candidate runs on fresh random inputs

@@ -61,6 +61,7 @@ class Launcher:
         self._dispatchers: dict = {}     # argument count -> dispatch(args, out)
         self._ir_text = None
         self.overrides: dict = {}     # group index -> Schedule (the tuner's choice)
+        self.pinned_extents: Optional[dict] = None   # the call class they are for (None: every one)
         # Where tuned schedules are looked up when a call class is planned:
         # None = $TILEDSL_TUNING_DB or the default file, False = never, else a path.
         self.tuning_db = None
@@ -384,7 +385,7 @@ class Launcher:
         few long rows that it splits (`runs_spread`), "columns" where its reductions across
         memory have short columns (`runs_columns`); else ("", None), and always where
         schedules are pinned."""
-        if self.spread or self.columns or self.overrides:
+        if self.spread or self.columns or self._pins(extents):
             return "", None
 
         def other(mode: str):
@@ -399,15 +400,22 @@ class Launcher:
             return "columns", self._others["columns"]
         return "", None
 
+    def _pins(self, extents: dict) -> dict:
+        """The schedules pinned for a call at `extents` (set_overrides), by group index."""
+        if self.overrides and (self.pinned_extents is None or self.pinned_extents == extents):
+            return self.overrides
+        return {}
+
     def _program(self, extents: dict, misaligned: frozenset, device: int) -> "Program":
-        key = (tuple(sorted(extents.items())), misaligned, device, tuple(sorted(self.overrides.items())))
+        pins = self._pins(extents)
+        key = (tuple(sorted(extents.items())), misaligned, device, tuple(sorted(pins.items())))
         program = self._plans.get(key)
         if program is None:
             sm_count, hbm_gbps = _sm_count(device), hbm_bandwidth(device)
             launches, choices = [], {}
             for i, (g, lay) in enumerate(zip(self.groups, self.layouts)):
                 bad = {id(op) for op in lay.inputs + lay.outputs if op.value.id in misaligned}
-                override, origin = self.overrides.get(i), "override"
+                override, origin = pins.get(i), "override"
                 arch = device_arch(device)
                 p = problem(g, lay, extents, bad, sm_count, arch, hbm_gbps)
                 if override is None:
@@ -1088,10 +1096,13 @@ def _nbytes(shape, itemsize: int) -> int:
     return max(n, itemsize)
 
 
-def set_overrides(launcher: "Launcher", overrides: dict) -> None:
-    """Pin schedules per group (the tuner's winners); forgets planned calls, and on another
-    partition's launcher the fused one's too (which hands it call classes)."""
+def set_overrides(launcher: "Launcher", overrides: dict, extents: Optional[dict] = None) -> None:
+    """Pin schedules per group index: for calls at `extents` only where given (the tuner's
+    winners, installed for the call class tuned; other call classes read the database), else
+    for every call (the tuner while it times, tests, probes). Forgets planned calls, and on
+    another partition's launcher the fused one's too (which hands it call classes)."""
     launcher.overrides = dict(overrides)
+    launcher.pinned_extents = None if extents is None else {d: int(n) for d, n in extents.items()}
     while launcher is not None:
         launcher._fast.clear()
         launcher._plans.clear()

@@ -113,9 +113,6 @@ class _Tuner:
         if kernel._launcher is None:
             kernel._launcher = launcher_for(kernel)
         self.mode, note = call_partition(kernel, extents, sm_count=_sm_count(device), arch=device_arch(device))
-        if self.mode:       # (schedules pinned on the fused launcher would keep the call there)
-            from ..runtime.launcher import set_overrides
-            set_overrides(kernel._launcher, {})
         self.launcher = kernel._launcher.partition_launcher(self.mode)   # the launcher the call reaches
         self.name, self.cc = _device_identity(device)
         self.arch, self.sm_count = device_arch(device), _sm_count(device)
@@ -134,7 +131,7 @@ class _Tuner:
         from ..runtime.measure import copy_bandwidth
         report = self.report
         if self.db_path is not None and not self.retune and self._from_database():
-            set_overrides(self.launcher, report.winners)
+            set_overrides(self.launcher, report.winners, self.extents)
             report.seconds = time.monotonic() - self.start
             return report
         prog = _progress(self.spaces, self.progress, f"autotune {self.kernel.name}", self.stream)
@@ -164,7 +161,7 @@ class _Tuner:
                     winners[g.index] = g.winner.schedule
                 else:
                     winners[g.index] = g.default
-            set_overrides(self.launcher, report.winners)
+            set_overrides(self.launcher, report.winners, self.extents)
             if self.peers:
                 prog.set_phase("peers")
                 self._time_peers()
