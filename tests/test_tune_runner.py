@@ -177,6 +177,25 @@ def test_a_call_that_runs_spread_is_tuned_as_spread_and_stored_under_its_partiti
     assert short.partition == "" and short.origin == "search" and len(short.groups) == 1
 
 
+def test_an_interrupted_search_leaves_the_pins_it_found(gpu, monkeypatch):
+    """Ctrl-C (or any error) in the middle of a search: the launcher's pins are restored,
+    not left on the candidate being timed (which may be one just found wrong)."""
+    from tiledsl.tune import runner
+    k = _kernel()
+    before = {0: "pinned by an earlier run"}
+    k._launcher.overrides, k._launcher.pinned_extents = dict(before), dict(M=8, N=8)
+    pinned = []
+
+    def interrupt(self, g, others):
+        pinned.append(dict(self.launcher.overrides))
+        raise KeyboardInterrupt
+    monkeypatch.setattr(runner._Tuner, "_refine", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        autotune(k, EXT, max_candidates=4, db=False)
+    assert pinned and pinned[0] != before
+    assert k._launcher.overrides == before and k._launcher.pinned_extents == dict(M=8, N=8)
+
+
 def test_two_runs_with_different_noise_pick_the_same_winner(gpu):
     picks = {autotune(_kernel(seed=s, noise=0.003), EXT, max_candidates=10, db=False).groups[0].winner.tag
              for s in range(3)}

@@ -127,6 +127,17 @@ class _Tuner:
 
     # -- the whole run ------------------------------------------------------------
     def run(self) -> TuneReport:
+        """The search; a run that ends in an error or an interrupt leaves the launcher's
+        pins as they were, never a candidate it was timing (one found wrong among them)."""
+        from ..runtime.launcher import set_overrides
+        before = (dict(self.launcher.overrides), getattr(self.launcher, "pinned_extents", None))
+        try:
+            return self._run()
+        except BaseException:
+            set_overrides(self.launcher, *before)
+            raise
+
+    def _run(self) -> TuneReport:
         from ..runtime.launcher import set_overrides
         from ..runtime.measure import copy_bandwidth
         report = self.report
