@@ -384,7 +384,7 @@ class Launcher:
         """(mode, launcher) of the other partition this call class runs: "spread" where it has
         few long rows that it splits (`runs_spread`), "columns" where its reductions across
         memory have short columns (`runs_columns`); else ("", None), and always where
-        schedules are pinned."""
+        schedules are pinned for this call (`_pins`)."""
         if self.spread or self.columns or self._pins(extents):
             return "", None
 
