@@ -16,8 +16,7 @@ sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchmarks.common import copy_bandwidth  # noqa: E402
 from row_probe import exact, fastest_candidates, interleaved, prepare, report_interleaved  # noqa: E402
-from tiledsl.errors import TdslError  # noqa: E402
-from tiledsl.schedule.columns import held_column  # noqa: E402
+from tiledsl.schedule.columns import held_columns  # noqa: E402
 import tiledsl.schedule.partition as partition_module  # noqa: E402
 import tiledsl.schedule.problem as problem_module  # noqa: E402
 
@@ -28,21 +27,6 @@ BATCHNORM = ("kernel bn(x: f16[M, N], w: f32[N], b: f32[N]) -> f16[M, N] {\n c =
 CASES = [("softmax", SOFTMAX, 1e-5, [(16, 1 << 22), (64, 1 << 20), (256, 1 << 18), (1024, 1 << 16), (4096, 4096), (1 << 21, 8)]),
          ("center", CENTER, 1e-5, [(256, 1 << 18), (16384, 4096)]),
          ("batchnorm", BATCHNORM, 2e-3, [(256, 1 << 18), (4096, 8192)])]
-
-
-def held_columns(case) -> dict:
-    """Columns held in registers, which the tuner's space lacks: `tpr` threads a column
-    (neighbouring threads on neighbouring columns), each holding up to 16 of its elements."""
-    out = {}
-    for tpr in (1, 2, 4, 8, 16, 32):
-        for block in (128, 256):
-            try:
-                s = held_column(case.problem, tpr, block)
-            except TdslError:       # (a block narrower than a column's threads' warps need)
-                continue
-            if s is not None:
-                out[s.tag] = s
-    return out
 
 
 def main() -> None:
@@ -66,7 +50,9 @@ def main() -> None:
             default, keep = fastest_candidates(fused, 6, bound)
             if default not in keep:
                 keep.append(default)
-            keep += [s for s in exact(fused, held_columns(fused), bound).values() if s not in keep]
+            # every held share beside the fastest few (columns.held_columns: 1 to 32 threads a column)
+            keep += [s for s in exact(fused, {s.tag: s for s in held_columns(fused.problem)}, bound).values()
+                     if s not in keep]
             k = fused.kernel
             runs = {"split (today's partition)": (None, None, lambda i: split.kernel(*split.sets[i], out=split.out),
                                                   len(split.sets))}

@@ -120,6 +120,8 @@ class FakeLauncher:
         self.kernel, self.cost, self.noise = kernel, cost, noise
         self.rng = np.random.default_rng(seed)
         self.overrides: dict = {}
+        self.pinned_extents = None      # (set_overrides)
+        self._parent = None             # (set_overrides: the one launcher there is)
         self._plans: dict = {}
         self._fast: dict = {}
         self._dispatchers: dict = {}     # none: every call goes through __call__

@@ -30,7 +30,7 @@ from tiledsl.codegen.params import kernel_params
 from tiledsl.schedule.choose import launches
 from tiledsl.schedule.problem import problem
 from tiledsl.schedule.layout import plan_layout
-from tiledsl.schedule.partition import partition
+from tiledsl.schedule.partition import partition_of
 from tiledsl.schedule.schedules import combine_lanes
 
 HERE = Path(__file__).parent
@@ -188,7 +188,7 @@ def run_on_host(kernel, extents: dict, args: list, schedules=None, sm_count: int
     if mode is None and schedules is None:
         groups, layouts, _ = partition_at(graph, extents, sm_count, "sm_90a")
     else:
-        groups = partition(graph, spread=mode == "spread", columns=mode == "columns")
+        groups = partition_of(graph, mode or "")
         layouts = [plan_layout(g, graph) for g in groups]
     for group, layout in zip(groups, layouts):
         p = problem(group, layout, extents, frozenset(), sm_count, "sm_90a")

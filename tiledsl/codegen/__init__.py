@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..schedule.choose import plan
 from ..schedule.problem import problem, runs_columns, runs_spread
 from ..schedule.layout import plan_layout
-from ..schedule.partition import partition
+from ..schedule.partition import partition_of
 from .cuda import KernelSource, render
 
 
@@ -18,7 +18,7 @@ def partition_at(graph, extents: dict[str, int], sm_count: int = 132, arch: str 
 
     def parts(mode: str) -> tuple:      # each made only where asked for
         if mode not in made:
-            groups = partition(graph, spread=mode == "spread", columns=mode == "columns")
+            groups = partition_of(graph, mode)
             made[mode] = groups, [plan_layout(g, graph) for g in groups]
         return made[mode]
     fused = parts("")

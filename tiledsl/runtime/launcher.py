@@ -385,7 +385,7 @@ class Launcher:
         few long rows that it splits (`runs_spread`), "columns" where its reductions across
         memory have short columns (`runs_columns`); else ("", None), and always where
         schedules are pinned for this call (`_pins`)."""
-        if self.spread or self.columns or self._pins(extents):
+        if self.partition_mode or self._pins(extents):
             return "", None
 
         def other(mode: str):
@@ -1106,4 +1106,4 @@ def set_overrides(launcher: "Launcher", overrides: dict, extents: Optional[dict]
     while launcher is not None:
         launcher._fast.clear()
         launcher._plans.clear()
-        launcher = getattr(launcher, "_parent", None)
+        launcher = launcher._parent

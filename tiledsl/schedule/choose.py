@@ -136,8 +136,7 @@ def candidates(p: Problem, hints: Hints = Hints()) -> list[Schedule]:
         out += [replace(short, row_threads=t) for t in dict.fromkeys((short.row_threads, short.row_threads // 2,
                                                                       2 * short.row_threads)) if 2 <= t <= 32]
     if columns.whole_column_results(p):     # columns held whole in registers, 1 to 32 threads a column
-        out += [s for t in (1, 2, 4, 8, 16, 32) for block in (128, 256)
-                if (s := columns.held_column(p, t, block)) is not None and columns.row_share_fits(p, s.items, 1)]
+        out += columns.held_columns(p)
     if not p.row_major():   # 16-byte vectors of columns, each column's rows shared by a block's threads
         # (registers budgeted for 1024 threads an SM, or for all 2048)
         out += list(dict.fromkeys(t for width, block in ((16, 512), (32, 512), (64, 512), (32, 256))

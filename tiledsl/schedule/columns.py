@@ -304,6 +304,13 @@ def held_column(p: Problem, threads: int, block: int = 256) -> Optional[Schedule
                     index64=p.index64)
 
 
+def held_columns(p: Problem, blocks: tuple = (128, 256)) -> list[Schedule]:
+    """Every held column share whose elements fit a thread's registers (row_share_fits):
+    1 to 32 threads a column, fewest first, in blocks of each of `blocks`."""
+    return [s for t in (1, 2, 4, 8, 16, 32) for block in blocks
+            if (s := held_column(p, t, block)) is not None and row_share_fits(p, s.items, 1)]
+
+
 def whole_columns(p: Problem) -> Optional[Schedule]:
     """The default of a reduce group across memory that writes results over whole columns
     (partition(columns=True), which runs_columns picks for short columns): 256 threads, t of
@@ -316,10 +323,9 @@ def whole_columns(p: Problem) -> Optional[Schedule]:
     columns partition is off until it is (problem.COLUMNS_MAX_ROWS)."""
     if not whole_column_results(p):
         return None
-    for t in (1, 2, 4, 8, 16, 32):
-        held = held_column(p, t)
-        if held is not None and row_share_fits(p, held.items, 1):
-            return held
+    held = held_columns(p, (256,))
+    if held:
+        return held[0]
     looped = short_columns(p)
     if looped is not None:
         return looped

@@ -506,6 +506,16 @@ def partition(graph: Graph, spread: bool = False, columns: bool = False) -> list
     return _Partitioner(graph, spread, columns).run()
 
 
+PARTITION_MODES = ("", "spread", "columns")
+
+
+def partition_of(graph: Graph, mode: str) -> list[Group]:
+    """The partition named `mode`: "" the fused one, "spread" or "columns" (`partition`)."""
+    if mode not in PARTITION_MODES:
+        raise ValueError(f"no partition {mode!r}")
+    return partition(graph, spread=mode == "spread", columns=mode == "columns")
+
+
 def describe(groups: list[Group]) -> str:
     """One line per group, for `tiledsl emit --stage schedule`."""
     lines = []

@@ -154,10 +154,10 @@ class Compilation:
         from ..codegen.cuda import render
         from ..runtime.cache import find_kernel
         from ..schedule.layout import plan_layout
-        from ..schedule.partition import partition
+        from ..schedule.partition import partition_of
         graph = self.kernel.graph
         groups = {(mode, g.index): g for mode in {job.partition for job in self.jobs.values()}
-                  for g in partition(graph, spread=mode == "spread", columns=mode == "columns")}
+                  for g in partition_of(graph, mode)}
         for job in self.jobs.values():
             hit = find_kernel(job.key_parts, self.arch)
             if hit is not None:

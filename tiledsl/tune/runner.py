@@ -130,7 +130,7 @@ class _Tuner:
         """The search; a run that ends in an error or an interrupt leaves the launcher's
         pins as they were, never a candidate it was timing (one found wrong among them)."""
         from ..runtime.launcher import set_overrides
-        before = (dict(self.launcher.overrides), getattr(self.launcher, "pinned_extents", None))
+        before = (dict(self.launcher.overrides), self.launcher.pinned_extents)
         try:
             return self._run()
         except BaseException:

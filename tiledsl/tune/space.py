@@ -21,7 +21,7 @@ from ..errors import TdslError
 from ..schedule.choose import candidates, default, fits, launches
 from ..schedule.problem import Problem, problem
 from ..schedule.layout import plan_layout
-from ..schedule.partition import partition
+from ..schedule.partition import partition_of
 from ..schedule.schedules import Schedule
 from .select import resource_key
 
@@ -141,7 +141,7 @@ def search_space(kernel, extents: dict, *, sm_count: int = 132, limits: DeviceLi
     """
     graph = kernel.graph
     spaces = []
-    for group in partition(graph, spread=mode == "spread", columns=mode == "columns"):
+    for group in partition_of(graph, mode):
         layout = plan_layout(group, graph)
         p = problem(group, layout, extents, frozenset(), sm_count, arch, hbm_gbps)
         base = default(p, kernel.hints)
